@@ -1,0 +1,53 @@
+// Kernel event counters. Workloads report the deltas over their run as
+// <workload>.<name>; Shutdown() reports the totals as kernel.<name>.
+#ifndef GUEST_KERNEL_COUNTERS_H_
+#define GUEST_KERNEL_COUNTERS_H_
+
+#include <stdint.h>
+
+#include "lib/format.h"
+
+namespace guest {
+
+// X(name): every counter, in report order. guest/README.md says what each counts.
+#define GUEST_COUNTER_LIST(X) \
+  X(switches)                 \
+  X(nm_traps)                 \
+  X(fpu_preloads)             \
+  X(fpu_saves)                \
+  X(fpu_restores)             \
+  X(irq_restores_if_set)      \
+  X(irq_restores_if_clear)    \
+  X(irq_enables)              \
+  X(irq_disables)             \
+  X(tls_slots_sent)           \
+  X(desc_updates)             \
+  X(cr0_writes)               \
+  X(sp0_loads)                \
+  X(pte_updates)              \
+  X(pte_flags_calls)          \
+  X(syscalls)                 \
+  X(syscall_ud_fallbacks)     \
+  X(timer_irqs)               \
+  X(preemptions)              \
+  X(idle_blocks)              \
+  X(wakeups)                  \
+  X(multicalls)               \
+  X(multicall_entries)        \
+  X(self_checks)              \
+  X(check_failures)
+
+struct KernelCounters {
+#define GUEST_COUNTER_FIELD_(name) uint64_t name;
+  GUEST_COUNTER_LIST(GUEST_COUNTER_FIELD_)
+#undef GUEST_COUNTER_FIELD_
+};
+
+extern KernelCounters g_kc;
+
+// Appends "<prefix>.<name>=<now - before>" for every counter.
+void AppendCounterDeltas(StrView prefix, const KernelCounters& before, const KernelCounters& now, TextBuf* out);
+
+}  // namespace guest
+
+#endif  // GUEST_KERNEL_COUNTERS_H_

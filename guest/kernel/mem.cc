@@ -1,0 +1,132 @@
+#include "kernel/mem.h"
+
+#include "arch/cpu.h"
+#include "kernel/panic.h"
+#include "kernel/user_mem.h"
+
+extern "C" char __user_start[], __user_end[], __kernel_end[];
+
+namespace guest {
+namespace {
+
+uint64_t g_next = 0;  // general bump allocator
+uint64_t g_end = 0;
+uint64_t g_user_next = 0;
+Arena g_user_arena;
+Arena g_cpa_arena;
+uint64_t* g_pml4 = nullptr;
+
+// rep stosq: one emulated instruction instead of a 512-iteration loop.
+void ZeroQwords(void* p, uint64_t qwords) {
+  asm volatile("rep stosq" : "+D"(p), "+c"(qwords) : "a"(0ull) : "memory");
+}
+
+uint64_t* NewTable() { return static_cast<uint64_t*>(AllocPages(1)); }
+
+uint64_t Addr(void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Intermediate entries allow everything; the leaf decides (user, write, nx).
+constexpr uint64_t kTableFlags = kPtePresent | kPteWrite | kPteUser;
+
+uint64_t* Walk(uint64_t* table, uint64_t va, int shift) {
+  uint64_t e = table[(va >> shift) & 511];
+  if (!(e & kPtePresent) || (e & kPteHuge)) return nullptr;
+  return reinterpret_cast<uint64_t*>(e & kPteAddrMask);
+}
+
+// Replaces the 2 MiB mapping of the region holding `va` by a table of 4 KiB
+// pages with the same flags (`extra` added). Boot only: the tables are not
+// live yet, so plain stores are correct under every backend.
+uint64_t* Split(uint64_t* pd, uint64_t va, uint64_t extra) {
+  uint64_t base = va & ~(kLargePageSize - 1);
+  uint64_t* pt = NewTable();
+  for (uint64_t i = 0; i < 512; ++i) pt[i] = (base + i * kPageSize) | kPtePresent | kPteWrite | extra;
+  pd[(va >> 21) & 511] = Addr(pt) | kTableFlags;
+  return pt;
+}
+
+}  // namespace
+
+void* AllocPages(size_t count) {
+  uint64_t p = g_next;
+  if (count == 0 || p + count * kPageSize > g_end || p + count * kPageSize < p) Panic("out of memory");
+  g_next += count * kPageSize;
+  ZeroQwords(reinterpret_cast<void*>(p), count * kPageSize / 8);
+  return reinterpret_cast<void*>(p);
+}
+
+void* AllocUserPages(size_t count) {
+  uint64_t p = g_user_next;
+  if (p + count * kPageSize > g_user_arena.start + g_user_arena.size) Panic("user arena exhausted");
+  g_user_next += count * kPageSize;
+  ZeroQwords(reinterpret_cast<void*>(p), count * kPageSize / 8);
+  return reinterpret_cast<void*>(p);
+}
+
+bool UserRangeOk(uint64_t addr, uint64_t len) {
+  uint64_t end = addr + len;
+  if (end < addr) return false;
+  auto inside = [&](uint64_t lo, uint64_t hi) { return addr >= lo && end <= hi; };
+  return inside(Addr(__user_start), Addr(__user_end)) ||
+         inside(g_user_arena.start, g_user_arena.start + g_user_arena.size);
+}
+
+void MemInit(uint64_t first_free, uint64_t memory_size, uint64_t gdt_gpa) {
+  if (Addr(__kernel_end) > kLargePageSize) Panic("kernel image crosses 2 MiB");
+  g_next = AlignUp(first_free < Addr(__kernel_end) ? Addr(__kernel_end) : first_free, kPageSize);
+  g_end = memory_size;
+
+  g_pml4 = NewTable();
+  uint64_t* pdpt = NewTable();
+  g_pml4[0] = Addr(pdpt) | kTableFlags;
+  uint64_t* pds[4] = {};
+  for (uint64_t gib = 0; gib * (1ull << 30) < memory_size; ++gib) {
+    pds[gib] = NewTable();
+    pdpt[gib] = Addr(pds[gib]) | kTableFlags;
+    for (uint64_t i = 0; i < 512; ++i) {
+      uint64_t pa = (gib << 30) + i * kLargePageSize;
+      if (pa >= memory_size) break;
+      pds[gib][i] = pa | kPtePresent | kPteWrite | kPteHuge;
+    }
+  }
+  // The read-only GDT page: writable in the PTE so that a native store
+  // reaches the VMM (as an MMIO exit) instead of faulting in the guest.
+  uint64_t gib = gdt_gpa >> 30;
+  if (gib >= 4) Panic("GDT above 4 GiB");
+  if (pds[gib] == nullptr) {
+    pds[gib] = NewTable();
+    pdpt[gib] = Addr(pds[gib]) | kTableFlags;
+  }
+  uint64_t* gdt_pt = NewTable();
+  pds[gib][(gdt_gpa >> 21) & 511] = Addr(gdt_pt) | kTableFlags;
+  gdt_pt[(gdt_gpa >> 12) & 511] = gdt_gpa | kPtePresent | kPteWrite | kPteNx;
+
+  // First 2 MiB: 4 KiB pages; page 0 unmapped; .user_* pages user-accessible.
+  uint64_t* pt0 = Split(pds[0], 0, 0);
+  pt0[0] = 0;
+  for (uint64_t a = Addr(__user_start); a < Addr(__user_end); a += kPageSize) pt0[a >> 12] |= kPteUser;
+
+  uint64_t user = AlignUp(g_next, kLargePageSize);
+  g_user_arena = {user, kLargePageSize};
+  g_cpa_arena = {user + kLargePageSize, kLargePageSize};
+  if (g_cpa_arena.start + kLargePageSize + kLargePageSize > memory_size) Panic("not enough RAM (need ~8 MiB)");
+  Split(pds[user >> 30], user, kPteUser | kPteNx);
+  Split(pds[g_cpa_arena.start >> 30], g_cpa_arena.start, 0);
+  g_user_next = user;
+  g_next = g_cpa_arena.start + kLargePageSize;
+
+  cpu::WriteCr3(Addr(g_pml4));
+}
+
+uint64_t* LookupPte(uint64_t va) {
+  uint64_t* pdpt = Walk(g_pml4, va, 39);
+  uint64_t* pd = pdpt ? Walk(pdpt, va, 30) : nullptr;
+  uint64_t* pt = pd ? Walk(pd, va, 21) : nullptr;
+  return pt ? &pt[(va >> 12) & 511] : nullptr;
+}
+
+Arena CpaArena() { return g_cpa_arena; }
+
+void FlushTlb() { cpu::WriteCr3(cpu::ReadCr3()); }
+
+}  // namespace guest

@@ -1,0 +1,286 @@
+#include "lib/cmdline.h"
+
+namespace guest {
+namespace {
+
+constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch"};
+constexpr const char* kOpChoices[kPvOpCount] = {"naive|optimized", "naive|optimized|eager", "naive|optimized",
+                                                "naive|optimized|patched", "off|on"};
+constexpr uint64_t kBig = 1000000;
+
+constexpr ParamSpec kHelloParams[] = {{"lines", nullptr, 3, 0, 10000}};
+constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3", 0, 0, 0}};
+constexpr ParamSpec kCtxParams[] = {
+    {"tasks", nullptr, 3, 2, 16},  {"rounds", nullptr, 20, 1, kBig}, {"tls", "same|one|all", 2, 0, 0},
+    {"fpu", "none|all", 1, 0, 0}, {"preempt", nullptr, 0, 0, 1}};
+constexpr ParamSpec kPipeParams[] = {
+    {"rounds", nullptr, 20, 1, kBig}, {"tls", "same|one|all", 2, 0, 0}, {"fpu", "none|all", 1, 0, 0},
+    {"preempt", nullptr, 0, 0, 1}};
+constexpr ParamSpec kIrqParams[] = {
+    {"loops", nullptr, 50, 1, kBig}, {"depth", nullptr, 2, 1, 8}, {"pending", nullptr, 0, 0, 1}};
+constexpr ParamSpec kCpaParams[] = {
+    {"pages", nullptr, 16, 1, 512}, {"rounds", nullptr, 1, 1, kBig}, {"calls", nullptr, 4, 1, kBig}};
+constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8}, {"rounds", nullptr, 20, 1, kBig}};
+
+#define GUEST_SPEC_(name, params) {name, params, sizeof(params) / sizeof(params[0])}
+constexpr WorkloadSpec kWorkloads[] = {
+    {"none", nullptr, 0},
+    GUEST_SPEC_("hello", kHelloParams),
+    GUEST_SPEC_("fault", kFaultParams),
+    GUEST_SPEC_("ctx", kCtxParams),
+    GUEST_SPEC_("pipe", kPipeParams),
+    GUEST_SPEC_("irq", kIrqParams),
+    GUEST_SPEC_("cpa", kCpaParams),
+    GUEST_SPEC_("fpu", kFpuParams),
+    {"all", nullptr, 0},
+    {nullptr, nullptr, 0},
+};
+#undef GUEST_SPEC_
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Splits `s` at the first `sep`: head before, rest after (empty if absent).
+StrView SplitAt(StrView* s, char sep) {
+  size_t i = s->Find(sep);
+  StrView head = s->Sub(0, i);
+  *s = (i < s->size()) ? s->Sub(i + 1) : StrView(s->data() + s->size(), 0);
+  return head;
+}
+
+void AppendChoices(TextBuf* err, const char* choices) { err->Str(" (").Str(choices).Str(")"); }
+
+bool ParseBackend(StrView v, Config* c, TextBuf* err) {
+  int i = ChoiceIndex("pv|native", v);
+  if (i < 0) {
+    err->Str("unknown backend '").Str(v).Str("'");
+    AppendChoices(err, "pv|native");
+    return false;
+  }
+  c->backend = i == 0 ? Backend::kPv : Backend::kNative;
+  return true;
+}
+
+// Maps a spelling of a variant of `op` to the Variant.
+bool LookupVariant(int op, StrView word, Variant* out) {
+  int i = ChoiceIndex(kOpChoices[op], word);
+  if (i < 0) return false;
+  if (op == static_cast<int>(PvOp::kFpuSwitch) || op == static_cast<int>(PvOp::kPteFlags)) {
+    *out = i < 2 ? static_cast<Variant>(i) : (i == 2 && op == static_cast<int>(PvOp::kFpuSwitch) ? Variant::kEager : Variant::kPatched);
+  } else {
+    *out = static_cast<Variant>(i);  // naive|optimized and off|on share 0/1
+  }
+  return true;
+}
+
+bool ParsePvops(StrView v, Config* c, TextBuf* err) {
+  if (v.empty()) {
+    err->Str("empty pvops= value (naive|optimized|<op>:<variant>,...)");
+    return false;
+  }
+  while (!v.empty()) {
+    StrView item = SplitAt(&v, ',');
+    size_t colon = item.Find(':');
+    if (colon == item.size()) {
+      int all = ChoiceIndex("naive|optimized", item);
+      if (all < 0) {
+        err->Str("bad pvops item '").Str(item).Str("' (naive, optimized or <op>:<variant>)");
+        return false;
+      }
+      for (Variant& x : c->variant) x = static_cast<Variant>(all);
+      continue;
+    }
+    StrView op_name = item.Sub(0, colon);
+    StrView word = item.Sub(colon + 1);
+    int op = -1;
+    for (int i = 0; i < kPvOpCount; ++i) {
+      if (op_name == kOpNames[i]) op = i;
+    }
+    if (op < 0) {
+      err->Str("unknown pvops op '").Str(op_name).Str("' (irq_restore|fpu_switch|tls|pte_flags|batch)");
+      return false;
+    }
+    // batch also accepts naive/optimized so that an op list can be uniform.
+    Variant var;
+    if (!LookupVariant(op, word, &var)) {
+      if (op == static_cast<int>(PvOp::kBatch) && ChoiceIndex("naive|optimized", word) >= 0) {
+        var = static_cast<Variant>(ChoiceIndex("naive|optimized", word));
+      } else {
+        err->Str("unknown variant '").Str(word).Str("' for pvops op ").Str(kOpNames[op]);
+        AppendChoices(err, kOpChoices[op]);
+        return false;
+      }
+    }
+    c->variant[op] = var;
+  }
+  return true;
+}
+
+bool ParseParam(const WorkloadSpec* spec, StrView item, WorkloadArgs* args, TextBuf* err) {
+  size_t eq = item.Find('=');
+  StrView key = item.Sub(0, eq);
+  StrView value = eq < item.size() ? item.Sub(eq + 1) : StrView();
+  for (int i = 0; i < spec->param_count; ++i) {
+    const ParamSpec& p = spec->params[i];
+    if (key != p.name) continue;
+    if (eq == item.size()) {
+      err->Str("workload parameter '").Str(key).Str("' needs a value (").Str(spec->name).Str(",").Str(key).Str("=...)");
+      return false;
+    }
+    if (p.choices != nullptr) {
+      int idx = ChoiceIndex(p.choices, value);
+      if (idx < 0) {
+        err->Str("bad value '").Str(value).Str("' for ").Str(spec->name).Str(".").Str(key);
+        AppendChoices(err, p.choices);
+        return false;
+      }
+      args->values[i] = static_cast<uint64_t>(idx);
+      return true;
+    }
+    uint64_t n;
+    if (!value.ToU64(&n) || n < p.min || n > p.max) {
+      err->Str("bad value '").Str(value).Str("' for ").Str(spec->name).Str(".").Str(key).Str(" (integer ");
+      err->Dec(p.min).Str("..").Dec(p.max).Str(")");
+      return false;
+    }
+    args->values[i] = n;
+    return true;
+  }
+  err->Str("unknown parameter '").Str(key).Str("' for workload ").Str(spec->name).Str(" (");
+  if (spec->param_count == 0) err->Str("it takes none");
+  for (int i = 0; i < spec->param_count; ++i) err->Str(i ? "|" : "").Str(spec->params[i].name);
+  err->Str(")");
+  return false;
+}
+
+bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
+  StrView name = SplitAt(&v, ',');
+  const WorkloadSpec* spec = FindWorkload(name);
+  if (spec == nullptr) {
+    err->Str("unknown workload '").Str(name).Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all)");
+    return false;
+  }
+  WorkloadArgs args;
+  args.spec = spec;
+  for (int i = 0; i < spec->param_count; ++i) args.values[i] = spec->params[i].default_value;
+  while (!v.empty()) {
+    StrView item = SplitAt(&v, ',');
+    if (!ParseParam(spec, item, &args, err)) return false;
+  }
+  c->workload = args;
+  return true;
+}
+
+}  // namespace
+
+const char* PvOpName(PvOp op) { return kOpNames[static_cast<int>(op)]; }
+
+const char* VariantName(PvOp op, Variant v) {
+  if (op == PvOp::kBatch) return v == Variant::kNaive ? "off" : "on";
+  switch (v) {
+    case Variant::kNaive: return "naive";
+    case Variant::kOptimized: return "optimized";
+    case Variant::kEager: return "eager";
+    case Variant::kPatched: return "patched";
+  }
+  return "?";
+}
+
+const char* BackendName(Backend b) { return b == Backend::kPv ? "pv" : "native"; }
+
+int ChoiceIndex(const char* choices, StrView word) {
+  StrView rest(choices);
+  for (int i = 0; !rest.empty(); ++i) {
+    if (SplitAt(&rest, '|') == word) return i;
+  }
+  return -1;
+}
+
+StrView ChoiceAt(const char* choices, uint64_t index) {
+  StrView rest(choices);
+  for (uint64_t i = 0; !rest.empty(); ++i) {
+    StrView w = SplitAt(&rest, '|');
+    if (i == index) return w;
+  }
+  return StrView();
+}
+
+const WorkloadSpec* WorkloadTable() { return kWorkloads; }
+
+const WorkloadSpec* FindWorkload(StrView name) {
+  for (const WorkloadSpec* w = kWorkloads; w->name != nullptr; ++w) {
+    if (name == w->name) return w;
+  }
+  return nullptr;
+}
+
+uint64_t WorkloadArgs::Get(StrView name) const {
+  for (int i = 0; spec != nullptr && i < spec->param_count; ++i) {
+    if (name == spec->params[i].name) return values[i];
+  }
+  return 0;
+}
+
+StrView WorkloadArgs::Choice(StrView name) const {
+  for (int i = 0; spec != nullptr && i < spec->param_count; ++i) {
+    if (name == spec->params[i].name && spec->params[i].choices != nullptr) {
+      return ChoiceAt(spec->params[i].choices, values[i]);
+    }
+  }
+  return StrView();
+}
+
+bool ParseCmdline(StrView line, Config* config, TextBuf* error) {
+  if (config->workload.spec == nullptr) config->workload.spec = FindWorkload("none");
+  size_t i = 0;
+  while (i < line.size()) {
+    if (IsSpace(line[i])) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < line.size() && !IsSpace(line[i])) ++i;
+    StrView token = line.Sub(start, i - start);
+    size_t eq = token.Find('=');
+    if (eq == token.size()) {
+      error->Str("malformed command-line token '").Str(token).Str("' (expected key=value)");
+      return false;
+    }
+    StrView key = token.Sub(0, eq);
+    StrView value = token.Sub(eq + 1);
+    bool ok;
+    if (key == "backend") {
+      ok = ParseBackend(value, config, error);
+    } else if (key == "pvops") {
+      ok = ParsePvops(value, config, error);
+    } else if (key == "workload") {
+      ok = ParseWorkload(value, config, error);
+    } else {
+      error->Str("unknown command-line key '").Str(key).Str("' (backend|pvops|workload)");
+      ok = false;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void AppendConfigReport(const Config& config, TextBuf* out) {
+  out->Kv("config.backend", BackendName(config.backend));
+  for (int i = 0; i < kPvOpCount; ++i) {
+    PvOp op = static_cast<PvOp>(i);
+    out->Str("config.pvops.").Str(PvOpName(op)).Char('=').Str(VariantName(op, config.variant[i])).Char('\n');
+  }
+  const WorkloadSpec* spec = config.workload.spec;
+  out->Kv("config.workload", spec->name);
+  for (int i = 0; i < spec->param_count; ++i) {
+    const ParamSpec& p = spec->params[i];
+    out->Str("config.workload.").Str(p.name).Char('=');
+    if (p.choices != nullptr) {
+      out->Str(ChoiceAt(p.choices, config.workload.values[i]));
+    } else {
+      out->Dec(config.workload.values[i]);
+    }
+    out->Char('\n');
+  }
+}
+
+}  // namespace guest

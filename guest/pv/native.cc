@@ -1,0 +1,61 @@
+// The native backend: raw instructions. Under minivmm, GDT stores trap to
+// the VMM through the read-only GDT page; CR0 and IF changes are invisible
+// to it (except as interrupt-window exits).
+#include "arch/cpu.h"
+#include "kernel/boot.h"
+#include "kernel/mem.h"
+#include "pv/pv_ops.h"
+
+extern "C" uint64_t PteValCalleeThunk(uint64_t);
+
+namespace guest {
+namespace {
+
+uint64_t NativeSaveFl() { return cpu::SaveFlags(); }
+void NativeRestoreFl(uint64_t f) { cpu::RestoreFlags(f); }
+void NativeIrqDisable() { cpu::Cli(); }
+void NativeIrqEnable() { cpu::Sti(); }
+void NativeSafeHalt() { cpu::SafeHalt(); }
+
+uint64_t NativeReadCr0() { return cpu::ReadCr0(); }
+void NativeWriteCr0(uint64_t v) { cpu::WriteCr0(v); }
+void NativeClts() { cpu::Clts(); }
+void NativeStts() { cpu::WriteCr0(cpu::ReadCr0() | cpu::kCr0Ts); }
+
+void NativeWriteGdtEntry(unsigned index, uint64_t desc) {
+  // One aligned 8-byte store: the VMM's validator applies exactly that form.
+  uint64_t* slot = reinterpret_cast<uint64_t*>(g_boot.gdt_gpa + 8ull * index);
+  asm volatile("movq %1, %0" : "=m"(*slot) : "r"(desc) : "memory");
+}
+
+void NativeLoadSp0(uint64_t sp0) { g_boot.tss->rsp[0] = sp0; }
+
+void NativeSetPte(uint64_t* ptep, uint64_t val) { *reinterpret_cast<volatile uint64_t*>(ptep) = val; }
+void NativeFlushTlb() { FlushTlb(); }
+void NoOp() {}
+
+}  // namespace
+
+const PvOps kNativePvOps = {
+    .name = "native",
+    .save_fl = NativeSaveFl,
+    .restore_fl = NativeRestoreFl,
+    .irq_disable = NativeIrqDisable,
+    .irq_enable = NativeIrqEnable,
+    .safe_halt = NativeSafeHalt,
+    .read_cr0 = NativeReadCr0,
+    .write_cr0 = NativeWriteCr0,
+    .clts = NativeClts,
+    .stts = NativeStts,
+    .write_gdt_entry = NativeWriteGdtEntry,
+    .load_sp0 = NativeLoadSp0,
+    .set_pte = NativeSetPte,
+    .pte_val = PteValCalleeThunk,
+    .flush_tlb = NativeFlushTlb,
+    .start_context_switch = NoOp,
+    .end_context_switch = NoOp,
+    .enter_lazy_mmu = NoOp,
+    .leave_lazy_mmu = NoOp,
+};
+
+}  // namespace guest

@@ -1,0 +1,135 @@
+// The pv backend: every privileged operation is a hypercall (DESIGN.md).
+// With pvops batch:on, operations issued inside a context switch or a
+// page-table walk are queued and flushed as one multicall (Xen's lazy CPU
+// and lazy MMU modes); any other hypercall is synchronous and flushes the
+// queue first, so the VMM always sees operations in program order.
+#include "arch/cpu.h"
+#include "kernel/boot.h"
+#include "kernel/hypercall.h"
+#include "kernel/mem.h"
+#include "lib/batch.h"
+#include "pv/pv_ops.h"
+
+extern "C" uint64_t PteValCalleeThunk(uint64_t);
+
+namespace guest {
+namespace {
+
+MulticallBatch g_batch;
+int g_lazy_depth = 0;
+// The guest's copy of CR0: reading it costs nothing; every write goes
+// through a hypercall that keeps this in step with the VCPU.
+uint64_t g_cr0 = 0;
+bool g_cr0_valid = false;
+
+bool Queueing() { return g_lazy_depth > 0 && PvBatching(); }
+
+// A queueable operation: into the batch while in a lazy mode, else direct.
+void Issue(uint64_t nr, uint64_t a0, uint64_t a1 = 0) {
+  if (Queueing()) {
+    if (g_batch.full()) FlushBatch(&g_batch);
+    g_batch.Add(nr, a0, a1);
+    return;
+  }
+  HypercallOrDie(nr, a0, a1);
+}
+
+// A synchronous hypercall whose result is needed now.
+int64_t Sync(uint64_t nr, uint64_t a0, uint64_t a1 = 0) {
+  FlushBatch(&g_batch);
+  return HypercallOrDie(nr, a0, a1);
+}
+
+// save_fl reads the real RFLAGS: set_if changes the vCPU's IF itself, so
+// pushf sees it without an exit (Xen reads its shared-info mask instead).
+uint64_t PvSaveFl() { return cpu::SaveFlags(); }
+void PvRestoreFl(uint64_t f) { Sync(MVMM_HC_set_if, (f & cpu::kRflagsIf) ? 1 : 0); }
+void PvIrqDisable() { Sync(MVMM_HC_set_if, 0); }
+void PvIrqEnable() { Sync(MVMM_HC_set_if, 1); }
+void PvSafeHalt() {
+  // Block with IF=0 (returns once an interrupt is pending), then enable:
+  // the pending interrupt is delivered right after set_if(1).
+  Sync(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+  Sync(MVMM_HC_set_if, 1);
+}
+
+uint64_t PvReadCr0() {
+  if (!g_cr0_valid) {
+    g_cr0 = cpu::ReadCr0();  // once, at the first use during boot
+    g_cr0_valid = true;
+  }
+  return g_cr0;
+}
+void PvWriteCr0(uint64_t v) {
+  PvReadCr0();
+  Sync(MVMM_HC_write_cr0, v);
+  g_cr0 = v;
+}
+void PvClts() {
+  PvReadCr0();
+  Issue(MVMM_HC_fpu_taskswitch, 0);
+  g_cr0 &= ~cpu::kCr0Ts;
+}
+void PvStts() {
+  PvReadCr0();
+  Issue(MVMM_HC_fpu_taskswitch, 1);
+  g_cr0 |= cpu::kCr0Ts;
+}
+
+void PvWriteGdtEntry(unsigned index, uint64_t desc) {
+  Issue(MVMM_HC_update_descriptor, g_boot.gdt_gpa + 8ull * index, desc);
+}
+
+void PvLoadSp0(uint64_t sp0) { Issue(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, sp0); }
+
+mvmm_mmu_update g_single_req;
+
+void PvSetPte(uint64_t* ptep, uint64_t val) {
+  uint64_t gpa = reinterpret_cast<uintptr_t>(ptep);
+  if (Queueing()) {
+    if (g_batch.full()) FlushBatch(&g_batch);
+    g_batch.AddMmuUpdate(gpa, val);
+    return;
+  }
+  g_single_req = {gpa, val};
+  Sync(MVMM_HC_mmu_update, reinterpret_cast<uintptr_t>(&g_single_req), 1);
+}
+
+// No flush hypercall in the ABI: the TLB is the vCPU's own (CR3 reload).
+void PvFlushTlb() {
+  FlushBatch(&g_batch);
+  FlushTlb();
+}
+
+void PvEnterLazy() { ++g_lazy_depth; }
+void PvLeaveLazy() {
+  if (--g_lazy_depth == 0) FlushBatch(&g_batch);
+}
+
+}  // namespace
+
+const PvOps kParavirtPvOps = {
+    .name = "pv",
+    .save_fl = PvSaveFl,
+    .restore_fl = PvRestoreFl,
+    .irq_disable = PvIrqDisable,
+    .irq_enable = PvIrqEnable,
+    .safe_halt = PvSafeHalt,
+    .read_cr0 = PvReadCr0,
+    .write_cr0 = PvWriteCr0,
+    .clts = PvClts,
+    .stts = PvStts,
+    .write_gdt_entry = PvWriteGdtEntry,
+    .load_sp0 = PvLoadSp0,
+    .set_pte = PvSetPte,
+    .pte_val = PteValCalleeThunk,
+    .flush_tlb = PvFlushTlb,
+    .start_context_switch = PvEnterLazy,
+    .end_context_switch = PvLeaveLazy,
+    .enter_lazy_mmu = PvEnterLazy,
+    .leave_lazy_mmu = PvLeaveLazy,
+};
+
+bool PvBatching() { return PvVariant(PvOp::kBatch) != Variant::kNaive; }
+
+}  // namespace guest

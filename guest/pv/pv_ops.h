@@ -1,0 +1,127 @@
+// The one table through which every privileged operation goes (Linux
+// pv_ops). Chosen once at boot from backend=; the inline wrappers below add
+// the kernel's event counting and the naive/optimized variants, so the two
+// backends stay raw and symmetrical.
+#ifndef GUEST_PV_PV_OPS_H_
+#define GUEST_PV_PV_OPS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernel/counters.h"
+#include "lib/cmdline.h"
+
+namespace guest {
+
+struct PvOps {
+  const char* name;
+
+  // Interrupt flag.
+  uint64_t (*save_fl)();
+  void (*restore_fl)(uint64_t flags);
+  void (*irq_disable)();
+  void (*irq_enable)();
+  // Idle: wait for an interrupt; called with IF=0, returns with IF=1.
+  void (*safe_halt)();
+
+  // CR0 and the FPU's TS bit.
+  uint64_t (*read_cr0)();
+  void (*write_cr0)(uint64_t value);
+  void (*clts)();
+  void (*stts)();
+
+  // Descriptor tables and the TSS.
+  void (*write_gdt_entry)(unsigned index, uint64_t desc);
+  void (*load_sp0)(uint64_t sp0);
+
+  // Page tables. pte_val has the callee-save convention (PVOP_CALLEE):
+  // it is only ever called from PvPteVal()'s asm, which clobbers only RAX.
+  void (*set_pte)(uint64_t* ptep, uint64_t val);
+  uint64_t (*pte_val)(uint64_t pte);
+  void (*flush_tlb)();
+
+  // Lazy modes (Xen): operations between start and end may be queued and
+  // are issued, at the latest, by the end hook.
+  void (*start_context_switch)();
+  void (*end_context_switch)();
+  void (*enter_lazy_mmu)();
+  void (*leave_lazy_mmu)();
+};
+
+extern PvOps pv_ops;
+extern const PvOps kNativePvOps;
+extern const PvOps kParavirtPvOps;
+
+// Installs the backend and remembers the variants. Boot only.
+void PvOpsInit(const Config& config);
+Variant PvVariant(PvOp op);
+
+// ---- Counted wrappers: the rest of the kernel calls only these. ----
+
+inline uint64_t ArchSaveFlags() { return pv_ops.save_fl(); }
+inline void ArchIrqDisable() {
+  ++g_kc.irq_disables;
+  pv_ops.irq_disable();
+}
+inline void ArchIrqEnable() {
+  ++g_kc.irq_enables;
+  pv_ops.irq_enable();
+}
+// arch_local_irq_restore: the irq_restore variant lives here.
+void ArchIrqRestore(uint64_t flags);
+
+inline uint64_t ArchLocalIrqSave() {
+  uint64_t f = ArchSaveFlags();
+  ArchIrqDisable();
+  return f;
+}
+
+inline void Clts() {
+  ++g_kc.cr0_writes;
+  pv_ops.clts();
+}
+inline void Stts() {
+  ++g_kc.cr0_writes;
+  pv_ops.stts();
+}
+inline void WriteGdtEntry(unsigned index, uint64_t desc) {
+  ++g_kc.desc_updates;
+  pv_ops.write_gdt_entry(index, desc);
+}
+inline void LoadSp0(uint64_t sp0) {
+  ++g_kc.sp0_loads;
+  pv_ops.load_sp0(sp0);
+}
+inline void SetPte(uint64_t* ptep, uint64_t val) {
+  ++g_kc.pte_updates;
+  pv_ops.set_pte(ptep, val);
+}
+
+// pte_val through the indirect pv_ops call behind the callee-save thunk.
+// Each call site is recorded in .parainstructions so that pte_flags=patched
+// can rewrite it at boot to `mov %rdi,%rax` (PvPatchCallSites).
+__attribute__((always_inline)) inline uint64_t PvPteVal(uint64_t pte) {
+  uint64_t ret;
+  asm volatile(
+      "771: call *%[op]\n"
+      "772:\n"
+      ".pushsection .parainstructions,\"a\"\n"
+      ".quad 771b\n"
+      ".quad 772b - 771b\n"
+      ".popsection\n"
+      : "=a"(ret)
+      : [op] "m"(pv_ops.pte_val), "D"(pte)
+      : "memory");
+  return ret;
+}
+
+// Rewrites every recorded pte_val call site to the inline identity. Returns
+// the number of sites patched.
+uint64_t PvPatchCallSites();
+
+// True when batching is on and the pv backend queues operations.
+bool PvBatching();
+
+}  // namespace guest
+
+#endif  // GUEST_PV_PV_OPS_H_

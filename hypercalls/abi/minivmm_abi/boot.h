@@ -1,0 +1,106 @@
+/* Guest/host ABI version 1: boot protocol, memory map, GDT, devices.
+ *
+ * The VMM loads the guest ELF's PT_LOAD segments at their p_paddr (>= 1 MiB)
+ * and enters it in 64-bit mode: CPL 0, paging on with an identity map of all
+ * guest RAM (2 MiB pages) plus the GDT page, CR0 = PE|MP|ET|NE|WP|PG,
+ * CR4 = PAE|OSFXSR|OSXMMEXCPT, EFER = LME|LMA|SCE|NXE, RFLAGS = 0x2,
+ * CS = 0x08, DS/ES/SS = 0x10, TR = 0x28, RSP = MVMM_BOOT_STACK_TOP,
+ * RDI = MVMM_BOOT_INFO_GPA. */
+#ifndef MINIVMM_ABI_BOOT_H_
+#define MINIVMM_ABI_BOOT_H_
+
+#include <stdint.h>
+
+#include "minivmm_abi/hypercall.h"
+
+#define MVMM_BOOT_MAGIC 0x4D564D4Du /* "MMVM" little-endian */
+#define MVMM_BOOT_VERSION 1u
+
+/* Guest-physical memory map fixed by the VMM (all inside RAM except the GDT). */
+#define MVMM_BOOT_INFO_GPA 0x1000ull
+#define MVMM_CMDLINE_GPA 0x2000ull
+#define MVMM_CMDLINE_MAX 4095u /* bytes, excluding the terminating NUL */
+#define MVMM_TSS_GPA 0x3000ull
+#define MVMM_PAGE_TABLES_GPA 0x10000ull /* PML4, then PDPT, then PDs */
+#define MVMM_PAGE_TABLES_END 0x20000ull
+#define MVMM_BOOT_STACK_BOTTOM 0x70000ull
+#define MVMM_BOOT_STACK_TOP 0x80000ull
+#define MVMM_KERNEL_MIN_GPA 0x100000ull /* PT_LOAD segments start here or above */
+
+/* The GDT page: one page in a read-only memslot outside RAM, so that every
+ * guest store into it exits to the VMM. Guest RAM ends below it. */
+#define MVMM_GDT_GPA 0xC0000000ull
+#define MVMM_MEMORY_MIN (8ull << 20)
+#define MVMM_MEMORY_MAX MVMM_GDT_GPA
+
+/* GDT entries and selectors. */
+#define MVMM_GDT_NULL 0u
+#define MVMM_GDT_KERNEL_CODE 1u
+#define MVMM_GDT_KERNEL_DATA 2u
+#define MVMM_GDT_USER_DATA 3u
+#define MVMM_GDT_USER_CODE 4u
+#define MVMM_GDT_TSS 5u /* 16 bytes: entries 5 and 6 */
+#define MVMM_GDT_TLS_FIRST 7u
+#define MVMM_GDT_TLS_COUNT 3u /* entries 7, 8, 9 */
+#define MVMM_GDT_ENTRIES 10u
+
+#define MVMM_SEL_KERNEL_CS 0x08u
+#define MVMM_SEL_KERNEL_DS 0x10u
+#define MVMM_SEL_USER_DS 0x1bu
+#define MVMM_SEL_USER_CS 0x23u
+#define MVMM_SEL_TSS 0x28u
+#define MVMM_SEL_TLS(i) ((uint16_t)(((MVMM_GDT_TLS_FIRST + (i)) << 3) | 3u))
+
+/* Descriptor bits the TLS validator looks at. */
+#define MVMM_DESC_ACCESSED (1ull << 40)
+
+/* Devices. */
+#define MVMM_COM1_PORT 0x3F8u
+#define MVMM_DEBUG_EXIT_PORT 0xF4u /* QEMU isa-debug-exit: status (v << 1) | 1 */
+#define MVMM_TIMER_VECTOR 0x20u
+
+/* boot_info flags */
+#define MVMM_BOOT_FLAG_TIMER_PERIODIC (1u << 0) /* --timer-hz > 0 */
+
+struct mvmm_boot_info {
+  uint32_t magic;          /* MVMM_BOOT_MAGIC */
+  uint32_t version;        /* MVMM_BOOT_VERSION */
+  uint64_t memory_size;    /* bytes of RAM at guest-physical 0 */
+  uint64_t cmdline_gpa;    /* NUL-terminated */
+  uint64_t cmdline_len;    /* bytes, excluding the NUL */
+  uint64_t gdt_gpa;        /* MVMM_GDT_GPA */
+  uint64_t tss_gpa;        /* MVMM_TSS_GPA */
+  uint64_t first_free_gpa; /* page-aligned; RAM from here to memory_size is free */
+  uint32_t hypercall_port; /* MVMM_HYPERCALL_PORT */
+  uint32_t timer_vector;   /* MVMM_TIMER_VECTOR */
+  uint32_t timer_hz;       /* periodic timer rate, 0 when off */
+  uint32_t flags;          /* MVMM_BOOT_FLAG_* */
+  uint64_t reserved[6];
+};
+
+/* 64-bit TSS (only rsp0 is used). */
+struct __attribute__((packed)) mvmm_tss {
+  uint32_t reserved0;
+  uint64_t rsp[3];
+  uint64_t reserved1;
+  uint64_t ist[7];
+  uint64_t reserved2;
+  uint16_t reserved3;
+  uint16_t iomap_base;
+};
+
+#ifdef __cplusplus
+#define MVMM_STATIC_ASSERT_ static_assert
+#else
+#define MVMM_STATIC_ASSERT_ _Static_assert
+#endif
+MVMM_STATIC_ASSERT_(sizeof(struct mvmm_boot_info) == 120, "boot_info size");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, memory_size) == 8, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, first_free_gpa) == 48, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, hypercall_port) == 56, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, flags) == 68, "abi");
+MVMM_STATIC_ASSERT_(sizeof(struct mvmm_tss) == 104, "tss size");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_tss, rsp) == 4, "tss rsp0 offset");
+#undef MVMM_STATIC_ASSERT_
+
+#endif /* MINIVMM_ABI_BOOT_H_ */

@@ -1,0 +1,99 @@
+/* Guest/host ABI version 1: hypercall transport, numbers and error codes.
+ *
+ * C-compatible and freestanding: included by the VMM (C++20) and by the guest
+ * kernel (freestanding C++). Every value here is normative (DESIGN.md).
+ *
+ * Transport: `out %eax, $MVMM_HYPERCALL_PORT` with the hypercall number in
+ * EAX and arguments in RDI, RSI, RDX, R10, R8 (Xen x86-64 order). The result
+ * comes back in RAX: >= 0 on success, a negative Linux errno on failure.
+ * One hypercall is exactly one VM exit. Calls from CPL 3 get -MVMM_EPERM. */
+#ifndef MINIVMM_ABI_HYPERCALL_H_
+#define MINIVMM_ABI_HYPERCALL_H_
+
+#include <stdint.h>
+
+#define MVMM_ABI_VERSION 1u
+#define MVMM_HYPERCALL_PORT 0xECu
+#define MVMM_MAX_HYPERCALL_ARGS 5u
+
+/* Hypercall numbers (Xen's where Xen has the call). The X-macro is the one
+ * list both sides derive names and tables from: X(number, name). */
+#define MVMM_HYPERCALL_LIST(X) \
+  X(1, mmu_update)             \
+  X(3, stack_switch)           \
+  X(5, fpu_taskswitch)         \
+  X(10, update_descriptor)     \
+  X(13, multicall)             \
+  X(15, set_timer_op)          \
+  X(18, console_io)            \
+  X(29, sched_op)              \
+  X(40, set_if)                \
+  X(41, write_cr0)             \
+  X(42, report)
+
+enum mvmm_hypercall_nr {
+#define MVMM_HC_ENUM_(nr, name) MVMM_HC_##name = nr,
+  MVMM_HYPERCALL_LIST(MVMM_HC_ENUM_)
+#undef MVMM_HC_ENUM_
+  /* Numbers [MVMM_HC_USER_FIRST, MVMM_HC_USER_LAST] are left free for
+   * hypercalls that an embedding program registers (docs/API.md). */
+  MVMM_HC_USER_FIRST = 64,
+  MVMM_HC_USER_LAST = 127,
+  MVMM_HC_MAX = 128 /* exclusive upper bound of all numbers */
+};
+
+/* Errors, as negative values in RAX (Linux errno numbers). */
+#define MVMM_EPERM 1
+#define MVMM_ENOENT 2
+#define MVMM_E2BIG 7
+#define MVMM_EFAULT 14
+#define MVMM_EINVAL 22
+#define MVMM_ENOSYS 38
+
+/* console_io(cmd, count, gpa) */
+#define MVMM_CONSOLEIO_WRITE 0u
+#define MVMM_CONSOLEIO_MAX_BYTES 4096u /* longer writes get -E2BIG */
+
+/* sched_op(cmd, arg) */
+#define MVMM_SCHEDOP_YIELD 0u
+#define MVMM_SCHEDOP_BLOCK 1u    /* until an interrupt is pending */
+#define MVMM_SCHEDOP_SHUTDOWN 2u /* arg: exit code 0..255 */
+
+/* report(gpa, len): UTF-8 `key=value` lines. */
+#define MVMM_REPORT_MAX_BYTES 16384u
+
+/* multicall(list_gpa, count) */
+#define MVMM_MULTICALL_MAX_ENTRIES 512u
+struct mvmm_multicall_entry {
+  uint64_t op;      /* hypercall number; a nested multicall gets -EINVAL */
+  uint64_t result;  /* written back by the VMM, nothing else is written */
+  uint64_t args[6]; /* args[0..4] are RDI, RSI, RDX, R10, R8 */
+};
+
+/* mmu_update(reqs_gpa, count): write the PTE at guest-physical `ptr`
+ * (8-aligned, in RAM) with `val`; a present `val` may map guest RAM only. */
+#define MVMM_MMU_UPDATE_MAX_REQS 512u
+struct mvmm_mmu_update {
+  uint64_t ptr;
+  uint64_t val;
+};
+
+/* write_cr0: only these bits may change. */
+#define MVMM_CR0_MP (1ull << 1)
+#define MVMM_CR0_EM (1ull << 2)
+#define MVMM_CR0_TS (1ull << 3)
+#define MVMM_CR0_GUEST_WRITABLE (MVMM_CR0_MP | MVMM_CR0_EM | MVMM_CR0_TS)
+
+#define MVMM_RFLAGS_IF (1ull << 9)
+
+#ifdef __cplusplus
+static_assert(sizeof(struct mvmm_multicall_entry) == 64, "multicall entry is 64 bytes");
+static_assert(__builtin_offsetof(struct mvmm_multicall_entry, result) == 8, "abi");
+static_assert(__builtin_offsetof(struct mvmm_multicall_entry, args) == 16, "abi");
+static_assert(sizeof(struct mvmm_mmu_update) == 16, "mmu_update request is 16 bytes");
+#else
+_Static_assert(sizeof(struct mvmm_multicall_entry) == 64, "multicall entry is 64 bytes");
+_Static_assert(sizeof(struct mvmm_mmu_update) == 16, "mmu_update request is 16 bytes");
+#endif
+
+#endif /* MINIVMM_ABI_HYPERCALL_H_ */

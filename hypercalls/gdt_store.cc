@@ -1,0 +1,63 @@
+#include "hypercalls/gdt_store.h"
+
+#include <cstring>
+
+namespace minivmm {
+
+std::string_view GdtStoreKindName(GdtStoreKind kind) {
+  switch (kind) {
+    case GdtStoreKind::kApplied: return "applied";
+    case GdtStoreKind::kWrongSize: return "wrong_size";
+    case GdtStoreKind::kMisaligned: return "misaligned";
+    case GdtStoreKind::kOutsideTable: return "outside_table";
+    case GdtStoreKind::kReservedSlot: return "reserved_slot";
+    case GdtStoreKind::kBadDescriptor: return "bad_descriptor";
+    case GdtStoreKind::kCount: break;
+  }
+  return "?";
+}
+
+GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
+                             std::span<const uint8_t> data) {
+  GdtStoreResult result;
+  if (data.size() != sizeof(uint64_t)) {
+    result.kind = GdtStoreKind::kWrongSize;
+    return result;
+  }
+  if (offset % sizeof(uint64_t) != 0) {
+    result.kind = GdtStoreKind::kMisaligned;
+    return result;
+  }
+  // Written so that a huge offset cannot wrap: offset <= size - 8.
+  if (gdt.size() < sizeof(uint64_t) || offset > gdt.size() - sizeof(uint64_t)) {
+    result.kind = GdtStoreKind::kOutsideTable;
+    return result;
+  }
+  result.slot = static_cast<uint32_t>(offset / sizeof(uint64_t));
+  if (!IsTlsSlot(result.slot)) {
+    result.kind = GdtStoreKind::kReservedSlot;
+    return result;
+  }
+  uint64_t desc;
+  // Safety: data.size() == 8 was checked above. The copy is what we validate.
+  std::memcpy(&desc, data.data(), sizeof(desc));
+  result.verdict = CheckTlsDescriptor(desc);
+  if (result.verdict != DescriptorVerdict::kOk) {
+    result.kind = GdtStoreKind::kBadDescriptor;
+    return result;
+  }
+  result.stored = TlsDescriptorToStore(desc);
+  Store64(gdt, offset, result.stored);
+  return result;
+}
+
+void CountTrappedGdtStore(ExitStats& stats, const GdtStoreResult& result) {
+  if (result.applied()) {
+    ++stats.gdt_stores_applied;
+    stats.CountCause(Cause::kDescriptorUpdate, 1, 1);
+  } else {
+    ++stats.gdt_stores_rejected;
+  }
+}
+
+}  // namespace minivmm

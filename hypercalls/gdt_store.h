@@ -1,0 +1,56 @@
+// Policy for guest stores into the read-only GDT page (DESIGN.md "GDT"): the
+// native backend writes descriptors with plain stores, each of which exits as
+// an MMIO write. The GDT MMIO device calls ApplyGdtStore; update_descriptor
+// uses it too, so both paths share one validator and one store.
+#ifndef MINIVMM_HYPERCALLS_GDT_STORE_H_
+#define MINIVMM_HYPERCALLS_GDT_STORE_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "hypercalls/descriptor.h"
+#include "vmm/core/exit_stats.h"
+
+namespace minivmm {
+
+enum class GdtStoreKind : uint8_t {
+  kApplied,        // a valid descriptor written to a TLS slot
+  kWrongSize,      // not an 8-byte store
+  kMisaligned,     // offset not a multiple of 8
+  kOutsideTable,   // beyond the GDT page (or beyond `gdt` as given)
+  kReservedSlot,   // a slot other than 7, 8, 9
+  kBadDescriptor,  // refused by CheckTlsDescriptor (see `verdict`)
+  kCount
+};
+// Stable short name, for logs and statistics ("applied", "misaligned", ...).
+std::string_view GdtStoreKindName(GdtStoreKind kind);
+
+struct GdtStoreResult {
+  GdtStoreKind kind = GdtStoreKind::kApplied;
+  uint32_t slot = 0;     // the addressed slot (offset / 8) when known
+  uint64_t stored = 0;   // the value written (accessed bit forced) when applied
+  DescriptorVerdict verdict = DescriptorVerdict::kOk;  // for kBadDescriptor
+
+  bool applied() const { return kind == GdtStoreKind::kApplied; }
+};
+
+// Applies one guest store of `data` at byte `offset` into the GDT page `gdt`
+// (the host view of the whole page). Checks, in this fixed order: size == 8,
+// offset % 8 == 0, offset + 8 <= gdt.size(), slot is a TLS slot, descriptor
+// accepted; the first failure is returned and `gdt` is untouched. On success
+// exactly one 8-byte store of TlsDescriptorToStore(desc) is made. `data` is
+// little-endian (x86). Pure apart from that store; not thread-safe against
+// other writers of the same slot (one vCPU handles one exit at a time).
+GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
+                             std::span<const uint8_t> data);
+
+// Counts a trapped (MMIO) GDT store as DESIGN.md asks: applied stores are
+// gdt_stores_applied and one descriptor-update operation and exit; all others
+// are gdt_stores_rejected. For the GDT device; update_descriptor is counted by
+// the dispatcher instead.
+void CountTrappedGdtStore(ExitStats& stats, const GdtStoreResult& result);
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_HYPERCALLS_GDT_STORE_H_

@@ -1,0 +1,42 @@
+// The builtin hypercall handlers, one per entry of MVMM_HYPERCALL_LIST, each
+// defined in its own file next to this header. Named exactly as in the ABI's
+// X-macro (not CamelCase) so that the dispatcher's table is generated from
+// that list: a number without a handler is a compile error, not a silent gap.
+//
+// Common contract: arguments are untrusted guest values; each handler
+// validates them in the fixed order its file documents and changes no state
+// (guest memory, registers, GDT, run control, sinks) before all checks pass,
+// except where a batch is documented as partial (mmu_update). The returned
+// value is what the guest gets in RAX (must be <= INT64_MAX); an error status
+// becomes -errno through GuestErrno. Handlers never touch ExitStats: the
+// dispatcher counts. Called on the vCPU's thread, one exit at a time.
+#ifndef MINIVMM_HYPERCALLS_HANDLERS_HANDLERS_H_
+#define MINIVMM_HYPERCALLS_HANDLERS_HANDLERS_H_
+
+#include <cstdint>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "hypercalls/hypercall_env.h"
+
+namespace minivmm::hc {
+
+// Runs one multicall entry as a non-direct operation and returns its result
+// (>= 0 or -errno). The dispatcher passes Dispatch(env, nr, args, false).
+using OpRunner = absl::FunctionRef<int64_t(uint64_t nr, const HypercallArgs& args)>;
+
+absl::StatusOr<uint64_t> mmu_update(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> stack_switch(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> fpu_taskswitch(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> update_descriptor(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
+absl::StatusOr<uint64_t> set_timer_op(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> console_io(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> sched_op(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> set_if(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> write_cr0(HypercallEnv& env, const HypercallArgs& args);
+absl::StatusOr<uint64_t> report(HypercallEnv& env, const HypercallArgs& args);
+
+}  // namespace minivmm::hc
+
+#endif  // MINIVMM_HYPERCALLS_HANDLERS_HANDLERS_H_

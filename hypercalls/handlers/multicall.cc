@@ -1,0 +1,52 @@
+// multicall(list_gpa, count): run `count` entries `{op, result, args[6]}` as
+// if each were its own hypercall, in one exit.
+// Order: count <= MVMM_MULTICALL_MAX_ENTRIES (-E2BIG; this bound also makes
+// count * 64 unable to wrap), count == 0 is a no-op returning 0 (the list is
+// not looked at), the whole list inside RAM (-EFAULT). The list is copied
+// once into a host buffer before any entry runs: an entry that rewrites later
+// entries in guest memory does not change what runs (the copy is what runs).
+// Entries run in order through the dispatcher (args[0..4]; args[5] is
+// ignored), and after each one only its `result` field (offset 8) is written
+// back to guest memory; nothing else of the list is written.
+// A failing entry does NOT stop the batch (Xen's semantics): every entry runs
+// and reports its own result; the multicall itself returns 0 once the list
+// was accepted. A multicall issued as an entry gets -EINVAL (enforced by the
+// dispatcher for every non-direct multicall).
+#include <array>
+#include <cstddef>
+
+#include "absl/strings/str_format.h"
+#include "hypercalls/handlers/args.h"
+#include "hypercalls/handlers/handlers.h"
+#include "hypercalls/internal/status_macros.h"
+
+namespace minivmm::hc {
+
+absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, OpRunner run) {
+  const auto args = MulticallArgs::From(raw);
+  if (args.count > MVMM_MULTICALL_MAX_ENTRIES) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "multicall: %d entries is above %d", args.count, MVMM_MULTICALL_MAX_ENTRIES));
+  }
+  if (args.count == 0) return 0;
+  // 32 KiB on the vCPU thread's stack: bounded, and no allocation per call.
+  std::array<mvmm_multicall_entry, MVMM_MULTICALL_MAX_ENTRIES> entries;
+  const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(entries.data()),
+                                 args.count * sizeof(mvmm_multicall_entry));
+  HC_RETURN_IF_ERROR(env.memory.Read(args.list, bytes));
+
+  for (uint64_t i = 0; i < args.count; ++i) {
+    const mvmm_multicall_entry& entry = entries[i];
+    HypercallArgs entry_args;
+    for (size_t k = 0; k < entry_args.size(); ++k) entry_args[k] = entry.args[k];
+    const int64_t result = run(entry.op, entry_args);
+    const GuestAddress result_field = args.list + i * sizeof(mvmm_multicall_entry) +
+                                      offsetof(mvmm_multicall_entry, result);
+    // Cannot fail: the whole list was inside RAM a moment ago and RAM does not
+    // shrink. If it ever does, stop rather than run entries we cannot report.
+    HC_RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(result_field, static_cast<uint64_t>(result)));
+  }
+  return 0;
+}
+
+}  // namespace minivmm::hc

@@ -1,0 +1,42 @@
+// sched_op(cmd, arg): 0 yield, 1 block until an interrupt, 2 shutdown with
+// exit code `arg` (0..255). Order: cmd known (-EINVAL), then for shutdown
+// arg <= 255 (-EINVAL). Returns 0; the request takes effect when the run loop
+// reads RunControl after this exit (for a multicall: after the whole batch).
+// A pending shutdown is never downgraded by a later yield or block in the same
+// batch: the guest asked to stop and must stop.
+#include "absl/strings/str_format.h"
+#include "hypercalls/handlers/args.h"
+#include "hypercalls/handlers/handlers.h"
+
+namespace minivmm::hc {
+namespace {
+
+void Request(RunControl& control, VcpuRequest request) {
+  if (control.request != VcpuRequest::kShutdown) control.request = request;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> sched_op(HypercallEnv& env, const HypercallArgs& raw) {
+  const auto args = SchedOpArgs::From(raw);
+  RunControl& control = env.exit.control;
+  switch (args.cmd) {
+    case MVMM_SCHEDOP_YIELD:
+      Request(control, VcpuRequest::kYield);
+      return 0;
+    case MVMM_SCHEDOP_BLOCK:
+      Request(control, VcpuRequest::kBlock);
+      return 0;
+    case MVMM_SCHEDOP_SHUTDOWN:
+      if (args.arg > 255) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("sched_op: exit code %d is not in 0..255", args.arg));
+      }
+      control.Shutdown(static_cast<int>(args.arg));
+      return 0;
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat("sched_op: unknown cmd %d", args.cmd));
+  }
+}
+
+}  // namespace minivmm::hc

@@ -1,0 +1,25 @@
+// set_if(enable): set (1) or clear (0) RFLAGS.IF of the calling vCPU, the pv
+// form of sti/cli/restore_fl. Other values are -EINVAL. Returns the previous
+// IF (0 or 1). RFLAGS is part of the synced regs: no ioctl. Delivering an
+// interrupt that became deliverable is the run loop's business (it reads IF
+// after the exit).
+#include "absl/strings/str_format.h"
+#include "hypercalls/handlers/args.h"
+#include "hypercalls/handlers/handlers.h"
+
+namespace minivmm::hc {
+
+absl::StatusOr<uint64_t> set_if(HypercallEnv& env, const HypercallArgs& raw) {
+  const auto args = SetIfArgs::From(raw);
+  if (args.enable > 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("set_if: enable=%d", args.enable));
+  }
+  VcpuState& vcpu = env.exit.vcpu;
+  const uint64_t rflags = vcpu.Get(Reg::kRflags);
+  const uint64_t previous = (rflags & MVMM_RFLAGS_IF) ? 1 : 0;
+  const uint64_t next = args.enable ? (rflags | MVMM_RFLAGS_IF) : (rflags & ~MVMM_RFLAGS_IF);
+  if (next != rflags) vcpu.Set(Reg::kRflags, next);
+  return previous;
+}
+
+}  // namespace minivmm::hc

@@ -1,0 +1,42 @@
+// stack_switch(ss, rsp): set TSS.rsp0, the stack the CPU switches to on the
+// next ring-3 -> ring-0 transition (the next task's kernel stack). Order: ss
+// is the kernel data selector MVMM_SEL_KERNEL_DS (-EINVAL; in 64-bit mode the
+// CPU loads a null SS on that transition, the argument is kept for Xen's
+// signature and checked so it cannot lie), rsp canonical (-EINVAL: a
+// non-canonical rsp0 would #GP/#SS on every interrupt from user mode), then
+// the store into the TSS at MVMM_TSS_GPA through GuestMemory (-EFAULT only if
+// RAM were smaller than the boot layout). Returns 0.
+#include <cstddef>
+
+#include "absl/strings/str_format.h"
+#include "hypercalls/handlers/args.h"
+#include "hypercalls/handlers/handlers.h"
+#include "hypercalls/internal/status_macros.h"
+#include "minivmm_abi/boot.h"
+
+namespace minivmm::hc {
+namespace {
+
+// 48-bit virtual addresses: bits 63..47 all equal.
+bool IsCanonical(uint64_t va) {
+  const uint64_t top = va >> 47;
+  return top == 0 || top == 0x1FFFF;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> stack_switch(HypercallEnv& env, const HypercallArgs& raw) {
+  const auto args = StackSwitchArgs::From(raw);
+  if (args.ss != MVMM_SEL_KERNEL_DS) {
+    return absl::InvalidArgumentError(absl::StrFormat("stack_switch: ss=0x%x", args.ss));
+  }
+  if (!IsCanonical(args.rsp)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("stack_switch: rsp 0x%x is not canonical", args.rsp));
+  }
+  const GuestAddress rsp0(MVMM_TSS_GPA + offsetof(mvmm_tss, rsp));
+  HC_RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(rsp0, args.rsp));
+  return 0;
+}
+
+}  // namespace minivmm::hc

@@ -1,0 +1,41 @@
+// The guest-visible structures of DESIGN.md's direct 64-bit boot, written
+// into guest memory before the first instruction: identity page tables, the
+// VMM-owned GDT, the TSS, boot_info and the command line. Pure functions over
+// GuestMemory and a GDT span, so they are unit-tested without /dev/kvm.
+#ifndef MINIVMM_VMM_BOOT_BOOT_LAYOUT_H_
+#define MINIVMM_VMM_BOOT_BOOT_LAYOUT_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "vmm/memory/guest_memory.h"
+
+namespace minivmm {
+
+// Entries 0-9 of the GDT (DESIGN.md table). Present descriptors carry the
+// accessed bit: the GDT is read-only to the guest, and a segment load whose
+// descriptor lacks it never completes (HOST-NOTES.md).
+void WriteInitialGdt(std::span<uint8_t> gdt_page);
+
+// PML4 at MVMM_PAGE_TABLES_GPA, one PDPT, and 2 MiB pages mapping
+// [0, RAM size rounded up to 2 MiB) and the GDT page's 2 MiB region
+// identity. Returns the CR3 value.
+absl::StatusOr<uint64_t> WriteIdentityPageTables(const GuestMemory& memory);
+
+// The TSS at MVMM_TSS_GPA: rsp0 = 0 until the guest sets it, no I/O bitmap.
+absl::Status WriteTss(const GuestMemory& memory);
+
+struct BootInfoParams {
+  std::string_view cmdline;  // at most MVMM_CMDLINE_MAX bytes
+  uint64_t first_free_gpa;   // end of the loaded image
+  uint32_t timer_hz;
+};
+// boot_info at MVMM_BOOT_INFO_GPA and the NUL-terminated command line at
+// MVMM_CMDLINE_GPA. InvalidArgument when the command line is too long.
+absl::Status WriteBootInfo(const GuestMemory& memory, const BootInfoParams& params);
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_BOOT_BOOT_LAYOUT_H_

@@ -1,0 +1,187 @@
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "fmt/format.h"
+#include "vmm/cli/commands.h"
+#include "vmm/cli/exit_codes.h"
+#include "vmm/cli/exit_table.h"
+#include "vmm/cli/run_record.h"
+#include "vmm/cli/trace_writer.h"
+#include "vmm/host_info.h"
+#include "vmm/vm.h"
+
+namespace minivmm::cli {
+namespace {
+
+// Streams the guest console to stdout, flushing per line so that output
+// interleaves sensibly with the table on stderr.
+class StdoutConsole final : public ConsoleSink {
+ public:
+  void Write(std::string_view bytes) override {
+    fwrite(bytes.data(), 1, bytes.size(), stdout);
+    if (bytes.find('\n') != std::string_view::npos) fflush(stdout);
+  }
+};
+
+std::atomic<Vm*> g_running_vm{nullptr};
+std::atomic<int> g_signal{0};
+
+void OnStopSignal(int signo) {
+  g_signal.store(signo);
+  if (Vm* vm = g_running_vm.load()) vm->RequestStop();
+}
+
+std::string FileDigest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr)) return "";
+  std::string hex = "sha256:";
+  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+int StatusFor(const RunResult& result) {
+  switch (result.reason) {
+    case StopReason::kGuestShutdown: return result.exit_code & 0xff;
+    case StopReason::kTripleFault: return kExitTripleFault;
+    case StopReason::kEmulationFailure: return kExitEmulationFailure;
+    case StopReason::kHaltedForever: return kExitHaltedForever;
+    case StopReason::kTimeout: return kExitTimeout;
+    case StopReason::kStopRequested: return g_signal.load() == SIGTERM ? kExitSigterm : kExitSigint;
+    case StopReason::kVmmError: return kExitVmmError;
+  }
+  return kExitVmmError;
+}
+
+void PrintCrashReport(const RunResult& result) {
+  fmt::print(stderr, "minivmm: {}\n", result.detail);
+  fmt::print(stderr, "vCPU 0 registers:\n");
+  int column = 0;
+  for (const auto& [name, value] : result.registers) {
+    fmt::print(stderr, "  {:>6}={:016x}{}", name, value, ++column % 4 == 0 ? "\n" : "");
+  }
+  if (column % 4 != 0) fmt::print(stderr, "\n");
+  fmt::print(stderr, "last console lines:\n");
+  for (const std::string& line : result.console_tail) fmt::print(stderr, "  | {}\n", line);
+}
+
+}  // namespace
+
+void AddRunFlags(CLI::App& app, RunOptions& o) {
+  app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
+  app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--backend", o.backend, "Guest backend")->check(CLI::IsMember({"pv", "native"}));
+  app.add_option("--pvops", o.pvops, "naive | optimized | op:variant,...");
+  app.add_option("--workload", o.workload, "Guest workload NAME[,k=v...]");
+  app.add_option("--cmdline", o.cmdline, "Extra guest command-line words");
+  app.add_option("--timer-hz", o.timer_hz, "Periodic timer interrupts per second (0 = off)")
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--timeout", o.timeout_seconds, "Stop after this many seconds (0 = never)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--json", o.json_path, "Write the run record (JSON) here");
+  app.add_option("--trace", o.trace_path, "Write one JSON line per exit here");
+  app.add_flag("--quiet,-q", o.quiet, "Do not print the exit table");
+}
+
+std::string GuestCommandLine(const RunOptions& o) {
+  std::vector<std::string> words;
+  if (!o.backend.empty()) words.push_back("backend=" + o.backend);
+  if (!o.pvops.empty()) words.push_back("pvops=" + o.pvops);
+  if (!o.workload.empty()) words.push_back("workload=" + o.workload);
+  if (!o.cmdline.empty()) words.push_back(o.cmdline);
+  return absl::StrJoin(words, " ");
+}
+
+int RunCommand(const RunOptions& o) {
+  StdoutConsole console;
+  VmConfig config;
+  config.kernel_path = o.kernel;
+  config.memory_bytes = o.memory;
+  config.cmdline = GuestCommandLine(o);
+  config.timer_hz = o.timer_hz;
+  if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
+  config.console = &console;
+
+  absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+  if (!vm.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", vm.status().message());
+    return kExitVmmError;
+  }
+  if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
+
+  std::unique_ptr<TraceWriter> trace;
+  if (!o.trace_path.empty()) {
+    absl::StatusOr<std::unique_ptr<TraceWriter>> t = TraceWriter::Open(o.trace_path);
+    if (!t.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", t.status().message());
+      return kExitVmmError;
+    }
+    trace = std::move(*t);
+    (*vm)->SetExitObserver([&trace](const ExitEvent& e) { trace->Write(e); });
+  }
+
+  g_running_vm.store(vm->get());
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  absl::StatusOr<RunResult> result = (*vm)->Run();
+  g_running_vm.store(nullptr);
+  fflush(stdout);
+  if (!result.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", result.status().message());
+    return kExitVmmError;
+  }
+
+  absl::StatusOr<HostInfo> host = ProbeHost(config.kvm_device);
+  nlohmann::json record = MakeRunRecord(config, *result, host.ok() ? &*host : nullptr,
+                                        FileDigest(config.kernel_path));
+  for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
+  if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
+  if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << record.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "minivmm: cannot write {}\n", o.json_path);
+      return kExitVmmError;
+    }
+  }
+  return StatusFor(*result);
+}
+
+int InfoCommand() {
+  absl::StatusOr<HostInfo> host = ProbeHost();
+  if (!host.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", host.status().message());
+    return kExitVmmError;
+  }
+  fmt::print("KVM API version      {}\n", host->kvm_api_version);
+  fmt::print("KVM module           {}\n", host->kvm_module);
+  fmt::print("guest ring 0         {}\n",
+             host->ring0_emulated ? "emulated by KVM's instruction emulator (software backend)"
+                                  : "native (hardware-assisted)");
+  fmt::print("host kernel          {}\n", host->host_kernel);
+  fmt::print("CPU                  {}\n", host->cpu_model);
+  fmt::print("capabilities:\n");
+  for (const HostCapability& cap : host->capabilities) {
+    fmt::print("  {:<26} {:<8} {}\n", cap.name, cap.value != 0 ? fmt::format("yes ({})", cap.value) : "no",
+               cap.required ? "required" : "optional");
+  }
+  fmt::print("default guest        {}\n", DefaultGuestKernelPath());
+  return 0;
+}
+
+}  // namespace minivmm::cli

@@ -1,0 +1,64 @@
+#include "vmm/core/exit_stats.h"
+
+namespace minivmm {
+namespace {
+
+template <typename T, size_t N>
+void AddArray(std::array<T, N>& into, const std::array<T, N>& from) {
+  for (size_t i = 0; i < N; ++i) into[i] += from[i];
+}
+
+}  // namespace
+
+std::string_view ExitReasonName(ExitReason reason) {
+  switch (reason) {
+    case ExitReason::kIo: return "io";
+    case ExitReason::kMmio: return "mmio";
+    case ExitReason::kHlt: return "hlt";
+    case ExitReason::kIrqWindowOpen: return "irq_window_open";
+    case ExitReason::kIntr: return "intr";
+    case ExitReason::kShutdown: return "shutdown";
+    case ExitReason::kFailEntry: return "fail_entry";
+    case ExitReason::kInternalError: return "internal_error";
+    case ExitReason::kSystemEvent: return "system_event";
+    case ExitReason::kUnknown: return "unknown";
+    case ExitReason::kCount: break;
+  }
+  return "?";
+}
+
+std::string_view CauseName(Cause cause) {
+  switch (cause) {
+    case Cause::kIfSet: return "if_set";
+    case Cause::kIfClear: return "if_clear";
+    case Cause::kCr0Write: return "cr0_write";
+    case Cause::kDescriptorUpdate: return "descriptor_update";
+    case Cause::kPageTableUpdate: return "page_table_update";
+    case Cause::kMulticall: return "multicall";
+    case Cause::kCount: break;
+  }
+  return "?";
+}
+
+void ExitStats::Add(const ExitStats& other) {
+  AddArray(by_reason, other.by_reason);
+  AddArray(pio_by_device, other.pio_by_device);
+  AddArray(mmio_by_device, other.mmio_by_device);
+  pio_unclaimed += other.pio_unclaimed;
+  mmio_unclaimed += other.mmio_unclaimed;
+  AddArray(hc_exits, other.hc_exits);
+  AddArray(hc_ops, other.hc_ops);
+  AddArray(hc_errors, other.hc_errors);
+  hc_bad_number += other.hc_bad_number;
+  hc_refused_cpl3 += other.hc_refused_cpl3;
+  for (size_t i = 0; i < causes.size(); ++i) {
+    causes[i].ops += other.causes[i].ops;
+    causes[i].exits += other.causes[i].exits;
+  }
+  AddArray(multicall_entries_histogram, other.multicall_entries_histogram);
+  gdt_stores_applied += other.gdt_stores_applied;
+  gdt_stores_rejected += other.gdt_stores_rejected;
+  timer_injections += other.timer_injections;
+}
+
+}  // namespace minivmm

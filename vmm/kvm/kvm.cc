@@ -1,0 +1,98 @@
+#include "vmm/kvm/kvm.h"
+
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <sys/ioctl.h>
+
+#include "absl/strings/str_format.h"
+#include "vmm/kvm/kvm_error.h"
+
+namespace minivmm {
+namespace {
+
+struct CapabilitySpec {
+  const char* name;
+  long id;
+  bool required;
+};
+
+constexpr CapabilitySpec kCapabilities[] = {
+    {"KVM_CAP_USER_MEMORY", KVM_CAP_USER_MEMORY, true},
+    {"KVM_CAP_SYNC_REGS", KVM_CAP_SYNC_REGS, true},
+    {"KVM_CAP_READONLY_MEM", KVM_CAP_READONLY_MEM, true},
+    {"KVM_CAP_IMMEDIATE_EXIT", KVM_CAP_IMMEDIATE_EXIT, true},
+    {"KVM_CAP_EXT_CPUID", KVM_CAP_EXT_CPUID, true},
+    {"KVM_CAP_BINARY_STATS_FD", KVM_CAP_BINARY_STATS_FD, false},
+    {"KVM_CAP_SET_TSS_ADDR", KVM_CAP_SET_TSS_ADDR, false},
+    {"KVM_CAP_NR_MEMSLOTS", KVM_CAP_NR_MEMSLOTS, false},
+    {"KVM_CAP_MAX_VCPUS", KVM_CAP_MAX_VCPUS, false},
+};
+
+}  // namespace
+
+absl::StatusOr<KvmSystem> KvmSystem::Open(const std::string& path) {
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return KvmError(absl::StrFormat("open(%s)", path));
+  Fd owned(fd);
+  int version = ioctl(fd, KVM_GET_API_VERSION, 0);
+  if (version < 0) return KvmError("KVM_GET_API_VERSION");
+  if (version != KVM_API_VERSION)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s speaks KVM API %d, minivmm needs %d", path, version, KVM_API_VERSION));
+  return KvmSystem(std::move(owned), version);
+}
+
+std::vector<KvmCapability> KvmSystem::Capabilities() const {
+  std::vector<KvmCapability> out;
+  for (const CapabilitySpec& cap : kCapabilities) {
+    int value = ioctl(fd_.get(), KVM_CHECK_EXTENSION, cap.id);
+    out.push_back({cap.name, value < 0 ? 0 : value, cap.required});
+  }
+  return out;
+}
+
+absl::Status KvmSystem::CheckRequiredCapabilities() const {
+  for (const KvmCapability& cap : Capabilities()) {
+    if (cap.required && cap.value == 0)
+      return absl::FailedPreconditionError(absl::StrFormat("this host's KVM lacks %s", cap.name));
+  }
+  // Sync regs must cover general and special registers.
+  int sync = ioctl(fd_.get(), KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+  constexpr int kNeeded = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+  if ((sync & kNeeded) != kNeeded)
+    return absl::FailedPreconditionError("KVM_CAP_SYNC_REGS does not cover regs and sregs");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KvmVm> KvmVm::Create(const KvmSystem& kvm) {
+  int fd = ioctl(kvm.fd(), KVM_CREATE_VM, 0);
+  if (fd < 0) return KvmError("KVM_CREATE_VM");
+  Fd owned(fd);
+  // Intel needs a 3-page TSS region below 4 GiB for real-mode emulation;
+  // put it at the top of the 32-bit space, away from RAM and the GDT.
+  if (ioctl(fd, KVM_CHECK_EXTENSION, KVM_CAP_SET_TSS_ADDR) > 0 &&
+      ioctl(fd, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0)
+    return KvmError("KVM_SET_TSS_ADDR");
+  return KvmVm(std::move(owned));
+}
+
+absl::Status KvmVm::SetMemoryRegion(uint32_t slot, uint64_t gpa, uint64_t size, void* host,
+                                    bool read_only) {
+  kvm_userspace_memory_region region{};
+  region.slot = slot;
+  region.flags = read_only ? KVM_MEM_READONLY : 0;
+  region.guest_phys_addr = gpa;
+  region.memory_size = size;
+  region.userspace_addr = reinterpret_cast<uint64_t>(host);
+  if (ioctl(fd_.get(), KVM_SET_USER_MEMORY_REGION, &region) < 0)
+    return KvmError(absl::StrFormat("KVM_SET_USER_MEMORY_REGION(slot %u)", slot));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<KvmVcpu>> KvmVm::CreateVcpu(const KvmSystem& kvm, int id) {
+  int fd = ioctl(fd_.get(), KVM_CREATE_VCPU, id);
+  if (fd < 0) return KvmError("KVM_CREATE_VCPU");
+  return KvmVcpu::Create(kvm.fd(), fd, id);
+}
+
+}  // namespace minivmm

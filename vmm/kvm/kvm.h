@@ -1,0 +1,62 @@
+// The one boundary to KVM: RAII owners of the /dev/kvm system fd, a VM fd and
+// vCPU fds. Only files in vmm/kvm/ include <linux/kvm.h> or call ioctl().
+// Every failure is an absl::Status naming the ioctl and errno.
+#ifndef MINIVMM_VMM_KVM_KVM_H_
+#define MINIVMM_VMM_KVM_KVM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "vmm/kvm/fd.h"
+#include "vmm/kvm/vcpu.h"
+
+namespace minivmm {
+
+struct KvmCapability {
+  std::string name;  // e.g. "KVM_CAP_SYNC_REGS"
+  int value;         // KVM_CHECK_EXTENSION result; 0 = absent
+  bool required;     // minivmm refuses to run without it
+};
+
+class KvmSystem {
+ public:
+  // Opens `path` (normally /dev/kvm). Errors: NotFound (no such device),
+  // PermissionDenied, FailedPrecondition (API version is not 12).
+  static absl::StatusOr<KvmSystem> Open(const std::string& path = "/dev/kvm");
+
+  int api_version() const { return api_version_; }
+  int fd() const { return fd_.get(); }
+
+  // The capabilities minivmm uses, each with KVM_CHECK_EXTENSION's answer.
+  std::vector<KvmCapability> Capabilities() const;
+  // FailedPrecondition naming the first missing required capability.
+  absl::Status CheckRequiredCapabilities() const;
+
+ private:
+  KvmSystem(Fd fd, int api_version) : fd_(std::move(fd)), api_version_(api_version) {}
+  Fd fd_;
+  int api_version_ = 0;
+};
+
+class KvmVm {
+ public:
+  static absl::StatusOr<KvmVm> Create(const KvmSystem& kvm);
+
+  // Maps `size` bytes of host memory at `host` to guest-physical `gpa` in
+  // memslot `slot`. The host memory must outlive the VM.
+  absl::Status SetMemoryRegion(uint32_t slot, uint64_t gpa, uint64_t size, void* host,
+                               bool read_only);
+
+  absl::StatusOr<std::unique_ptr<KvmVcpu>> CreateVcpu(const KvmSystem& kvm, int id);
+
+ private:
+  explicit KvmVm(Fd fd) : fd_(std::move(fd)) {}
+  Fd fd_;
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_KVM_KVM_H_

@@ -1,0 +1,269 @@
+#include "vmm/kvm/vcpu.h"
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "vmm/kvm/kick.h"
+#include "vmm/kvm/kvm_error.h"
+
+namespace minivmm {
+namespace {
+
+constexpr uint64_t kCr0Pe = 1ull << 0, kCr0Mp = 1ull << 1, kCr0Et = 1ull << 4,
+                   kCr0Ne = 1ull << 5, kCr0Wp = 1ull << 16, kCr0Pg = 1ull << 31;
+constexpr uint64_t kCr4Pae = 1ull << 5, kCr4Osfxsr = 1ull << 9, kCr4Osxmmexcpt = 1ull << 10;
+constexpr uint64_t kEferSce = 1ull << 0, kEferLme = 1ull << 8, kEferLma = 1ull << 10,
+                   kEferNxe = 1ull << 11;
+
+kvm_segment Segment(uint16_t selector, uint8_t type, bool code) {
+  kvm_segment s{};
+  s.base = 0;
+  s.limit = 0xffffffff;
+  s.selector = selector;
+  s.type = type;
+  s.present = 1;
+  s.dpl = 0;
+  s.s = 1;
+  s.l = code ? 1 : 0;
+  s.db = code ? 0 : 1;
+  s.g = 1;
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KvmVcpu>> KvmVcpu::Create(int kvm_fd, int vcpu_fd, int id) {
+  Fd fd(vcpu_fd);
+  int size = ioctl(kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+  if (size < static_cast<int>(sizeof(kvm_run))) return KvmError("KVM_GET_VCPU_MMAP_SIZE");
+  void* map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return KvmError("mmap(kvm_run)");
+  std::unique_ptr<KvmVcpu> vcpu(new KvmVcpu(std::move(fd), id, static_cast<kvm_run*>(map), size));
+  vcpu->run_->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+  int stats = ioctl(vcpu->fd_.get(), KVM_GET_STATS_FD, 0);
+  if (stats >= 0) vcpu->stats_fd_ = Fd(stats);  // optional: older hosts lack it
+  return vcpu;
+}
+
+KvmVcpu::~KvmVcpu() { munmap(run_, run_size_); }
+
+absl::Status KvmVcpu::SetSupportedCpuid(int kvm_fd) {
+  constexpr int kMaxEntries = 256;
+  std::vector<uint8_t> buffer(sizeof(kvm_cpuid2) + kMaxEntries * sizeof(kvm_cpuid_entry2));
+  auto* cpuid = reinterpret_cast<kvm_cpuid2*>(buffer.data());
+  cpuid->nent = kMaxEntries;
+  if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0) return KvmError("KVM_GET_SUPPORTED_CPUID");
+  if (ioctl(fd_.get(), KVM_SET_CPUID2, cpuid) < 0) return KvmError("KVM_SET_CPUID2");
+  return absl::OkStatus();
+}
+
+absl::Status KvmVcpu::SetLongModeBoot(const LongModeBoot& boot) {
+  kvm_sregs sregs{};
+  if (ioctl(fd_.get(), KVM_GET_SREGS, &sregs) < 0) return KvmError("KVM_GET_SREGS");
+  sregs.cr0 = kCr0Pe | kCr0Mp | kCr0Et | kCr0Ne | kCr0Wp | kCr0Pg;
+  sregs.cr3 = boot.cr3;
+  sregs.cr4 = kCr4Pae | kCr4Osfxsr | kCr4Osxmmexcpt;
+  sregs.efer = kEferSce | kEferLme | kEferLma | kEferNxe;
+  // Code 0xb (execute/read, accessed), data 0x3 (read/write, accessed): the
+  // GDT is read-only to the guest, so cached descriptors must already be
+  // marked accessed.
+  sregs.cs = Segment(0x08, 0xb, true);
+  sregs.ds = sregs.es = sregs.ss = Segment(0x10, 0x3, false);
+  sregs.fs = sregs.gs = Segment(0x10, 0x3, false);
+  kvm_segment tr{};
+  tr.base = boot.tss_base;
+  tr.limit = 103;
+  tr.selector = 0x28;
+  tr.type = 11;  // 64-bit TSS, busy
+  tr.present = 1;
+  sregs.tr = tr;
+  sregs.ldt = kvm_segment{};
+  sregs.ldt.unusable = 1;
+  sregs.gdt.base = boot.gdt_base;
+  sregs.gdt.limit = boot.gdt_limit;
+  sregs.idt.base = 0;
+  sregs.idt.limit = 0;
+  if (ioctl(fd_.get(), KVM_SET_SREGS, &sregs) < 0) return KvmError("KVM_SET_SREGS");
+
+  kvm_regs regs{};
+  regs.rip = boot.rip;
+  regs.rsp = boot.rsp;
+  regs.rdi = boot.rdi;
+  regs.rflags = 0x2;
+  if (ioctl(fd_.get(), KVM_SET_REGS, &regs) < 0) return KvmError("KVM_SET_REGS");
+  // The synced copy in kvm_run is refreshed by the first KVM_RUN.
+  run_->kvm_dirty_regs = 0;
+  return absl::OkStatus();
+}
+
+absl::Status KvmVcpu::BindToCurrentThread() {
+  if (absl::Status s = PrepareKickSignal(fd_.get()); !s.ok()) return s;
+  thread_ = pthread_self();
+  thread_known_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<VcpuExit> KvmVcpu::Run() {
+  int rc = ioctl(fd_.get(), KVM_RUN, 0);
+  run_->kvm_dirty_regs = 0;
+  if (rc < 0) {
+    if (errno == EINTR || errno == EAGAIN) {
+      DrainKickSignal();
+      return Interrupted{};
+    }
+    return KvmError("KVM_RUN");
+  }
+  kvm_run* r = run_;
+  switch (r->exit_reason) {
+    case KVM_EXIT_IO: {
+      // Safety: KVM guarantees data_offset + size * count lies in the mapping.
+      auto* data = reinterpret_cast<uint8_t*>(r) + r->io.data_offset;
+      size_t len = static_cast<size_t>(r->io.size) * r->io.count;
+      if (r->io.direction == KVM_EXIT_IO_OUT) return IoOut{r->io.port, {data, len}};
+      return IoIn{r->io.port, {data, len}};
+    }
+    case KVM_EXIT_MMIO: {
+      size_t len = r->mmio.len <= 8 ? r->mmio.len : 8;
+      if (r->mmio.is_write) return MmioWrite{r->mmio.phys_addr, {r->mmio.data, len}};
+      return MmioRead{r->mmio.phys_addr, {r->mmio.data, len}};
+    }
+    case KVM_EXIT_HLT: return Hlt{};
+    case KVM_EXIT_IRQ_WINDOW_OPEN: return IrqWindowOpen{};
+    case KVM_EXIT_INTR: return Interrupted{};
+    case KVM_EXIT_SHUTDOWN: return Shutdown{};
+    case KVM_EXIT_FAIL_ENTRY: return FailEntry{r->fail_entry.hardware_entry_failure_reason};
+    case KVM_EXIT_INTERNAL_ERROR: return InternalError{r->internal.suberror};
+    case KVM_EXIT_SYSTEM_EVENT: return SystemEvent{r->system_event.type};
+    default: return UnknownExit{r->exit_reason};
+  }
+}
+
+bool KvmVcpu::ReadyForInterrupt() const {
+  return run_->ready_for_interrupt_injection && (run_->if_flag != 0);
+}
+
+absl::Status KvmVcpu::InjectInterrupt(uint32_t vector) {
+  kvm_interrupt irq{};
+  irq.irq = vector;
+  if (ioctl(fd_.get(), KVM_INTERRUPT, &irq) < 0) return KvmError("KVM_INTERRUPT");
+  return absl::OkStatus();
+}
+
+void KvmVcpu::RequestInterruptWindow(bool on) { run_->request_interrupt_window = on ? 1 : 0; }
+
+void KvmVcpu::Kick() {
+  __atomic_store_n(&run_->immediate_exit, 1, __ATOMIC_SEQ_CST);
+  if (thread_known_.load(std::memory_order_acquire)) SendKickSignal(thread_);
+}
+
+void KvmVcpu::ClearKick() { __atomic_store_n(&run_->immediate_exit, 0, __ATOMIC_SEQ_CST); }
+
+uint64_t KvmVcpu::Get(Reg reg) const {
+  const kvm_regs& r = run_->s.regs.regs;
+  switch (reg) {
+    case Reg::kRax: return r.rax;
+    case Reg::kRbx: return r.rbx;
+    case Reg::kRcx: return r.rcx;
+    case Reg::kRdx: return r.rdx;
+    case Reg::kRsi: return r.rsi;
+    case Reg::kRdi: return r.rdi;
+    case Reg::kRsp: return r.rsp;
+    case Reg::kRbp: return r.rbp;
+    case Reg::kR8: return r.r8;
+    case Reg::kR9: return r.r9;
+    case Reg::kR10: return r.r10;
+    case Reg::kR11: return r.r11;
+    case Reg::kR12: return r.r12;
+    case Reg::kR13: return r.r13;
+    case Reg::kR14: return r.r14;
+    case Reg::kR15: return r.r15;
+    case Reg::kRip: return r.rip;
+    case Reg::kRflags: return r.rflags;
+  }
+  return 0;
+}
+
+void KvmVcpu::Set(Reg reg, uint64_t value) {
+  kvm_regs& r = run_->s.regs.regs;
+  switch (reg) {
+    case Reg::kRax: r.rax = value; break;
+    case Reg::kRbx: r.rbx = value; break;
+    case Reg::kRcx: r.rcx = value; break;
+    case Reg::kRdx: r.rdx = value; break;
+    case Reg::kRsi: r.rsi = value; break;
+    case Reg::kRdi: r.rdi = value; break;
+    case Reg::kRsp: r.rsp = value; break;
+    case Reg::kRbp: r.rbp = value; break;
+    case Reg::kR8: r.r8 = value; break;
+    case Reg::kR9: r.r9 = value; break;
+    case Reg::kR10: r.r10 = value; break;
+    case Reg::kR11: r.r11 = value; break;
+    case Reg::kR12: r.r12 = value; break;
+    case Reg::kR13: r.r13 = value; break;
+    case Reg::kR14: r.r14 = value; break;
+    case Reg::kR15: r.r15 = value; break;
+    case Reg::kRip: r.rip = value; break;
+    case Reg::kRflags: r.rflags = value; break;
+  }
+  run_->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+}
+
+uint64_t KvmVcpu::Cr0() const { return run_->s.regs.sregs.cr0; }
+
+void KvmVcpu::SetCr0(uint64_t value) {
+  run_->s.regs.sregs.cr0 = value;
+  run_->kvm_dirty_regs |= KVM_SYNC_X86_SREGS;
+}
+
+int KvmVcpu::Cpl() const {
+  // SS.DPL is the CPL in 64-bit mode (CS.DPL can differ for conforming code).
+  return run_->s.regs.sregs.ss.dpl & 3;
+}
+
+RegisterDump KvmVcpu::DumpRegisters() const {
+  const kvm_regs& r = run_->s.regs.regs;
+  const kvm_sregs& s = run_->s.regs.sregs;
+  return RegisterDump{{{"rip", r.rip},   {"rflags", r.rflags}, {"rsp", r.rsp}, {"rbp", r.rbp},
+                       {"rax", r.rax},   {"rbx", r.rbx},       {"rcx", r.rcx}, {"rdx", r.rdx},
+                       {"rsi", r.rsi},   {"rdi", r.rdi},       {"r8", r.r8},   {"r9", r.r9},
+                       {"r10", r.r10},   {"r11", r.r11},       {"r12", r.r12}, {"r13", r.r13},
+                       {"r14", r.r14},   {"r15", r.r15},       {"cr0", s.cr0}, {"cr2", s.cr2},
+                       {"cr3", s.cr3},   {"cr4", s.cr4},       {"efer", s.efer},
+                       {"cs", s.cs.selector}, {"ss", s.ss.selector}}};
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> KvmVcpu::ReadStats() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  if (!stats_fd_.valid()) return out;
+  kvm_stats_header header{};
+  if (pread(stats_fd_.get(), &header, sizeof(header), 0) != sizeof(header))
+    return KvmError("pread(stats header)");
+  size_t desc_size = sizeof(kvm_stats_desc) + header.name_size;
+  std::vector<uint8_t> descs(desc_size * header.num_desc);
+  if (pread(stats_fd_.get(), descs.data(), descs.size(), header.desc_offset) !=
+      static_cast<ssize_t>(descs.size()))
+    return KvmError("pread(stats descriptors)");
+  for (uint32_t i = 0; i < header.num_desc; ++i) {
+    // Safety: each descriptor is desc_size bytes inside `descs`.
+    auto* desc = reinterpret_cast<const kvm_stats_desc*>(descs.data() + i * desc_size);
+    if (desc->size != 1) continue;  // histograms are left out
+    uint64_t value = 0;
+    if (pread(stats_fd_.get(), &value, sizeof(value), header.data_offset + desc->offset) !=
+        sizeof(value))
+      return KvmError("pread(stats data)");
+    out.emplace_back(std::string(desc->name, strnlen(desc->name, header.name_size)), value);
+  }
+  return out;
+}
+
+}  // namespace minivmm

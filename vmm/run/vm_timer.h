@@ -1,0 +1,56 @@
+// The guest timer and the run's watchdog, on one host thread.
+//
+// Fires `on_interrupt` at the periodic rate (--timer-hz) and at the one-shot
+// deadline of set_timer_op, and `on_timeout` once at the run's deadline. The
+// thread starts on first use, so a run with no timer and no timeout has none.
+#ifndef MINIVMM_VMM_RUN_VM_TIMER_H_
+#define MINIVMM_VMM_RUN_VM_TIMER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "vmm/core/sinks.h"
+
+namespace minivmm {
+
+class VmTimer final : public TimerControl {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  VmTimer(std::function<void()> on_interrupt, std::function<void()> on_timeout);
+  ~VmTimer() override;
+
+  // Starts counting guest time and arms the periodic timer and the watchdog.
+  void Start(uint32_t periodic_hz, std::optional<Clock::duration> timeout);
+
+  uint64_t NowNs() const override;
+  void SetOneShot(uint64_t deadline_ns) override;
+
+  // True while something (periodic or one-shot) can still raise an interrupt.
+  bool CanFire() const;
+
+ private:
+  void Loop();
+  void EnsureThread();  // mu_ held
+
+  std::function<void()> on_interrupt_;
+  std::function<void()> on_timeout_;
+  Clock::time_point start_ = Clock::now();
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  bool stopping_ = false;
+  Clock::duration period_{0};
+  std::optional<Clock::time_point> next_periodic_;
+  std::optional<Clock::time_point> one_shot_;
+  std::optional<Clock::time_point> watchdog_;
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_RUN_VM_TIMER_H_

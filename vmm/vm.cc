@@ -1,0 +1,147 @@
+#include "vmm/vm.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_format.h"
+#include "minivmm_abi/boot.h"
+#include "vmm/boot/boot_layout.h"
+#include "vmm/elf/elf_loader.h"
+#include "vmm/internal/status_macros.h"
+#include "vmm/vm_state.h"
+
+#ifndef MINIVMM_BUILD_GUEST_ELF
+#define MINIVMM_BUILD_GUEST_ELF ""
+#endif
+#ifndef MINIVMM_INSTALLED_GUEST_ELF
+#define MINIVMM_INSTALLED_GUEST_ELF ""
+#endif
+
+namespace minivmm {
+namespace {
+
+constexpr uint64_t kTwoMiB = 2ull << 20;
+constexpr uint32_t kMaxTimerHz = 10000;
+
+absl::Status ValidateConfig(const VmConfig& config) {
+  if (config.memory_bytes < MVMM_MEMORY_MIN || config.memory_bytes > MVMM_MEMORY_MAX ||
+      config.memory_bytes % kTwoMiB != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "memory size %u bytes: must be a multiple of 2 MiB between %u MiB and %u MiB",
+        config.memory_bytes, MVMM_MEMORY_MIN >> 20, MVMM_MEMORY_MAX >> 20));
+  if (config.timer_hz > kMaxTimerHz)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("timer rate %u Hz: at most %u", config.timer_hz, kMaxTimerHz));
+  if (config.cmdline.size() > MVMM_CMDLINE_MAX)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "guest command line is %u bytes: at most %u", config.cmdline.size(), MVMM_CMDLINE_MAX));
+  if (config.timeout <= absl::ZeroDuration())
+    return absl::InvalidArgumentError("timeout must be positive");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DefaultGuestKernelPath() {
+  // Prefer the copy next to an installed binary's prefix, then the build tree.
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share/minivmm/minivmm-guest.elf";
+    if (std::filesystem::exists(installed, ec)) return installed.string();
+  }
+  if (std::filesystem::exists(MINIVMM_BUILD_GUEST_ELF, ec)) return MINIVMM_BUILD_GUEST_ELF;
+  return MINIVMM_INSTALLED_GUEST_ELF;
+}
+
+Vm::Vm(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Vm::~Vm() = default;
+
+absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
+  VmConfig config = config_in;
+  if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
+  RETURN_IF_ERROR(ValidateConfig(config));
+  ASSIGN_OR_RETURN(std::vector<uint8_t> image, ReadFile(config.kernel_path));
+
+  ASSIGN_OR_RETURN(KvmSystem kvm, KvmSystem::Open(config.kvm_device));
+  RETURN_IF_ERROR(kvm.CheckRequiredCapabilities());
+  ASSIGN_OR_RETURN(KvmVm kvm_vm, KvmVm::Create(kvm));
+  ASSIGN_OR_RETURN(MappedMemory ram, MappedMemory::Create(config.memory_bytes));
+  ASSIGN_OR_RETURN(MappedMemory gdt, MappedMemory::Create(4096));
+  RETURN_IF_ERROR(kvm_vm.SetMemoryRegion(0, 0, ram.size(), ram.data(), false));
+  RETURN_IF_ERROR(kvm_vm.SetMemoryRegion(1, MVMM_GDT_GPA, gdt.size(), gdt.data(), true));
+
+  auto state = std::make_unique<State>(config, std::move(ram), std::move(gdt), std::move(kvm),
+                                       std::move(kvm_vm));
+  const GuestMemory& memory = state->memory;
+  auto loaded = LoadElf(image, memory);
+  if (!loaded.ok())
+    return absl::Status(loaded.status().code(),
+                        absl::StrFormat("%s: %s", config.kernel_path, loaded.status().message()));
+  WriteInitialGdt(state->gdt_page.span());
+  ASSIGN_OR_RETURN(uint64_t cr3, WriteIdentityPageTables(memory));
+  RETURN_IF_ERROR(WriteTss(memory));
+  RETURN_IF_ERROR(WriteBootInfo(memory, {config.cmdline, loaded->end_gpa, config.timer_hz}));
+
+  ASSIGN_OR_RETURN(state->vcpu, state->vm.CreateVcpu(state->kvm, 0));
+  RETURN_IF_ERROR(state->vcpu->SetSupportedCpuid(state->kvm.fd()));
+  LongModeBoot boot;
+  boot.rip = loaded->entry;
+  boot.rsp = MVMM_BOOT_STACK_TOP;
+  boot.rdi = MVMM_BOOT_INFO_GPA;
+  boot.cr3 = cr3;
+  boot.gdt_base = MVMM_GDT_GPA;
+  boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
+  boot.tss_base = MVMM_TSS_GPA;
+  RETURN_IF_ERROR(state->vcpu->SetLongModeBoot(boot));
+
+  State& s = *state;
+  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_HYPERCALL_PORT, 4, &s.hypercall_port).status());
+  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_COM1_PORT, 8, &s.uart).status());
+  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, 4, &s.debug_exit).status());
+  RETURN_IF_ERROR(s.mmio_bus.Register(MVMM_GDT_GPA, 4096, &s.gdt_trap).status());
+  return std::unique_ptr<Vm>(new Vm(std::move(state)));
+}
+
+absl::Status Vm::RegisterHypercall(uint32_t nr, std::string name, HypercallHandler handler) {
+  return state_->dispatcher.Register(nr, std::move(name), std::move(handler));
+}
+
+absl::Status Vm::RegisterPioDevice(uint64_t base, uint64_t length, IoDevice* device) {
+  if (device == nullptr) return absl::InvalidArgumentError("null device");
+  if (base > 0xffff || length > 0x10000 - base)
+    return absl::InvalidArgumentError("port range outside the 64 KiB port space");
+  return state_->pio_bus.Register(base, length, device).status();
+}
+
+absl::Status Vm::RegisterMmioDevice(uint64_t base, uint64_t length, IoDevice* device) {
+  if (device == nullptr) return absl::InvalidArgumentError("null device");
+  if (base < state_->memory.size())
+    return absl::InvalidArgumentError("MMIO range overlaps guest RAM");
+  return state_->mmio_bus.Register(base, length, device).status();
+}
+
+void Vm::SetExitObserver(ExitObserver observer) { state_->observer = std::move(observer); }
+
+void Vm::RequestStop() {
+  state_->stop_requested.store(true, std::memory_order_release);
+  // Only async-signal-safe work here: no locks. The vCPU notices at its next
+  // exit, which the kick forces.
+  if (state_->vcpu) state_->vcpu->Kick();
+}
+
+std::string_view StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kGuestShutdown: return "guest shutdown";
+    case StopReason::kTripleFault: return "triple fault";
+    case StopReason::kEmulationFailure: return "emulation failure";
+    case StopReason::kHaltedForever: return "halted forever";
+    case StopReason::kTimeout: return "timeout";
+    case StopReason::kStopRequested: return "stop requested";
+    case StopReason::kVmmError: return "VMM error";
+  }
+  return "?";
+}
+
+}  // namespace minivmm

@@ -1,0 +1,88 @@
+// Vm's private state, shared by vm.cc (creation) and run/run_loop.cc.
+#ifndef MINIVMM_VMM_VM_STATE_H_
+#define MINIVMM_VMM_VM_STATE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "devices/debug_exit.h"
+#include "devices/uart16550.h"
+#include "hypercalls/dispatcher.h"
+#include "vmm/boot/mapped_memory.h"
+#include "vmm/bus/bus.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/run/console_tail.h"
+#include "vmm/run/vm_devices.h"
+#include "vmm/run/vm_timer.h"
+#include "vmm/vm.h"
+
+namespace minivmm {
+
+struct Vm::State {
+  VmConfig config;
+  // Declared before the KVM objects so that they are unmapped after the VM fd
+  // is closed.
+  MappedMemory ram;
+  MappedMemory gdt_page;
+  GuestMemory memory;
+
+  KvmSystem kvm;
+  KvmVm vm;
+  std::unique_ptr<KvmVcpu> vcpu;
+
+  ConsoleTail console;
+  GuestReports reports;
+  Dispatcher dispatcher;
+  Bus pio_bus{"pio"};
+  Bus mmio_bus{"mmio"};
+  Uart16550 uart;
+  DebugExit debug_exit;
+  HypercallPort hypercall_port;
+  GdtTrap gdt_trap;
+  ExitObserver observer;
+
+  // Cross-thread signals to the vCPU thread.
+  std::atomic<bool> irq_pending{false};
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> timed_out{false};
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  VmTimer timer;
+
+  bool ran = false;
+
+  State(const VmConfig& cfg, MappedMemory ram_map, MappedMemory gdt_map, KvmSystem kvm_system,
+        KvmVm kvm_vm)
+      : config(cfg),
+        ram(std::move(ram_map)),
+        gdt_page(std::move(gdt_map)),
+        memory(ram.span()),
+        kvm(std::move(kvm_system)),
+        vm(std::move(kvm_vm)),
+        console(cfg.console),
+        uart(&console),
+        hypercall_port(dispatcher, memory, gdt_page.span(), &console, &timer, &reports),
+        gdt_trap(gdt_page.span()),
+        timer([this] { RaiseTimerInterrupt(); }, [this] { TimeOut(); }) {}
+
+  void Wake() {
+    { std::lock_guard lock(wake_mu); }
+    wake_cv.notify_all();
+    if (vcpu) vcpu->Kick();
+  }
+  void RaiseTimerInterrupt() {
+    irq_pending.store(true, std::memory_order_release);
+    Wake();
+  }
+  void TimeOut() {
+    timed_out.store(true, std::memory_order_release);
+    Wake();
+  }
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_VM_STATE_H_
