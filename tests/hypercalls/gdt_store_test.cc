@@ -104,7 +104,7 @@ TEST_F(GdtStoreTest, ChecksRunInDocumentedOrder) {
 
 TEST_F(GdtStoreTest, AgreesWithValidatorOverAllAttributes) {
   for (unsigned bits = 0; bits < (1u << 11); ++bits) {
-    const uint64_t desc = kUserTlsDesc & ~(0xFFull << 40) & ~(0xEull << 52) |
+    const uint64_t desc = (kUserTlsDesc & ~(0xFFull << 40) & ~(0xEull << 52)) |
                           uint64_t{bits & 0xFF} << 40 | uint64_t{bits >> 8 & 7} << 53;
     gdt_ = Pristine();
     const GdtStoreResult r = Store(8 * 7, desc);

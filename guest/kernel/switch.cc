@@ -1,0 +1,144 @@
+#include "kernel/switch.h"
+
+#include "arch/cpu.h"
+#include "kernel/boot.h"
+#include "kernel/counters.h"
+#include "kernel/fpu.h"
+#include "kernel/panic.h"
+#include "minivmm_abi/boot.h"
+#include "pv/pv_ops.h"
+
+namespace guest {
+namespace {
+
+TlsShadow g_tls_shadow;  // per-CPU: what the VMM was last sent
+bool g_ring3_nm_seen = false;
+bool g_probing = true;  // until FpuPolicyInit: #NM is expected under every policy
+
+Variant FpuPolicy() { return PvVariant(PvOp::kFpuSwitch); }
+
+void SaveFpu(Task* t) {
+  ++g_kc.fpu_saves;
+  cpu::Fxsave(t->fxsave);
+}
+
+void RestoreFpu(Task* t) {
+  ++g_kc.fpu_restores;
+  cpu::Fxrstor(t->fxsave);
+}
+
+// Linux 3.x: preload when the task used the FPU in more than 5 consecutive
+// time slices. A ring-3 FPU user on a host without ring-3 #NM counts as
+// using it in every slice: no trap would ever tell us it did.
+bool WantPreload(const Task* next) {
+  if (!next->used_math) return false;
+  return next->fpu_counter > 5 || (next->fpu_user && !g_boot.ring3_nm);
+}
+
+// switch_fpu_prepare. Returns true when next's state must be restored
+// after the lazy section (TS is already clear for it).
+bool FpuSwitchPrepare(Task* prev, Task* next) {
+  Variant policy = FpuPolicy();
+  if (policy == Variant::kEager) {
+    // Today's Linux: TS stays clear; save and restore every FPU user.
+    if (prev->used_math) SaveFpu(prev);
+    prev->has_fpu = false;
+    if (next->used_math) {
+      ++g_kc.fpu_preloads;
+      next->has_fpu = true;
+      return true;
+    }
+    return false;
+  }
+  bool preload = WantPreload(next);
+  if (preload) ++g_kc.fpu_preloads;
+  if (policy == Variant::kNaive) {
+    // __unlazy_fpu(prev): save and set TS; then clts for a preload: the
+    // stts/clts pair, two CR0 writes when prev owned the FPU.
+    if (prev->has_fpu) {
+      SaveFpu(prev);
+      prev->has_fpu = false;
+      Stts();
+    } else {
+      prev->fpu_counter = 0;
+    }
+    if (preload) {
+      Clts();
+      next->has_fpu = true;
+    }
+    return preload;
+  }
+  // __unlazy_fpu_clts(prev): save without touching TS; write CR0 only when
+  // the TS state must actually change.
+  if (prev->has_fpu) {
+    SaveFpu(prev);
+    prev->has_fpu = false;
+    if (!preload) Stts();
+  } else {
+    prev->fpu_counter = 0;
+    if (preload) Clts();
+  }
+  if (preload) next->has_fpu = true;
+  return preload;
+}
+
+// load_TLS with the tls variant: naive sends all three descriptors,
+// optimized only those that differ from the per-CPU shadow.
+void LoadTls(const Task* next) {
+  unsigned mask = 7;
+  if (PvVariant(PvOp::kTls) != Variant::kNaive) mask = g_tls_shadow.Changed(next->tls);
+  for (int i = 0; i < kTlsSlots; ++i) {
+    if (mask & (1u << i)) {
+      ++g_kc.tls_slots_sent;
+      WriteGdtEntry(MVMM_GDT_TLS_FIRST + i, next->tls[i]);
+    }
+  }
+}
+
+}  // namespace
+
+void SwitchInit() {
+  g_tls_shadow.Invalidate();
+  Stts();  // nobody owns the FPU yet; the ring-3 #NM probe needs TS set
+}
+
+void FpuPolicyInit() {
+  g_probing = false;
+  if (FpuPolicy() == Variant::kEager) Clts();
+}
+
+void ContextSwitch(Task* prev, Task* next) {
+  ++g_kc.switches;
+  GUEST_ASSERT(*prev->kstack_guard == 0x57ac6c0ffee5afe5ull);  // prev's stack did not overflow
+  pv_ops.start_context_switch();
+  bool restore = FpuSwitchPrepare(prev, next);
+  LoadSp0(next->kstack_top);
+  LoadTls(next);
+  // Leave lazy mode before reloading segments: the GDT must hold next's
+  // descriptors (Linux: arch_end_context_switch before loadsegment).
+  pv_ops.end_context_switch();
+  cpu::LoadFsGs(next->fs_sel, next->gs_sel);
+  if (restore) {
+    if (FpuPolicy() != Variant::kEager) ++next->fpu_counter;
+    RestoreFpu(next);
+  }
+  g_current = next;
+  SwitchStacks(&prev->saved_rsp, next->saved_rsp);
+}
+
+void FpuDeviceNotAvailable(bool from_user) {
+  ++g_kc.nm_traps;
+  if (from_user) g_ring3_nm_seen = true;
+  Task* t = g_current;
+  if (FpuPolicy() == Variant::kEager && !g_probing) Panic("#NM with the eager FPU policy (CR0.TS should be clear)");
+  GUEST_ASSERT(!t->has_fpu);
+  Clts();
+  t->used_math = true;
+  RestoreFpu(t);
+  t->has_fpu = true;
+  ++t->fpu_counter;
+}
+
+bool Ring3NmSeen() { return g_ring3_nm_seen; }
+
+}  // namespace guest

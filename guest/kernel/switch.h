@@ -1,0 +1,23 @@
+// The context switch, shaped like Linux's __switch_to.
+#ifndef GUEST_KERNEL_SWITCH_H_
+#define GUEST_KERNEL_SWITCH_H_
+
+#include "kernel/sched.h"
+
+namespace guest {
+
+// Switches from `prev` (the current task) to `next`. Called by Schedule()
+// with the run-queue lock held and interrupts off; returns when `prev`
+// runs again.
+void ContextSwitch(Task* prev, Task* next);
+
+// Boot: sets CR0.TS (nobody owns the FPU) and forgets the TLS shadow.
+void SwitchInit();
+// Boot, after the ring-3 #NM probe: clears TS for the eager policy.
+void FpuPolicyInit();
+
+}  // namespace guest
+
+extern "C" void SwitchStacks(uint64_t* save_rsp, uint64_t next_rsp);
+
+#endif  // GUEST_KERNEL_SWITCH_H_
