@@ -79,6 +79,10 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   if (!loaded.ok())
     return absl::Status(loaded.status().code(),
                         absl::StrFormat("%s: %s", config.kernel_path, loaded.status().message()));
+  if (loaded->entry != loaded->entry_gpa)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: entry point 0x%x is not identity-mapped (physical 0x%x); the direct boot needs "
+        "p_vaddr == p_paddr", config.kernel_path, loaded->entry, loaded->entry_gpa));
   WriteInitialGdt(state->gdt_page.span());
   ASSIGN_OR_RETURN(uint64_t cr3, WriteIdentityPageTables(memory));
   RETURN_IF_ERROR(WriteTss(memory));
@@ -99,7 +103,7 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   State& s = *state;
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_HYPERCALL_PORT, 4, &s.hypercall_port).status());
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_COM1_PORT, 8, &s.uart).status());
-  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, 4, &s.debug_exit).status());
+  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
   RETURN_IF_ERROR(s.mmio_bus.Register(MVMM_GDT_GPA, 4096, &s.gdt_trap).status());
   return std::unique_ptr<Vm>(new Vm(std::move(state)));
 }

@@ -97,6 +97,15 @@ void LoadTls(const Task* next) {
 
 }  // namespace
 
+uint16_t SelectorFor(const Task* t, int slot) { return t->tls[slot] ? MVMM_SEL_TLS(slot) : 0; }
+
+void ReloadTls(Task* t) {
+  t->fs_sel = SelectorFor(t, 0);
+  t->gs_sel = SelectorFor(t, 1);
+  LoadTls(t);
+  cpu::LoadFsGs(t->fs_sel, t->gs_sel);
+}
+
 void SwitchInit() {
   g_tls_shadow.Invalidate();
   Stts();  // nobody owns the FPU yet; the ring-3 #NM probe needs TS set

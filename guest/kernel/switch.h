@@ -11,6 +11,10 @@ namespace guest {
 // runs again.
 void ContextSwitch(Task* prev, Task* next);
 
+// After a set_tls system call: sends the current task's changed slots
+// (per the tls variant) and reloads %fs/%gs.
+void ReloadTls(Task* t);
+
 // Boot: sets CR0.TS (nobody owns the FPU) and forgets the TLS shadow.
 void SwitchInit();
 // Boot, after the ring-3 #NM probe: clears TS for the eager policy.

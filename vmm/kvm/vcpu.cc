@@ -129,8 +129,8 @@ absl::StatusOr<VcpuExit> KvmVcpu::Run() {
       // Safety: KVM guarantees data_offset + size * count lies in the mapping.
       auto* data = reinterpret_cast<uint8_t*>(r) + r->io.data_offset;
       size_t len = static_cast<size_t>(r->io.size) * r->io.count;
-      if (r->io.direction == KVM_EXIT_IO_OUT) return IoOut{r->io.port, {data, len}};
-      return IoIn{r->io.port, {data, len}};
+      if (r->io.direction == KVM_EXIT_IO_OUT) return IoOut{r->io.port, r->io.size, {data, len}};
+      return IoIn{r->io.port, r->io.size, {data, len}};
     }
     case KVM_EXIT_MMIO: {
       size_t len = r->mmio.len <= 8 ? r->mmio.len : 8;

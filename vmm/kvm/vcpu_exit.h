@@ -10,13 +10,16 @@
 
 namespace minivmm {
 
+// `data` holds `count` accesses of `size` bytes each (count > 1 for rep ins/outs).
 struct IoIn {
   uint16_t port;
-  std::span<uint8_t> data;  // size bytes; fill it for the guest
+  uint8_t size;
+  std::span<uint8_t> data;  // fill it for the guest
 };
 struct IoOut {
   uint16_t port;
-  std::span<const uint8_t> data;  // size bytes
+  uint8_t size;
+  std::span<const uint8_t> data;
 };
 struct MmioRead {
   uint64_t address;

@@ -88,9 +88,9 @@ class RunLoop {
         Overloaded{
             [&](const IoOut& io) {
               if (s_.observer && io.port == MVMM_HYPERCALL_PORT) BeforeHypercall();
-              return Pio(io.port, io.data), std::optional<Stop>();
+              return Pio(io.port, io.size, io.data), std::optional<Stop>();
             },
-            [&](const IoIn& io) { return Pio(io.port, io.data), std::optional<Stop>(); },
+            [&](const IoIn& io) { return Pio(io.port, io.size, io.data), std::optional<Stop>(); },
             [&](const MmioWrite& m) { return Mmio(m.address, m.data), std::optional<Stop>(); },
             [&](const MmioRead& m) { return Mmio(m.address, m.data), std::optional<Stop>(); },
             [&](const Hlt&) { return Block(/*from_hlt=*/true); },
@@ -127,21 +127,25 @@ class RunLoop {
         exit);
   }
 
+  // One port access per element: a `rep outs` exit carries several.
   template <typename Span>
-  void Pio(uint16_t port, Span data) {
-    std::optional<BusMatch> m = s_.pio_bus.Find(port, data.size());
-    if (!m) {
-      ++stats_.pio_unclaimed;
-      if constexpr (!std::is_const_v<typename Span::element_type>) {
-        for (auto& b : data) b = 0xff;  // an empty ISA bus reads all ones
+  void Pio(uint16_t port, uint8_t size, Span data) {
+    for (size_t at = 0; size != 0 && at + size <= data.size(); at += size) {
+      Span one = data.subspan(at, size);
+      std::optional<BusMatch> m = s_.pio_bus.Find(port, size);
+      if (!m) {
+        ++stats_.pio_unclaimed;
+        if constexpr (!std::is_const_v<typename Span::element_type>) {
+          for (auto& b : one) b = 0xff;  // an empty ISA bus reads all ones
+        }
+        continue;
       }
-      return;
-    }
-    ++stats_.pio_by_device[m->index];
-    if constexpr (std::is_const_v<typename Span::element_type>) {
-      m->device->Write(m->offset, data, ctx_);
-    } else {
-      m->device->Read(m->offset, data, ctx_);
+      ++stats_.pio_by_device[m->index];
+      if constexpr (std::is_const_v<typename Span::element_type>) {
+        m->device->Write(m->offset, one, ctx_);
+      } else {
+        m->device->Read(m->offset, one, ctx_);
+      }
     }
   }
 
