@@ -18,12 +18,18 @@ constexpr uint64_t kL = 1ull << 53;
 
 std::string_view DescriptorVerdictName(DescriptorVerdict verdict) {
   switch (verdict) {
-    case DescriptorVerdict::kOk: return "ok";
-    case DescriptorVerdict::kNotPresent: return "not present";
-    case DescriptorVerdict::kSystemSegment: return "system segment";
-    case DescriptorVerdict::kCodeSegment: return "code segment";
-    case DescriptorVerdict::kWrongDpl: return "DPL is not 3";
-    case DescriptorVerdict::kLongBitSet: return "L bit set on a data segment";
+    case DescriptorVerdict::kOk:
+      return "ok";
+    case DescriptorVerdict::kNotPresent:
+      return "not present";
+    case DescriptorVerdict::kSystemSegment:
+      return "system segment";
+    case DescriptorVerdict::kCodeSegment:
+      return "code segment";
+    case DescriptorVerdict::kWrongDpl:
+      return "DPL is not 3";
+    case DescriptorVerdict::kLongBitSet:
+      return "L bit set on a data segment";
   }
   return "?";
 }
@@ -38,9 +44,7 @@ DescriptorVerdict CheckTlsDescriptor(uint64_t desc) {
   return DescriptorVerdict::kOk;
 }
 
-uint64_t TlsDescriptorToStore(uint64_t desc) {
-  return desc == 0 ? 0 : desc | MVMM_DESC_ACCESSED;
-}
+uint64_t TlsDescriptorToStore(uint64_t desc) { return desc == 0 ? 0 : desc | MVMM_DESC_ACCESSED; }
 
 bool IsTlsSlot(uint64_t slot) {
   return slot >= MVMM_GDT_TLS_FIRST && slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT;

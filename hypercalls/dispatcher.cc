@@ -31,9 +31,8 @@ Dispatcher::Dispatcher() {
 
 absl::Status Dispatcher::Register(uint32_t nr, std::string name, UserHypercallFn fn) {
   if (nr < MVMM_HC_USER_FIRST || nr > MVMM_HC_USER_LAST) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "hypercall %d is outside the user range [%d, %d]", nr, MVMM_HC_USER_FIRST,
-        MVMM_HC_USER_LAST));
+    return absl::OutOfRangeError(absl::StrFormat("hypercall %d is outside the user range [%d, %d]",
+                                                 nr, MVMM_HC_USER_FIRST, MVMM_HC_USER_LAST));
   }
   if (name.empty()) return absl::InvalidArgumentError("a hypercall needs a name");
   if (!fn) return absl::InvalidArgumentError("a hypercall needs a handler");

@@ -34,10 +34,10 @@ namespace minivmm {
 // error status that GuestErrno turns into -errno.
 using HypercallFn = absl::StatusOr<uint64_t> (*)(HypercallEnv&, const HypercallArgs&);
 // The one builtin that re-enters the dispatcher (multicall).
-using MulticallFn = absl::StatusOr<uint64_t> (*)(HypercallEnv&, const HypercallArgs&,
-                                                 hc::OpRunner);
+using MulticallFn = absl::StatusOr<uint64_t> (*)(HypercallEnv&, const HypercallArgs&, hc::OpRunner);
 // An embedder's handler; same contract as HypercallFn.
-using UserHypercallFn = std::function<absl::StatusOr<uint64_t>(HypercallEnv&, const HypercallArgs&)>;
+using UserHypercallFn =
+    std::function<absl::StatusOr<uint64_t>(HypercallEnv&, const HypercallArgs&)>;
 
 class Dispatcher {
  public:
@@ -74,10 +74,10 @@ class Dispatcher {
 
  private:
   struct Entry {
-    std::string name;           // empty: unregistered
-    HypercallFn fn = nullptr;   // builtin
+    std::string name;          // empty: unregistered
+    HypercallFn fn = nullptr;  // builtin
     MulticallFn multicall = nullptr;
-    UserHypercallFn user;       // embedder
+    UserHypercallFn user;  // embedder
   };
   static Entry MakeBuiltin(const char* name, HypercallFn fn);
   static Entry MakeBuiltin(const char* name, MulticallFn fn);

@@ -6,13 +6,20 @@ namespace minivmm {
 
 std::string_view GdtStoreKindName(GdtStoreKind kind) {
   switch (kind) {
-    case GdtStoreKind::kApplied: return "applied";
-    case GdtStoreKind::kWrongSize: return "wrong_size";
-    case GdtStoreKind::kMisaligned: return "misaligned";
-    case GdtStoreKind::kOutsideTable: return "outside_table";
-    case GdtStoreKind::kReservedSlot: return "reserved_slot";
-    case GdtStoreKind::kBadDescriptor: return "bad_descriptor";
-    case GdtStoreKind::kCount: break;
+    case GdtStoreKind::kApplied:
+      return "applied";
+    case GdtStoreKind::kWrongSize:
+      return "wrong_size";
+    case GdtStoreKind::kMisaligned:
+      return "misaligned";
+    case GdtStoreKind::kOutsideTable:
+      return "outside_table";
+    case GdtStoreKind::kReservedSlot:
+      return "reserved_slot";
+    case GdtStoreKind::kBadDescriptor:
+      return "bad_descriptor";
+    case GdtStoreKind::kCount:
+      break;
   }
   return "?";
 }

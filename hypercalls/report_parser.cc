@@ -23,12 +23,12 @@ size_t SequenceLength(std::string_view text, size_t i) {
     len = 2;
   } else if (lead >= 0xE0 && lead <= 0xEF) {
     len = 3;
-    if (lead == 0xE0) lo = 0xA0;       // overlong
-    if (lead == 0xED) hi = 0x9F;       // surrogates
+    if (lead == 0xE0) lo = 0xA0;  // overlong
+    if (lead == 0xED) hi = 0x9F;  // surrogates
   } else if (lead >= 0xF0 && lead <= 0xF4) {
     len = 4;
-    if (lead == 0xF0) lo = 0x90;       // overlong
-    if (lead == 0xF4) hi = 0x8F;       // above U+10FFFF
+    if (lead == 0xF0) lo = 0x90;  // overlong
+    if (lead == 0xF4) hi = 0x8F;  // above U+10FFFF
   } else {
     return 0;  // 0x80..0xC1 (continuation or overlong lead), 0xF5..0xFF
   }
@@ -41,8 +41,8 @@ size_t SequenceLength(std::string_view text, size_t i) {
 }
 
 bool IsKeyChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-';
 }
 
 bool HasForbiddenControl(std::string_view line) {

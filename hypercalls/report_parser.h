@@ -19,7 +19,7 @@ bool IsValidUtf8(std::string_view text);
 bool IsValidReportKey(std::string_view key);
 
 struct ReportEntry {
-  std::string_view key;    // views into the parsed text
+  std::string_view key;  // views into the parsed text
   std::string_view value;
 };
 

@@ -10,15 +10,15 @@
 namespace guest {
 
 struct BootState {
-  bool under_minivmm;   // entered through the 64-bit boot with boot_info
-  bool ring3_nm;        // ring-3 SSE with CR0.TS=1 raises #NM on this host
-  uint64_t patched_sites;  // pte_flags call sites rewritten at boot
-  uint64_t memory_size;
-  uint64_t gdt_gpa;
-  mvmm_tss* tss;
-  uint64_t first_free;
-  uint32_t timer_hz;
-  Config config;
+  bool under_minivmm = false;   // entered through the 64-bit boot with boot_info
+  bool ring3_nm = false;       // ring-3 SSE with CR0.TS=1 raises #NM on this host
+  uint64_t patched_sites = 0;  // pte_flags call sites rewritten at boot
+  uint64_t memory_size = 0;
+  uint64_t gdt_gpa = 0;
+  mvmm_tss* tss = nullptr;
+  uint64_t first_free = 0;
+  uint32_t timer_hz = 0;
+  Config config = {};
 };
 extern BootState g_boot;
 

@@ -34,7 +34,6 @@ namespace guest {
   X(wakeups)                  \
   X(multicalls)               \
   X(multicall_entries)        \
-  X(self_checks)              \
   X(check_failures)
 
 struct KernelCounters {

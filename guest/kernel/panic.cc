@@ -7,6 +7,7 @@
 #include "kernel/hypercall.h"
 #include "kernel/report.h"
 #include "minivmm_abi/boot.h"
+#include "workloads/workload.h"
 
 namespace guest {
 namespace {
@@ -20,6 +21,8 @@ void SendFinalReport(int code) {
   r.Clear();
   ConsoleStats cs = GetConsoleStats();
   r.Kv("kernel.exit_code", static_cast<uint64_t>(code));
+  r.Kv("check.passed", g_checks_passed);
+  r.Kv("check.failed", g_kc.check_failures);
   r.Kv("kernel.console.calls", cs.calls);
   r.Kv("kernel.console.bytes", cs.bytes);
   r.Kv("kernel.ring3_nm", g_boot.ring3_nm ? 1 : 0);

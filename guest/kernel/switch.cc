@@ -99,6 +99,12 @@ void LoadTls(const Task* next) {
 
 uint16_t SelectorFor(const Task* t, int slot) { return t->tls[slot] ? MVMM_SEL_TLS(slot) : 0; }
 
+void SetTaskTls(Task* t, const uint64_t tls[kTlsSlots]) {
+  for (int i = 0; i < kTlsSlots; ++i) t->tls[i] = tls[i];
+  t->fs_sel = SelectorFor(t, 0);
+  t->gs_sel = SelectorFor(t, 1);
+}
+
 void ReloadTls(Task* t) {
   t->fs_sel = SelectorFor(t, 0);
   t->gs_sel = SelectorFor(t, 1);

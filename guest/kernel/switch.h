@@ -11,6 +11,10 @@ namespace guest {
 // runs again.
 void ContextSwitch(Task* prev, Task* next);
 
+// Gives `t` (not running) these TLS descriptors and the matching %fs/%gs
+// selectors (slot 0 -> %fs, slot 1 -> %gs, slot 2 unused by selectors).
+void SetTaskTls(Task* t, const uint64_t tls[kTlsSlots]);
+
 // After a set_tls system call: sends the current task's changed slots
 // (per the tls variant) and reloads %fs/%gs.
 void ReloadTls(Task* t);

@@ -65,16 +65,20 @@ int64_t SysSetTls(uint64_t slot, uint64_t desc) {
   return 0;
 }
 
-[[noreturn]] void SysCheckFail(uint64_t id) {
+}  // namespace
+
+void SelfCheckFailed(const Task* t, unsigned long id) {
   static const char* const kChecks[] = {"TLS via %fs", "TLS via %gs", "FPU/SSE registers",
                                         "system-call argument errors", "pipe data"};
   char storage[160];
   TextBuf msg(storage, sizeof(storage));
-  msg.Str("self-check failed: task ").Str(g_current->name).Str(" (pid ").Dec(g_current->pid).Str("): ");
+  msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");
   msg.Str(id < 5 ? kChecks[id] : "unknown check");
   ++g_kc.check_failures;
   Fatal(kExitCheckFailed, msg.View());
 }
+
+namespace {
 
 int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
   switch (nr) {
@@ -86,7 +90,7 @@ int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
     case kSysSetTls: return SysSetTls(a0, a1);
     case kSysGetPid: return static_cast<int64_t>(g_current->pid);
     case kSysClock: return static_cast<int64_t>(cpu::Rdtsc());
-    case kSysCheckFail: SysCheckFail(a0);
+    case kSysCheckFail: SelfCheckFailed(g_current, a0);
   }
   return -kENosys;
 }

@@ -10,6 +10,10 @@ namespace guest {
 // Entered from the int 0x80 gate or from the #UD fallback, with IF=0.
 void SyscallEntry(TrapFrame* f);
 
+struct Task;
+// A self-check of `t` failed: prints which and shuts down with code 1.
+[[noreturn]] void SelfCheckFailed(const Task* t, unsigned long check_id);
+
 }  // namespace guest
 
 #endif  // GUEST_KERNEL_SYSCALL_H_

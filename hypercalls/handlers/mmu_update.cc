@@ -1,7 +1,8 @@
 // mmu_update(reqs_gpa, count): write guest page-table entries, each request
 // `{u64 ptr; u64 val}` (pte_policy.h decides what is allowed).
 // Order: count <= MVMM_MMU_UPDATE_MAX_REQS (-E2BIG; this bound also makes
-// count * 16 unable to wrap), the whole list inside RAM (-EFAULT); the list is
+// count * 16 unable to wrap), count == 0 is a no-op returning 0 (the list is
+// not looked at, as for multicall), the whole list inside RAM (-EFAULT); the list is
 // then copied once into a host buffer, so requests that overwrite later
 // requests in guest memory do not change what is executed. Requests run in
 // order and processing stops at the first refused one (Xen does the same and
@@ -25,9 +26,10 @@ namespace minivmm::hc {
 absl::StatusOr<uint64_t> mmu_update(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = MmuUpdateArgs::From(raw);
   if (args.count > MVMM_MMU_UPDATE_MAX_REQS) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "mmu_update: %d requests is above %d", args.count, MVMM_MMU_UPDATE_MAX_REQS));
+    return absl::ResourceExhaustedError(absl::StrFormat("mmu_update: %d requests is above %d",
+                                                        args.count, MVMM_MMU_UPDATE_MAX_REQS));
   }
+  if (args.count == 0) return 0;
   std::array<mvmm_mmu_update, MVMM_MMU_UPDATE_MAX_REQS> reqs;  // 8 KiB, bounded
   const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(reqs.data()),
                                  args.count * sizeof(mvmm_mmu_update));

@@ -25,8 +25,8 @@ namespace minivmm::hc {
 absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, OpRunner run) {
   const auto args = MulticallArgs::From(raw);
   if (args.count > MVMM_MULTICALL_MAX_ENTRIES) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "multicall: %d entries is above %d", args.count, MVMM_MULTICALL_MAX_ENTRIES));
+    return absl::ResourceExhaustedError(absl::StrFormat("multicall: %d entries is above %d",
+                                                        args.count, MVMM_MULTICALL_MAX_ENTRIES));
   }
   if (args.count == 0) return 0;
   // 32 KiB on the vCPU thread's stack: bounded, and no allocation per call.
@@ -40,8 +40,8 @@ absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, 
     HypercallArgs entry_args;
     for (size_t k = 0; k < entry_args.size(); ++k) entry_args[k] = entry.args[k];
     const int64_t result = run(entry.op, entry_args);
-    const GuestAddress result_field = args.list + i * sizeof(mvmm_multicall_entry) +
-                                      offsetof(mvmm_multicall_entry, result);
+    const GuestAddress result_field =
+        args.list + i * sizeof(mvmm_multicall_entry) + offsetof(mvmm_multicall_entry, result);
     // Cannot fail: the whole list was inside RAM a moment ago and RAM does not
     // shrink. If it ever does, stop rather than run entries we cannot report.
     HC_RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(result_field, static_cast<uint64_t>(result)));

@@ -24,8 +24,8 @@ absl::StatusOr<uint64_t> report(HypercallEnv& env, const HypercallArgs& raw) {
         absl::StrFormat("report: %d bytes is above %d", args.len, MVMM_REPORT_MAX_BYTES));
   }
   std::string text(args.len, '\0');
-  HC_RETURN_IF_ERROR(env.memory.Read(
-      args.text, std::span(reinterpret_cast<uint8_t*>(text.data()), text.size())));
+  HC_RETURN_IF_ERROR(
+      env.memory.Read(args.text, std::span(reinterpret_cast<uint8_t*>(text.data()), text.size())));
   HC_ASSIGN_OR_RETURN(const std::vector<ReportEntry> entries, ParseReport(text));
 
   size_t bytes = 0;

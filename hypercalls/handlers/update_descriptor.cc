@@ -26,9 +26,9 @@ absl::StatusOr<uint64_t> update_descriptor(HypercallEnv& env, const HypercallArg
         absl::StrFormat("update_descriptor: gpa 0x%x is below the GDT", args.gpa.value()));
   }
   const uint64_t desc = args.desc;
-  const GdtStoreResult store = ApplyGdtStore(
-      env.gdt, args.gpa.value() - MVMM_GDT_GPA,
-      std::span(reinterpret_cast<const uint8_t*>(&desc), sizeof(desc)));
+  const GdtStoreResult store =
+      ApplyGdtStore(env.gdt, args.gpa.value() - MVMM_GDT_GPA,
+                    std::span(reinterpret_cast<const uint8_t*>(&desc), sizeof(desc)));
   switch (store.kind) {
     case GdtStoreKind::kApplied:
       return 0;
@@ -39,9 +39,8 @@ absl::StatusOr<uint64_t> update_descriptor(HypercallEnv& env, const HypercallArg
       return absl::PermissionDeniedError(
           absl::StrFormat("update_descriptor: slot %d is reserved", store.slot));
     case GdtStoreKind::kBadDescriptor:
-      return absl::InvalidArgumentError(
-          absl::StrFormat("update_descriptor: 0x%016x refused: %s", desc,
-                          DescriptorVerdictName(store.verdict)));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "update_descriptor: 0x%016x refused: %s", desc, DescriptorVerdictName(store.verdict)));
     case GdtStoreKind::kWrongSize:   // impossible: we pass 8 bytes
     case GdtStoreKind::kMisaligned:  // impossible: checked above
     case GdtStoreKind::kCount:

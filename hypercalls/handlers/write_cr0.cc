@@ -15,9 +15,9 @@ absl::StatusOr<uint64_t> write_cr0(HypercallEnv& env, const HypercallArgs& raw) 
   const uint64_t cr0 = vcpu.Cr0();
   const uint64_t changed = args.value ^ cr0;
   if ((changed & ~MVMM_CR0_GUEST_WRITABLE) != 0) {
-    return absl::PermissionDeniedError(absl::StrFormat(
-        "write_cr0: 0x%x would change protected bits 0x%x", args.value,
-        changed & ~MVMM_CR0_GUEST_WRITABLE));
+    return absl::PermissionDeniedError(
+        absl::StrFormat("write_cr0: 0x%x would change protected bits 0x%x", args.value,
+                        changed & ~MVMM_CR0_GUEST_WRITABLE));
   }
   if (changed != 0) vcpu.SetCr0(args.value);
   return 0;

@@ -11,10 +11,10 @@
 
 // Evaluates `expr` (an absl::Status) and returns it from the enclosing
 // function when it is not OK.
-#define HC_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    const absl::Status hc_status_ = (expr);      \
-    if (!hc_status_.ok()) return hc_status_;     \
+#define HC_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    const absl::Status hc_status_ = (expr);  \
+    if (!hc_status_.ok()) return hc_status_; \
   } while (0)
 
 // `lhs = value of expr` where expr is an absl::StatusOr<T>; returns its status

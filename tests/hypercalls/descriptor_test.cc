@@ -79,8 +79,9 @@ TEST(DescriptorTest, AlreadyAccessedDescriptorIsStoredUnchanged) {
 }
 
 TEST(DescriptorTest, BootGdtEntriesAreRefusedForTls) {
-  EXPECT_EQ(CheckTlsDescriptor(0x00AF9B000000FFFFull), DescriptorVerdict::kCodeSegment);  // kernel CS
-  EXPECT_EQ(CheckTlsDescriptor(0x00CF93000000FFFFull), DescriptorVerdict::kWrongDpl);     // kernel DS
+  EXPECT_EQ(CheckTlsDescriptor(0x00AF9B000000FFFFull),
+            DescriptorVerdict::kCodeSegment);                                          // kernel CS
+  EXPECT_EQ(CheckTlsDescriptor(0x00CF93000000FFFFull), DescriptorVerdict::kWrongDpl);  // kernel DS
   EXPECT_EQ(CheckTlsDescriptor(0x00AFFB000000FFFFull), DescriptorVerdict::kCodeSegment);  // user CS
   EXPECT_EQ(CheckTlsDescriptor(0x00008B0030000067ull), DescriptorVerdict::kSystemSegment);  // TSS
 }
@@ -107,9 +108,10 @@ TEST(DescriptorTest, Store64WritesExactlyEightBytesAlignedOrNot) {
   std::vector<uint8_t> bytes(32, 0xAA);
   Store64(bytes, 8, 0x0102030405060708ull);
   Store64(bytes, 19, 0x1112131415161718ull);  // unaligned host address
-  const std::vector<uint8_t> want = {
-      0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
-      0xAA, 0xAA, 0xAA, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA};
+  const std::vector<uint8_t> want = {0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA,
+                                     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,
+                                     0xAA, 0xAA, 0xAA, 0x18, 0x17, 0x16, 0x15, 0x14,
+                                     0x13, 0x12, 0x11, 0xAA, 0xAA, 0xAA, 0xAA, 0xAA};
   EXPECT_EQ(bytes, want);
 }
 

@@ -14,16 +14,15 @@ TEST(PtePolicyTest, NotPresentValueIsAnything) {
 
 TEST(PtePolicyTest, PresentFrameInsideRamIsAccepted) {
   EXPECT_TRUE(CheckPteValue(0x0 | 0x3, kRam).ok());
-  EXPECT_TRUE(CheckPteValue((kRam - 4096) | 0x67, kRam).ok());  // last page
-  EXPECT_TRUE(CheckPteValue(0x5000 | 0x1 | (1ull << 63), kRam).ok());  // NX
+  EXPECT_TRUE(CheckPteValue((kRam - 4096) | 0x67, kRam).ok());            // last page
+  EXPECT_TRUE(CheckPteValue(0x5000 | 0x1 | (1ull << 63), kRam).ok());     // NX
   EXPECT_TRUE(CheckPteValue(0x5000 | 0x1 | (0x7Full << 52), kRam).ok());  // ignored/PK bits
 }
 
 TEST(PtePolicyTest, PresentFrameAtOrPastEndOfRamIsPermissionDenied) {
   EXPECT_EQ(CheckPteValue(kRam | 1, kRam).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(CheckPteValue(0xC0000000ull | 3, kRam).code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_EQ(CheckPteValue(0x000FFFFFFFFFF001ull, kRam).code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CheckPteValue(0x000FFFFFFFFFF001ull, kRam).code(), absl::StatusCode::kPermissionDenied);
 }
 
 TEST(PtePolicyTest, LastPageMustFitWholly) {
@@ -40,8 +39,7 @@ TEST(PtePolicyTest, PresentWithBitSevenIsInvalid) {
 
 TEST(PtePolicyTest, RequestChecksAlignmentThenRangeThenValue) {
   EXPECT_EQ(CheckMmuRequest({0x1004, 0x5001}, kRam).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckMmuRequest({kRam + 4, kRam | 1}, kRam).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckMmuRequest({kRam + 4, kRam | 1}, kRam).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckMmuRequest({kRam, kRam | 1}, kRam).code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(CheckMmuRequest({~7ull, 0}, kRam).code(), absl::StatusCode::kOutOfRange);
   EXPECT_EQ(CheckMmuRequest({kRam - 8, kRam | 1}, kRam).code(),

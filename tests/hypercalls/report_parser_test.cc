@@ -12,33 +12,33 @@ using namespace std::string_literals;
 TEST(Utf8Test, AcceptsWellFormedText) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("plain ascii\n"));
-  EXPECT_TRUE(IsValidUtf8("\xC2\x80"));            // U+0080
-  EXPECT_TRUE(IsValidUtf8("\xDF\xBF"));            // U+07FF
-  EXPECT_TRUE(IsValidUtf8("\xE0\xA0\x80"));        // U+0800
-  EXPECT_TRUE(IsValidUtf8("\xED\x9F\xBF"));        // U+D7FF
-  EXPECT_TRUE(IsValidUtf8("\xEE\x80\x80"));        // U+E000
-  EXPECT_TRUE(IsValidUtf8("\xEF\xBF\xBF"));        // U+FFFF
-  EXPECT_TRUE(IsValidUtf8("\xF0\x90\x80\x80"));    // U+10000
-  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));    // U+10FFFF
-  EXPECT_TRUE(IsValidUtf8("\x00"s));               // NUL is valid UTF-8
+  EXPECT_TRUE(IsValidUtf8("\xC2\x80"));          // U+0080
+  EXPECT_TRUE(IsValidUtf8("\xDF\xBF"));          // U+07FF
+  EXPECT_TRUE(IsValidUtf8("\xE0\xA0\x80"));      // U+0800
+  EXPECT_TRUE(IsValidUtf8("\xED\x9F\xBF"));      // U+D7FF
+  EXPECT_TRUE(IsValidUtf8("\xEE\x80\x80"));      // U+E000
+  EXPECT_TRUE(IsValidUtf8("\xEF\xBF\xBF"));      // U+FFFF
+  EXPECT_TRUE(IsValidUtf8("\xF0\x90\x80\x80"));  // U+10000
+  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));  // U+10FFFF
+  EXPECT_TRUE(IsValidUtf8("\x00"s));             // NUL is valid UTF-8
   EXPECT_TRUE(IsValidUtf8("µs=3 → ok"));
 }
 
 TEST(Utf8Test, RefusesMalformedText) {
-  EXPECT_FALSE(IsValidUtf8("\x80"));               // lone continuation
-  EXPECT_FALSE(IsValidUtf8("\xC0\x80"));           // overlong NUL
-  EXPECT_FALSE(IsValidUtf8("\xC1\xBF"));           // overlong
-  EXPECT_FALSE(IsValidUtf8("\xE0\x9F\xBF"));       // overlong 3-byte
-  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));       // surrogate U+D800
-  EXPECT_FALSE(IsValidUtf8("\xED\xBF\xBF"));       // surrogate U+DFFF
-  EXPECT_FALSE(IsValidUtf8("\xF0\x8F\xBF\xBF"));   // overlong 4-byte
-  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));   // U+110000
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // lone continuation
+  EXPECT_FALSE(IsValidUtf8("\xC0\x80"));          // overlong NUL
+  EXPECT_FALSE(IsValidUtf8("\xC1\xBF"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xE0\x9F\xBF"));      // overlong 3-byte
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(IsValidUtf8("\xED\xBF\xBF"));      // surrogate U+DFFF
+  EXPECT_FALSE(IsValidUtf8("\xF0\x8F\xBF\xBF"));  // overlong 4-byte
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // U+110000
   EXPECT_FALSE(IsValidUtf8("\xF5\x80\x80\x80"));
   EXPECT_FALSE(IsValidUtf8("\xFF"));
-  EXPECT_FALSE(IsValidUtf8("\xC2"));               // truncated at end
+  EXPECT_FALSE(IsValidUtf8("\xC2"));  // truncated at end
   EXPECT_FALSE(IsValidUtf8("\xE2\x82"));
   EXPECT_FALSE(IsValidUtf8("\xF0\x90\x80"));
-  EXPECT_FALSE(IsValidUtf8("\xC2x"));              // bad continuation
+  EXPECT_FALSE(IsValidUtf8("\xC2x"));  // bad continuation
   EXPECT_FALSE(IsValidUtf8("\xE2\x82x"));
 }
 

@@ -3,13 +3,13 @@
 #ifndef MINIVMM_TESTS_HYPERCALLS_TEST_VM_H_
 #define MINIVMM_TESTS_HYPERCALLS_TEST_VM_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_env.h"

@@ -116,7 +116,7 @@ int RunCommand(const RunOptions& o) {
 
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) {
-    fmt::print(stderr, "minivmm: {}\n", vm.status().message());
+    fmt::print(stderr, "minivmm: {}\n", std::string(vm.status().message()));
     return kExitVmmError;
   }
   if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
@@ -125,7 +125,7 @@ int RunCommand(const RunOptions& o) {
   if (!o.trace_path.empty()) {
     absl::StatusOr<std::unique_ptr<TraceWriter>> t = TraceWriter::Open(o.trace_path);
     if (!t.ok()) {
-      fmt::print(stderr, "minivmm: {}\n", t.status().message());
+      fmt::print(stderr, "minivmm: {}\n", std::string(t.status().message()));
       return kExitVmmError;
     }
     trace = std::move(*t);
@@ -141,7 +141,7 @@ int RunCommand(const RunOptions& o) {
   g_running_vm.store(nullptr);
   fflush(stdout);
   if (!result.ok()) {
-    fmt::print(stderr, "minivmm: {}\n", result.status().message());
+    fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
     return kExitVmmError;
   }
 
@@ -165,7 +165,7 @@ int RunCommand(const RunOptions& o) {
 int InfoCommand() {
   absl::StatusOr<HostInfo> host = ProbeHost();
   if (!host.ok()) {
-    fmt::print(stderr, "minivmm: {}\n", host.status().message());
+    fmt::print(stderr, "minivmm: {}\n", std::string(host.status().message()));
     return kExitVmmError;
   }
   fmt::print("KVM API version      {}\n", host->kvm_api_version);

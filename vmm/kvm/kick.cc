@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "vmm/kvm/flex_ioctls.h"
 #include "vmm/kvm/kvm_error.h"
 
 namespace minivmm {
@@ -22,12 +23,13 @@ absl::Status PrepareKickSignal(int vcpu_fd) {
   sigset_t during_run;
   pthread_sigmask(SIG_BLOCK, nullptr, &during_run);
   sigdelset(&during_run, KickSignal());
-  // KVM takes the kernel's 8-byte sigset, not glibc's 128-byte sigset_t.
-  std::vector<uint8_t> buffer(sizeof(kvm_signal_mask) + 8);
-  auto* mask = reinterpret_cast<kvm_signal_mask*>(buffer.data());
-  mask->len = 8;
-  std::memcpy(mask->sigset, &during_run, 8);
-  if (ioctl(vcpu_fd, KVM_SET_SIGNAL_MASK, mask) < 0) return KvmError("KVM_SET_SIGNAL_MASK");
+  // KVM takes the kernel's 8-byte sigset, not glibc's 128-byte sigset_t;
+  // kvm_signal_mask is laid out by hand (see flex_ioctls.h).
+  uint8_t buffer[kKvmSignalMaskHeaderBytes + 8];
+  uint32_t len = 8;
+  std::memcpy(buffer, &len, sizeof(len));
+  std::memcpy(buffer + kKvmSignalMaskHeaderBytes, &during_run, 8);
+  if (ioctl(vcpu_fd, kKvmSetSignalMask, buffer) < 0) return KvmError("KVM_SET_SIGNAL_MASK");
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "vmm/kvm/flex_ioctls.h"
 #include "vmm/kvm/kick.h"
 #include "vmm/kvm/kvm_error.h"
 
@@ -59,11 +60,13 @@ KvmVcpu::~KvmVcpu() { munmap(run_, run_size_); }
 
 absl::Status KvmVcpu::SetSupportedCpuid(int kvm_fd) {
   constexpr int kMaxEntries = 256;
-  std::vector<uint8_t> buffer(sizeof(kvm_cpuid2) + kMaxEntries * sizeof(kvm_cpuid_entry2));
-  auto* cpuid = reinterpret_cast<kvm_cpuid2*>(buffer.data());
-  cpuid->nent = kMaxEntries;
-  if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0) return KvmError("KVM_GET_SUPPORTED_CPUID");
-  if (ioctl(fd_.get(), KVM_SET_CPUID2, cpuid) < 0) return KvmError("KVM_SET_CPUID2");
+  // kvm_cpuid2 laid out by hand: see flex_ioctls.h.
+  std::vector<uint8_t> buffer(kKvmCpuid2HeaderBytes + kMaxEntries * sizeof(kvm_cpuid_entry2));
+  uint32_t nent = kMaxEntries;
+  std::memcpy(buffer.data(), &nent, sizeof(nent));
+  if (ioctl(kvm_fd, kKvmGetSupportedCpuid, buffer.data()) < 0)
+    return KvmError("KVM_GET_SUPPORTED_CPUID");
+  if (ioctl(fd_.get(), kKvmSetCpuid2, buffer.data()) < 0) return KvmError("KVM_SET_CPUID2");
   return absl::OkStatus();
 }
 

@@ -1,0 +1,64 @@
+#include "user/ring_task.h"
+
+#include "lib/desc.h"
+#include "user/ulib.h"
+
+namespace guest {
+namespace {
+
+using namespace user;
+
+USER_INLINE void CheckState(RingTaskArgs* a) {
+  if (ReadFs0() != a->fs_expect) CheckFail(kCheckTlsFs);
+  if (ReadGs0() != a->gs_expect) CheckFail(kCheckTlsGs);
+  a->checks += 2;
+  if (a->fpu) {
+    UserSseStore8(a->scratch);
+    for (int i = 0; i < 128; ++i) {
+      if (a->scratch[i] != a->pattern[i]) CheckFail(kCheckFpu);
+    }
+    ++a->checks;
+  }
+}
+
+// Bad arguments get errors, never a kernel crash.
+USER_INLINE void ProbeErrors(RingTaskArgs* a) {
+  uint8_t byte = 0;
+  bool ok = Read(99, &byte, 1) == -kEBadf;
+  ok = ok && Read(a->in_fd, reinterpret_cast<void*>(0x100000), 1) == -kEFault;  // kernel text
+  ok = ok && Syscall(kSysSetTls, 5, 0) == -kEInval;
+  ok = ok && Syscall(kSysSetTls, 0, 0x00af9b000000ffffull) == -kEInval;  // a ring-0 code segment
+  ok = ok && Syscall(1234) == -kENosys;
+  if (!ok) CheckFail(kCheckSyscallErrors);
+  ++a->checks;
+}
+
+}  // namespace
+
+extern "C" USER_TEXT void RingTaskMain(RingTaskArgs* a) {
+  if (a->probe_errors) ProbeErrors(a);
+  if (a->fpu) UserSseLoad8(a->pattern);
+  CheckState(a);
+  for (uint64_t r = 0; r < a->rounds; ++r) {
+    uint8_t token = static_cast<uint8_t>(r);
+    uint8_t got = 0;
+    if (a->starter) {
+      Write(a->out_fd, &token, 1);
+      Read(a->in_fd, &got, 1);
+    } else {
+      Read(a->in_fd, &got, 1);
+      Write(a->out_fd, &got, 1);
+    }
+    if (got != token) CheckFail(kCheckPipeData);
+    CheckState(a);
+  }
+  Exit(a->checks);
+}
+
+extern "C" USER_TEXT void FpuProbeMain(uint64_t) {
+  // With CR0.TS set this raises #NM where the host enforces TS in ring 3.
+  asm volatile("movaps %%xmm0, %%xmm1" ::: "memory");
+  Exit(0);
+}
+
+}  // namespace guest

@@ -1,0 +1,82 @@
+// workload=ctx (lmbench lat_ctx) and workload=pipe (lat_pipe): T ring-3
+// tasks in a ring pass a one-byte token through pipes for N rounds; task 0
+// starts each round. Every task has its own TLS blocks (tls=same|one|all
+// says how many of the 3 slots differ between tasks) and, with fpu=all,
+// its own values in xmm0-7. Each task self-checks after every read.
+#include "kernel/mem.h"
+#include "kernel/pipe.h"
+#include "kernel/sched.h"
+#include "kernel/switch.h"
+#include "lib/desc.h"
+#include "user/ring_task.h"
+#include "workloads/workload.h"
+#include "arch/cpu.h"
+
+namespace guest {
+namespace {
+
+constexpr int kMaxRing = 16;
+constexpr uint64_t kUserStackPages = 2;
+
+// A page of TLS data: slot i's descriptor points at page + 64*i, where a
+// distinct value lives.
+uint64_t NewTlsPage(uint64_t owner) {
+  uint64_t* page = static_cast<uint64_t*>(AllocUserPages(1));
+  for (uint64_t i = 0; i < 3; ++i) page[i * 8] = 0x7157000000000000ull | (owner << 8) | i;
+  return reinterpret_cast<uint64_t>(page);
+}
+
+}  // namespace
+
+void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
+  uint64_t rounds = args.Get("rounds");
+  uint64_t tls_mode = args.Get("tls");  // 0 same, 1 one, 2 all
+  bool fpu = args.Get("fpu") == 1;
+  SetPreemption(args.Get("preempt") == 1);
+
+  // All allocation happens before the record starts, so that the record
+  // counts only the ring's own events.
+  File* rd[kMaxRing];
+  File* wr[kMaxRing];
+  for (uint64_t i = 0; i < tasks; ++i) NewPipe(&rd[i], &wr[i]);
+  uint64_t shared_tls = NewTlsPage(0xff);
+  Task* t[kMaxRing];
+  for (uint64_t i = 0; i < tasks; ++i) {
+    auto* a = static_cast<RingTaskArgs*>(AllocUserPages(1));
+    uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(kUserStackPages)) + kUserStackPages * kPageSize;
+    t[i] = CreateUserTask(name, reinterpret_cast<uint64_t>(RingTaskMain), reinterpret_cast<uint64_t>(a), stack);
+    uint64_t own_tls = tls_mode == 0 ? shared_tls : NewTlsPage(t[i]->pid);
+    uint64_t base[3] = {own_tls, tls_mode == 2 ? own_tls + 64 : shared_tls + 64,
+                        tls_mode == 2 ? own_tls + 128 : shared_tls + 128};
+    uint64_t desc[3];
+    for (int s = 0; s < 3; ++s) desc[s] = MakeTlsDescriptor(static_cast<uint32_t>(base[s]), 0xfff);
+    SetTaskTls(t[i], desc);
+    // Task i reads its own pipe and writes the next task's.
+    a->in_fd = InstallFd(t[i], rd[i]);
+    a->out_fd = InstallFd(t[i], wr[(i + 1) % tasks]);
+    a->rounds = rounds;
+    a->starter = i == 0;
+    a->probe_errors = i == 0;
+    a->fs_expect = *reinterpret_cast<uint64_t*>(base[0]);
+    a->gs_expect = *reinterpret_cast<uint64_t*>(base[1]);
+    a->fpu = fpu;
+    for (int b = 0; b < 128; ++b) a->pattern[b] = static_cast<uint8_t>(t[i]->pid * 37 + b);
+    t[i]->used_math = fpu;
+    t[i]->fpu_user = fpu;
+  }
+
+  WorkloadRecord rec(name);
+  uint64_t t0 = cpu::Rdtsc();
+  for (uint64_t i = 0; i < tasks; ++i) StartTask(t[i]);
+  uint64_t checks = 0;
+  for (uint64_t i = 0; i < tasks; ++i) checks += WaitTask(t[i]);
+  uint64_t elapsed = cpu::Rdtsc() - t0;
+  SetPreemption(false);
+  rec.Put("tasks", tasks);
+  rec.Put("rounds", rounds);
+  rec.Put("passes", tasks * rounds);
+  rec.PutTiming(tasks * rounds, elapsed, EmptyLoopTsc(tasks * rounds));
+  rec.Finish(checks);
+}
+
+}  // namespace guest

@@ -1,0 +1,51 @@
+// Workloads (workload=<name>) and the record each one reports.
+#ifndef GUEST_WORKLOADS_WORKLOAD_H_
+#define GUEST_WORKLOADS_WORKLOAD_H_
+
+#include <stdint.h>
+
+#include "kernel/counters.h"
+#include "kernel/hypercall.h"
+#include "lib/cmdline.h"
+
+namespace guest {
+
+// Runs the configured workload; returns when it finished (it exits
+// through Fatal/Shutdown itself on a failed check or a fault).
+void RunWorkload(const Config& config);
+
+// Counter snapshot taken when a workload starts; Finish() appends the
+// deltas as <name>.<counter> and the hypercall deltas, plus the TSC time.
+class WorkloadRecord {
+ public:
+  explicit WorkloadRecord(const char* name);
+  // Appends "<name>.<key>=<value>" to the pending record.
+  void Put(StrView key, uint64_t value);
+  // Time per operation: raw, the empty-loop baseline, and raw - baseline.
+  void PutTiming(uint64_t ops, uint64_t tsc_total, uint64_t baseline_total);
+  // Appends the counter deltas and self-check results and sends the record.
+  void Finish(uint64_t checks_passed);
+
+ private:
+  const char* name_;
+  KernelCounters kc_before_;
+  HypercallCounts hc_before_;
+};
+
+// TSC cycles spent by an empty loop of `iterations`: the baseline that
+// timings subtract (measured in the same run, since emulation speed varies).
+uint64_t EmptyLoopTsc(uint64_t iterations);
+
+// Total self-checks passed over all workloads (kernel record: check.passed).
+extern uint64_t g_checks_passed;
+
+void RunHello(const WorkloadArgs& args);
+void RunFault(const WorkloadArgs& args);
+void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args);
+void RunIrq(const WorkloadArgs& args);
+void RunCpa(const WorkloadArgs& args);
+void RunFpu(const WorkloadArgs& args);
+
+}  // namespace guest
+
+#endif  // GUEST_WORKLOADS_WORKLOAD_H_

@@ -1,0 +1,158 @@
+#include "lib/cmdline.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace guest {
+namespace {
+
+struct Parsed {
+  bool ok;
+  Config config;
+  std::string error;
+};
+
+Parsed Parse(const char* line) {
+  Parsed p;
+  char storage[256];
+  TextBuf err(storage, sizeof(storage));
+  p.ok = ParseCmdline(StrView(line), &p.config, &err);
+  p.error.assign(err.data(), err.size());
+  return p;
+}
+
+std::string Report(const Config& c) {
+  char storage[2048];
+  TextBuf out(storage, sizeof(storage));
+  AppendConfigReport(c, &out);
+  return std::string(out.data(), out.size());
+}
+
+TEST(CmdlineTest, EmptyLineGivesDefaults) {
+  Parsed p = Parse("");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.config.backend, Backend::kPv);
+  EXPECT_STREQ(p.config.workload.spec->name, "none");
+  for (Variant v : p.config.variant) EXPECT_EQ(v, Variant::kOptimized);
+}
+
+TEST(CmdlineTest, ParsesAllThreeKeysWithExtraSpaces) {
+  Parsed p = Parse("  backend=native   pvops=naive workload=hello,lines=7 ");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.config.backend, Backend::kNative);
+  EXPECT_EQ(p.config.Get(PvOp::kTls), Variant::kNaive);
+  EXPECT_STREQ(p.config.workload.spec->name, "hello");
+  EXPECT_EQ(p.config.workload.Get("lines"), 7u);
+}
+
+TEST(CmdlineTest, PvopsListAppliesInOrder) {
+  Parsed p = Parse("pvops=naive,fpu_switch:eager,pte_flags:patched,batch:on,tls:optimized");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.config.Get(PvOp::kIrqRestore), Variant::kNaive);
+  EXPECT_EQ(p.config.Get(PvOp::kFpuSwitch), Variant::kEager);
+  EXPECT_EQ(p.config.Get(PvOp::kPteFlags), Variant::kPatched);
+  EXPECT_EQ(p.config.Get(PvOp::kBatch), Variant::kOptimized);
+  EXPECT_EQ(p.config.Get(PvOp::kTls), Variant::kOptimized);
+}
+
+TEST(CmdlineTest, BatchAcceptsOffOnAndNaiveOptimized) {
+  EXPECT_EQ(Parse("pvops=batch:off").config.Get(PvOp::kBatch), Variant::kNaive);
+  EXPECT_EQ(Parse("pvops=batch:naive").config.Get(PvOp::kBatch), Variant::kNaive);
+  EXPECT_EQ(Parse("pvops=batch:on").config.Get(PvOp::kBatch), Variant::kOptimized);
+}
+
+TEST(CmdlineTest, WorkloadDefaultsFillUnsetParameters) {
+  Parsed p = Parse("workload=ctx,rounds=5");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.config.workload.Get("tasks"), 3u);
+  EXPECT_EQ(p.config.workload.Get("rounds"), 5u);
+  EXPECT_EQ(std::string(p.config.workload.Choice("tls").data(), 3), "all");
+}
+
+TEST(CmdlineTest, ChoiceParameterStoresIndex) {
+  Parsed p = Parse("workload=fault,kind=pf");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.config.workload.Get("kind"), 2u);
+}
+
+struct BadCase {
+  const char* line;
+  const char* error;
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.line; }
+
+class CmdlineRejectTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(CmdlineRejectTest, RefusesWithOneClearLine) {
+  Parsed p = Parse(GetParam().line);
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, GetParam().error);
+  EXPECT_EQ(p.error.find('\n'), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, CmdlineRejectTest,
+    ::testing::Values(
+        BadCase{"foo=1", "unknown command-line key 'foo' (backend|pvops|workload)"},
+        BadCase{"junk", "malformed command-line token 'junk' (expected key=value)"},
+        BadCase{"backend=kvm", "unknown backend 'kvm' (pv|native)"},
+        BadCase{"pvops=", "empty pvops= value (naive|optimized|<op>:<variant>,...)"},
+        BadCase{"pvops=fast", "bad pvops item 'fast' (naive, optimized or <op>:<variant>)"},
+        BadCase{"pvops=zz:naive", "unknown pvops op 'zz' (irq_restore|fpu_switch|tls|pte_flags|batch)"},
+        BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
+        BadCase{"pvops=fpu_switch:patched",
+                "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
+        BadCase{"workload=nope", "unknown workload 'nope' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all)"},
+        BadCase{"workload=ctx,bogus=1", "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt)"},
+        BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
+        BadCase{"workload=ctx,rounds=0", "bad value '0' for ctx.rounds (integer 1..1000000)"},
+        BadCase{"workload=ctx,tasks=17", "bad value '17' for ctx.tasks (integer 2..16)"},
+        BadCase{"workload=hello,lines=x", "bad value 'x' for hello.lines (integer 0..10000)"},
+        BadCase{"workload=ctx,tls=two", "bad value 'two' for ctx.tls (same|one|all)"},
+        BadCase{"workload=hello,lines", "workload parameter 'lines' needs a value (hello,lines=...)"}));
+
+TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
+  Parsed p = Parse("backend=native pvops=naive,batch:on workload=ctx,tasks=4,tls=one");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(Report(p.config),
+            "config.backend=native\n"
+            "config.pvops.irq_restore=naive\n"
+            "config.pvops.fpu_switch=naive\n"
+            "config.pvops.tls=naive\n"
+            "config.pvops.pte_flags=naive\n"
+            "config.pvops.batch=on\n"
+            "config.workload=ctx\n"
+            "config.workload.tasks=4\n"
+            "config.workload.rounds=20\n"
+            "config.workload.tls=one\n"
+            "config.workload.fpu=all\n"
+            "config.workload.preempt=0\n");
+}
+
+TEST(CmdlineTest, HelloReportMatchesTheDocumentedKeys) {
+  Parsed p = Parse("workload=hello,lines=3");
+  ASSERT_TRUE(p.ok);
+  std::string r = Report(p.config);
+  EXPECT_NE(r.find("config.backend=pv\n"), std::string::npos);
+  EXPECT_NE(r.find("config.workload=hello\nconfig.workload.lines=3\n"), std::string::npos);
+}
+
+TEST(CmdlineTest, EveryWorkloadParameterDefaultIsInRange) {
+  for (const WorkloadSpec* w = WorkloadTable(); w->name != nullptr; ++w) {
+    for (int i = 0; i < w->param_count; ++i) {
+      const ParamSpec& ps = w->params[i];
+      if (ps.choices == nullptr) {
+        EXPECT_GE(ps.default_value, ps.min) << w->name << "." << ps.name;
+        EXPECT_LE(ps.default_value, ps.max) << w->name << "." << ps.name;
+      } else {
+        EXPECT_FALSE(ChoiceAt(ps.choices, ps.default_value).empty()) << w->name << "." << ps.name;
+      }
+    }
+    EXPECT_LE(w->param_count, kMaxParams);
+  }
+}
+
+}  // namespace
+}  // namespace guest

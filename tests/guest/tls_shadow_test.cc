@@ -1,0 +1,47 @@
+#include "lib/tls_shadow.h"
+
+#include <gtest/gtest.h>
+
+namespace guest {
+namespace {
+
+TEST(TlsShadowTest, FirstSwitchSendsAllSlots) {
+  TlsShadow s;
+  uint64_t a[3] = {1, 2, 3};
+  EXPECT_EQ(s.Changed(a), 7u);
+}
+
+TEST(TlsShadowTest, SameDescriptorsSendNothing) {
+  TlsShadow s;
+  uint64_t a[3] = {1, 2, 3};
+  s.Changed(a);
+  EXPECT_EQ(s.Changed(a), 0u);
+}
+
+TEST(TlsShadowTest, OnlyChangedSlotsAreSentAndRecorded) {
+  TlsShadow s;
+  uint64_t a[3] = {1, 2, 3};
+  uint64_t b[3] = {9, 2, 3};
+  s.Changed(a);
+  EXPECT_EQ(s.Changed(b), 1u);
+  EXPECT_EQ(s.Changed(b), 0u);
+  EXPECT_EQ(s.Changed(a), 1u);
+}
+
+TEST(TlsShadowTest, ZeroDescriptorIsAValueLikeAnyOther) {
+  TlsShadow s;
+  uint64_t zero[3] = {0, 0, 0};
+  EXPECT_EQ(s.Changed(zero), 7u);  // unknown GDT content: must send
+  EXPECT_EQ(s.Changed(zero), 0u);
+}
+
+TEST(TlsShadowTest, InvalidateForcesAFullSend) {
+  TlsShadow s;
+  uint64_t a[3] = {1, 2, 3};
+  s.Changed(a);
+  s.Invalidate();
+  EXPECT_EQ(s.Changed(a), 7u);
+}
+
+}  // namespace
+}  // namespace guest

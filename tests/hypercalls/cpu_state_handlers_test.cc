@@ -1,0 +1,130 @@
+// fpu_taskswitch, write_cr0 and set_if: the handlers that change vCPU state
+// through VcpuState (synced registers, no ioctl).
+#include <gtest/gtest.h>
+
+#include "tests/hypercalls/test_vm.h"
+
+namespace minivmm {
+namespace {
+
+using testing::TestVm;
+
+// DESIGN.md's boot CR0: PE|MP|ET|NE|WP|PG.
+constexpr uint64_t kBootCr0 = 0x80050023;
+constexpr uint64_t kCr0Pe = 1ull << 0, kCr0Et = 1ull << 4, kCr0Ne = 1ull << 5, kCr0Wp = 1ull << 16,
+                   kCr0Cd = 1ull << 30, kCr0Pg = 1ull << 31;
+
+// A VcpuState that counts CR0 writes, to show unchanged values are not written.
+class CountingVcpu final : public VcpuState {
+ public:
+  uint64_t Get(Reg reg) const override { return inner.Get(reg); }
+  void Set(Reg reg, uint64_t value) override {
+    ++reg_writes;
+    inner.Set(reg, value);
+  }
+  uint64_t Cr0() const override { return inner.Cr0(); }
+  void SetCr0(uint64_t value) override {
+    ++cr0_writes;
+    inner.SetCr0(value);
+  }
+  int Cpl() const override { return 0; }
+  PlainVcpuState inner;
+  int cr0_writes = 0, reg_writes = 0;
+};
+
+class CpuStateHandlersTest : public ::testing::Test {
+ protected:
+  void SetUp() override { vm_.vcpu.cr0 = kBootCr0; }
+  TestVm vm_;
+};
+
+TEST_F(CpuStateHandlersTest, FpuTaskswitchSetsTs) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, 1), 0);
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0 | MVMM_CR0_TS);
+}
+
+TEST_F(CpuStateHandlersTest, FpuTaskswitchClearsTs) {
+  vm_.vcpu.cr0 = kBootCr0 | MVMM_CR0_TS;
+  EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, 0), 0);
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
+}
+
+TEST_F(CpuStateHandlersTest, FpuTaskswitchOtherValueIsEinval) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, 2), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, ~0ull), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
+}
+
+TEST_F(CpuStateHandlersTest, WriteCr0MayChangeMpEmTs) {
+  const uint64_t value = (kBootCr0 & ~MVMM_CR0_MP) | MVMM_CR0_EM | MVMM_CR0_TS;
+  EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, value), 0);
+  EXPECT_EQ(vm_.vcpu.cr0, value);
+  EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, kBootCr0), 0);
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
+}
+
+TEST_F(CpuStateHandlersTest, WriteCr0ProtectedBitsArePermissionDenied) {
+  for (uint64_t bit :
+       {kCr0Pe, kCr0Et, kCr0Ne, kCr0Wp, kCr0Cd, kCr0Pg, uint64_t{1} << 32, uint64_t{1} << 63}) {
+    EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, kBootCr0 ^ bit), -MVMM_EPERM) << std::hex << bit;
+    EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, (kBootCr0 ^ bit) | MVMM_CR0_TS), -MVMM_EPERM);
+  }
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
+}
+
+TEST_F(CpuStateHandlersTest, WriteCr0ZeroIsPermissionDenied) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, 0), -MVMM_EPERM);
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
+}
+
+TEST_F(CpuStateHandlersTest, UnchangedCr0IsNotWritten) {
+  CountingVcpu vcpu;
+  vcpu.inner.cr0 = kBootCr0 | MVMM_CR0_TS;
+  ExitContext exit{vcpu, vm_.control, vm_.stats};
+  HypercallEnv env{vm_.memory, vm_.gdt, exit};
+  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_fpu_taskswitch, {1}, true), 0);
+  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_write_cr0, {kBootCr0 | MVMM_CR0_TS}, true), 0);
+  EXPECT_EQ(vcpu.cr0_writes, 0);
+  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_fpu_taskswitch, {0}, true), 0);
+  EXPECT_EQ(vcpu.cr0_writes, 1);
+}
+
+TEST_F(CpuStateHandlersTest, SetIfReturnsPreviousAndSets) {
+  vm_.vcpu.Set(Reg::kRflags, 0x2);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 1), 0);
+  EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 1), 1);
+  EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
+}
+
+TEST_F(CpuStateHandlersTest, SetIfClearsAndKeepsOtherFlags) {
+  const uint64_t flags = 0x2 | MVMM_RFLAGS_IF | 0x1 /*CF*/ | 0x40 /*ZF*/;
+  vm_.vcpu.Set(Reg::kRflags, flags);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 0), 1);
+  EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), flags & ~MVMM_RFLAGS_IF);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 0), 0);
+}
+
+TEST_F(CpuStateHandlersTest, SetIfOtherValueIsEinval) {
+  vm_.vcpu.Set(Reg::kRflags, 0x2);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 2), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, ~0ull), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2u);
+}
+
+TEST_F(CpuStateHandlersTest, CausesAreCounted) {
+  vm_.Call(MVMM_HC_set_if, 1);
+  vm_.Call(MVMM_HC_set_if, 0);
+  vm_.Call(MVMM_HC_set_if, 0);
+  vm_.Call(MVMM_HC_fpu_taskswitch, 1);
+  vm_.Call(MVMM_HC_write_cr0, 0);  // refused: an exit, no operation
+  EXPECT_EQ(vm_.cause(Cause::kIfSet).ops, 1u);
+  EXPECT_EQ(vm_.cause(Cause::kIfSet).exits, 1u);
+  EXPECT_EQ(vm_.cause(Cause::kIfClear).ops, 2u);
+  EXPECT_EQ(vm_.cause(Cause::kIfClear).exits, 2u);
+  EXPECT_EQ(vm_.cause(Cause::kCr0Write).ops, 1u);
+  EXPECT_EQ(vm_.cause(Cause::kCr0Write).exits, 2u);
+}
+
+}  // namespace
+}  // namespace minivmm

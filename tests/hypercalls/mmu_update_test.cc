@@ -1,0 +1,113 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/hypercalls/test_vm.h"
+
+namespace minivmm {
+namespace {
+
+using testing::kRamSize;
+using testing::TestVm;
+
+constexpr uint64_t kReqs = 0x6000;   // request list
+constexpr uint64_t kTable = 0x9000;  // a page table the guest edits
+
+class MmuUpdateTest : public ::testing::Test {
+ protected:
+  int64_t Update(const std::vector<mvmm_mmu_update>& reqs) {
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      vm_.Poke64(kReqs + 16 * i, reqs[i].ptr);
+      vm_.Poke64(kReqs + 16 * i + 8, reqs[i].val);
+    }
+    return vm_.Call(MVMM_HC_mmu_update, kReqs, reqs.size());
+  }
+  TestVm vm_;
+};
+
+TEST_F(MmuUpdateTest, WritesEveryPteAndReturnsCount) {
+  EXPECT_EQ(Update({{kTable, 0x5000 | 0x3}, {kTable + 8, 0x6000 | 0x7 | (1ull << 63)}}), 2);
+  EXPECT_EQ(vm_.Peek64(kTable), 0x5003u);
+  EXPECT_EQ(vm_.Peek64(kTable + 8), 0x6007u | (1ull << 63));
+}
+
+TEST_F(MmuUpdateTest, NotPresentValueIsWrittenAsIs) {
+  EXPECT_EQ(Update({{kTable, 0xDEADBEEF00000000ull}}), 1);
+  EXPECT_EQ(vm_.Peek64(kTable), 0xDEADBEEF00000000ull);
+}
+
+TEST_F(MmuUpdateTest, ZeroCountIsNoop) { EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, ~0ull, 0), 0); }
+
+TEST_F(MmuUpdateTest, MaximumCountIsAccepted) {
+  std::vector<mvmm_mmu_update> reqs(MVMM_MMU_UPDATE_MAX_REQS, {kTable, 0});
+  EXPECT_EQ(Update(reqs), MVMM_MMU_UPDATE_MAX_REQS);
+}
+
+TEST_F(MmuUpdateTest, OverMaximumCountIsE2big) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kReqs, MVMM_MMU_UPDATE_MAX_REQS + 1), -MVMM_E2BIG);
+  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kReqs, 1ull << 60), -MVMM_E2BIG);  // count*16 wraps
+}
+
+TEST_F(MmuUpdateTest, ListOutsideRamIsEfault) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kRamSize - 16, 2), -MVMM_EFAULT);  // crosses end
+  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, ~0ull - 15, 1), -MVMM_EFAULT);     // wraps
+}
+
+TEST_F(MmuUpdateTest, ListEndingAtEndOfRamIsAccepted) {
+  vm_.Poke64(kRamSize - 16, kTable);
+  vm_.Poke64(kRamSize - 8, 0);
+  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kRamSize - 16, 1), 1);
+}
+
+TEST_F(MmuUpdateTest, MisalignedPtrIsEinval) { EXPECT_EQ(Update({{kTable + 4, 0}}), -MVMM_EINVAL); }
+
+TEST_F(MmuUpdateTest, PtrOutsideRamIsEfault) {
+  EXPECT_EQ(Update({{kRamSize, 0}}), -MVMM_EFAULT);
+  EXPECT_EQ(Update({{MVMM_GDT_GPA + 56, 0}}), -MVMM_EFAULT);  // the GDT is not RAM
+  EXPECT_EQ(Update({{~7ull, 0}}), -MVMM_EFAULT);
+}
+
+TEST_F(MmuUpdateTest, PtrAtLastWordOfRamIsAccepted) {
+  EXPECT_EQ(Update({{kRamSize - 8, 0x5001}}), 1);
+  EXPECT_EQ(vm_.Peek64(kRamSize - 8), 0x5001u);
+}
+
+TEST_F(MmuUpdateTest, PresentFrameOutsideRamIsEperm) {
+  EXPECT_EQ(Update({{kTable, kRamSize | 1}}), -MVMM_EPERM);
+  EXPECT_EQ(Update({{kTable, MVMM_GDT_GPA | 3}}), -MVMM_EPERM);
+  EXPECT_EQ(vm_.Peek64(kTable), 0u);
+}
+
+TEST_F(MmuUpdateTest, LastPageOfRamMayBeMapped) {
+  EXPECT_EQ(Update({{kTable, (kRamSize - 4096) | 3}}), 1);
+}
+
+TEST_F(MmuUpdateTest, LargePageBitIsEinval) {
+  EXPECT_EQ(Update({{kTable, 0x200000 | 0x83}}), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Peek64(kTable), 0u);
+}
+
+TEST_F(MmuUpdateTest, StopsAtFirstBadRequestAndReturnsDone) {
+  vm_.Poke64(kTable + 16, 0x77);
+  EXPECT_EQ(Update({{kTable, 0x5001}, {kTable + 8, kRamSize | 1}, {kTable + 16, 0x6001}}), 1);
+  EXPECT_EQ(vm_.Peek64(kTable), 0x5001u);
+  EXPECT_EQ(vm_.Peek64(kTable + 8), 0u);
+  EXPECT_EQ(vm_.Peek64(kTable + 16), 0x77u);  // after the refused one: not run
+}
+
+TEST_F(MmuUpdateTest, ListIsCopiedOnceEvenWhenARequestRewritesIt) {
+  // Request 0 overwrites request 1's val in guest memory; request 1 still
+  // runs with the value it had when the list was copied.
+  EXPECT_EQ(Update({{kReqs + 16 + 8, 0x2}, {kTable, 0x5001}}), 2);
+  EXPECT_EQ(vm_.Peek64(kReqs + 24), 0x2u);
+  EXPECT_EQ(vm_.Peek64(kTable), 0x5001u);
+}
+
+TEST_F(MmuUpdateTest, CountsRequestsDoneAsPageTableUpdates) {
+  Update({{kTable, 0x5001}, {kTable + 8, 0x5001}, {kTable + 4, 0}});
+  EXPECT_EQ(vm_.cause(Cause::kPageTableUpdate).ops, 2u);
+  EXPECT_EQ(vm_.cause(Cause::kPageTableUpdate).exits, 1u);
+}
+
+}  // namespace
+}  // namespace minivmm

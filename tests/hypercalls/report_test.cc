@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/hypercalls/test_vm.h"
+
+namespace minivmm {
+namespace {
+
+using testing::kRamSize;
+using testing::TestVm;
+
+class ReportTest : public ::testing::Test {
+ protected:
+  int64_t Report(std::string_view text) {
+    vm_.PokeBytes(0x8000, text);
+    return vm_.Call(MVMM_HC_report, 0x8000, text.size());
+  }
+  TestVm vm_;
+};
+
+TEST_F(ReportTest, AppendsEntriesAndReturnsTheirNumber) {
+  EXPECT_EQ(Report("backend=pv\nworkload=hello\n"), 2);
+  ASSERT_EQ(vm_.reports.entries.size(), 2u);
+  EXPECT_EQ(vm_.reports.entries[0], (std::pair<std::string, std::string>{"backend", "pv"}));
+  EXPECT_EQ(vm_.reports.entries[1], (std::pair<std::string, std::string>{"workload", "hello"}));
+  EXPECT_EQ(vm_.reports.bytes, 7u + 2 + 8 + 5);
+}
+
+TEST_F(ReportTest, RecordsAccumulateInOrder) {
+  EXPECT_EQ(Report("a=1"), 1);
+  EXPECT_EQ(Report("b=2\nc=3"), 2);
+  ASSERT_EQ(vm_.reports.entries.size(), 3u);
+  EXPECT_EQ(vm_.reports.entries[2].first, "c");
+}
+
+TEST_F(ReportTest, EmptyRecordReturnsZero) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_report, kRamSize, 0), 0);
+  EXPECT_TRUE(vm_.reports.entries.empty());
+}
+
+TEST_F(ReportTest, NoStoreIsEnosys) {
+  vm_.env.reports = nullptr;
+  EXPECT_EQ(Report("a=1"), -MVMM_ENOSYS);
+}
+
+TEST_F(ReportTest, OverMaximumLengthIsE2big) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_report, 0x8000, MVMM_REPORT_MAX_BYTES + 1), -MVMM_E2BIG);
+  EXPECT_EQ(vm_.Call(MVMM_HC_report, 0x8000, ~0ull), -MVMM_E2BIG);
+}
+
+TEST_F(ReportTest, MaximumLengthIsAccepted) {
+  std::string text(MVMM_REPORT_MAX_BYTES, 'x');
+  text[0] = 'k';
+  text[1] = '=';
+  EXPECT_EQ(Report(text), 1);
+}
+
+TEST_F(ReportTest, OutsideRamIsEfault) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_report, kRamSize - 2, 3), -MVMM_EFAULT);
+  EXPECT_EQ(vm_.Call(MVMM_HC_report, ~0ull, 2), -MVMM_EFAULT);
+}
+
+TEST_F(ReportTest, BadRecordIsEinvalAndAppendsNothing) {
+  EXPECT_EQ(Report("good=1\nbad line\n"), -MVMM_EINVAL);
+  EXPECT_EQ(Report("k=\xC0\x80"), -MVMM_EINVAL);
+  EXPECT_EQ(Report("bad key=1"), -MVMM_EINVAL);
+  EXPECT_TRUE(vm_.reports.entries.empty());
+  EXPECT_EQ(vm_.reports.bytes, 0u);
+}
+
+TEST_F(ReportTest, FullStoreIsE2bigAndAppendsNothing) {
+  vm_.reports.bytes = GuestReports::kMaxBytes - 3;
+  EXPECT_EQ(Report("ab=cd"), -MVMM_E2BIG);
+  EXPECT_TRUE(vm_.reports.entries.empty());
+  EXPECT_EQ(Report("a=bc"), 1);  // exactly fills the store
+  EXPECT_EQ(vm_.reports.bytes, GuestReports::kMaxBytes);
+  EXPECT_EQ(Report("x="), -MVMM_E2BIG);  // one more byte does not fit
+  EXPECT_EQ(Report("\n"), 0);            // nothing to store still fits
+}
+
+}  // namespace
+}  // namespace minivmm

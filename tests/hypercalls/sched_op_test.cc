@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include "tests/hypercalls/test_vm.h"
+
+namespace minivmm {
+namespace {
+
+using testing::TestVm;
+
+class SchedOpTest : public ::testing::Test {
+ protected:
+  TestVm vm_;
+};
+
+TEST_F(SchedOpTest, YieldRequestsYield) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD), 0);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kYield);
+}
+
+TEST_F(SchedOpTest, BlockRequestsBlock) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK), 0);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kBlock);
+}
+
+TEST_F(SchedOpTest, ShutdownCarriesExitCode) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 255), 0);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kShutdown);
+  EXPECT_EQ(vm_.control.exit_code, 255);
+}
+
+TEST_F(SchedOpTest, ShutdownWithZero) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0), 0);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kShutdown);
+  EXPECT_EQ(vm_.control.exit_code, 0);
+}
+
+TEST_F(SchedOpTest, ShutdownCodeAbove255IsEinval) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, ~0ull), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);
+}
+
+TEST_F(SchedOpTest, UnknownCommandIsEinval) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, 3), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, ~0ull), -MVMM_EINVAL);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);
+}
+
+TEST_F(SchedOpTest, YieldDoesNotCancelPendingShutdown) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 7), 0);
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD), 0);
+  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK), 0);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kShutdown);
+  EXPECT_EQ(vm_.control.exit_code, 7);
+}
+
+}  // namespace
+}  // namespace minivmm

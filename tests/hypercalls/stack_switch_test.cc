@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include "tests/hypercalls/test_vm.h"
+
+namespace minivmm {
+namespace {
+
+using testing::TestVm;
+
+constexpr uint64_t kRsp0Gpa = MVMM_TSS_GPA + 4;
+
+class StackSwitchTest : public ::testing::Test {
+ protected:
+  TestVm vm_;
+};
+
+TEST_F(StackSwitchTest, SetsTssRsp0) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x7FF000), 0);
+  EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0x7FF000u);
+  EXPECT_EQ(vm_.Peek64(MVMM_TSS_GPA + 12), 0u);  // rsp1 untouched
+}
+
+TEST_F(StackSwitchTest, CanonicalEdgesAreAccepted) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x00007FFFFFFFFFF0ull), 0);
+  EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0x00007FFFFFFFFFF0ull);
+  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0xFFFF800000000000ull), 0);
+  EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0xFFFF800000000000ull);
+}
+
+TEST_F(StackSwitchTest, NonCanonicalRspIsEinval) {
+  vm_.Poke64(kRsp0Gpa, 0x1234);
+  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x0000800000000000ull),
+            -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0xFFFF7FFFFFFFFFFFull),
+            -MVMM_EINVAL);
+  EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0x1234u);
+}
+
+TEST_F(StackSwitchTest, SsOtherThanKernelDataIsEinval) {
+  for (uint64_t ss : {0ull, 0x08ull, 0x13ull, 0x1Bull, 0x10ull | (1ull << 32)}) {
+    EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, ss, 0x7FF000), -MVMM_EINVAL) << ss;
+  }
+  EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0u);
+}
+
+TEST_F(StackSwitchTest, SsIsCheckedBeforeRsp) {
+  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, 0x18, 0x0000800000000000ull), -MVMM_EINVAL);
+}
+
+TEST(StackSwitchSmallRamTest, TssOutsideRamIsEfault) {
+  TestVm vm(MVMM_TSS_GPA + 8);  // rsp0 would end 4 bytes past RAM
+  EXPECT_EQ(vm.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x1000), -MVMM_EFAULT);
+}
+
+}  // namespace
+}  // namespace minivmm

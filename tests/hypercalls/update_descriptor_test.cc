@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/hypercalls/test_vm.h"
+
+namespace minivmm {
+namespace {
+
+using testing::kUserTlsDesc;
+using testing::TestVm;
+using testing::TlsSlotGpa;
+
+class UpdateDescriptorTest : public ::testing::Test {
+ protected:
+  int64_t Update(uint64_t gpa, uint64_t desc) {
+    return vm_.Call(MVMM_HC_update_descriptor, gpa, desc);
+  }
+  bool GdtUntouched() const { return vm_.gdt == std::vector<uint8_t>(4096, 0); }
+  TestVm vm_;
+};
+
+TEST_F(UpdateDescriptorTest, WritesEachTlsSlotWithAccessedBit) {
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Update(TlsSlotGpa(i), kUserTlsDesc), 0);
+    EXPECT_EQ(vm_.GdtSlot(7 + i), kUserTlsDesc | MVMM_DESC_ACCESSED);
+  }
+}
+
+TEST_F(UpdateDescriptorTest, ZeroDescriptorClearsSlot) {
+  ASSERT_EQ(Update(TlsSlotGpa(1), kUserTlsDesc), 0);
+  EXPECT_EQ(Update(TlsSlotGpa(1), 0), 0);
+  EXPECT_EQ(vm_.GdtSlot(8), 0u);
+}
+
+TEST_F(UpdateDescriptorTest, MisalignedAddressIsEinval) {
+  for (uint64_t off = 1; off < 8; ++off) {
+    EXPECT_EQ(Update(TlsSlotGpa(0) + off, kUserTlsDesc), -MVMM_EINVAL) << off;
+  }
+  EXPECT_EQ(Update(MVMM_GDT_GPA - 3, kUserTlsDesc), -MVMM_EINVAL);  // before range check
+  EXPECT_TRUE(GdtUntouched());
+}
+
+TEST_F(UpdateDescriptorTest, AddressOutsideGdtPageIsEfault) {
+  EXPECT_EQ(Update(MVMM_GDT_GPA - 8, kUserTlsDesc), -MVMM_EFAULT);
+  EXPECT_EQ(Update(MVMM_GDT_GPA + 4096, kUserTlsDesc), -MVMM_EFAULT);
+  EXPECT_EQ(Update(0x1000 + 56, kUserTlsDesc), -MVMM_EFAULT);  // RAM, not the GDT
+  EXPECT_EQ(Update(~7ull, kUserTlsDesc), -MVMM_EFAULT);
+  EXPECT_TRUE(GdtUntouched());
+}
+
+TEST_F(UpdateDescriptorTest, ReservedSlotIsEperm) {
+  for (uint64_t slot : {0, 1, 2, 3, 4, 5, 6, 10, 11, 511}) {
+    EXPECT_EQ(Update(MVMM_GDT_GPA + 8 * slot, kUserTlsDesc), -MVMM_EPERM) << slot;
+  }
+  EXPECT_TRUE(GdtUntouched());
+}
+
+TEST_F(UpdateDescriptorTest, ReservedSlotIsCheckedBeforeDescriptor) {
+  EXPECT_EQ(Update(MVMM_GDT_GPA + 8, 0x00AF9B000000FFFFull), -MVMM_EPERM);
+}
+
+TEST_F(UpdateDescriptorTest, RefusedDescriptorIsEinval) {
+  const uint64_t refused[] = {
+      0x00CF93000000FFFFull,  // DPL 0 data
+      0x00CFB3000000FFFFull,  // DPL 1 data
+      0x00AFFB000000FFFFull,  // DPL 3 code
+      0x00008B0030000067ull,  // busy TSS
+      0x00CF72000000FFFFull,  // not present, non-zero
+      0x00EFF3000000FFFFull,  // L bit on data
+      0x0000EC0000080000ull,  // call gate, DPL 3
+  };
+  for (uint64_t desc : refused) {
+    EXPECT_EQ(Update(TlsSlotGpa(2), desc), -MVMM_EINVAL) << std::hex << desc;
+  }
+  EXPECT_TRUE(GdtUntouched());
+}
+
+TEST_F(UpdateDescriptorTest, NoGdtPageIsEfault) {
+  vm_.env.gdt = {};
+  EXPECT_EQ(Update(TlsSlotGpa(0), kUserTlsDesc), -MVMM_EFAULT);
+}
+
+TEST_F(UpdateDescriptorTest, CountsDescriptorUpdateCause) {
+  Update(TlsSlotGpa(0), kUserTlsDesc);
+  Update(MVMM_GDT_GPA, kUserTlsDesc);  // refused: exit, no op
+  EXPECT_EQ(vm_.cause(Cause::kDescriptorUpdate).ops, 1u);
+  EXPECT_EQ(vm_.cause(Cause::kDescriptorUpdate).exits, 2u);
+  EXPECT_EQ(vm_.stats.hc_errors[MVMM_HC_update_descriptor], 1u);
+}
+
+}  // namespace
+}  // namespace minivmm

@@ -1,0 +1,89 @@
+// Helpers for whole-VM tests: run a guest through the public API and read
+// its result. Tests skip only where there is no /dev/kvm.
+#ifndef MINIVMM_TESTS_INTEGRATION_VM_TEST_UTIL_H_
+#define MINIVMM_TESTS_INTEGRATION_VM_TEST_UTIL_H_
+
+#include <unistd.h>
+
+#include <map>
+#include <string>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "vmm/vm.h"
+
+namespace minivmm::testing {
+
+inline bool HaveKvm() { return access("/dev/kvm", R_OK | W_OK) == 0; }
+
+#define SKIP_WITHOUT_KVM() \
+  if (!::minivmm::testing::HaveKvm()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
+
+inline std::string TinyGuest(const std::string& name) {
+  return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
+}
+inline std::string BuiltinGuest() { return MINIVMM_GUEST_ELF; }
+
+class StringConsole final : public ConsoleSink {
+ public:
+  void Write(std::string_view bytes) override { text.append(bytes); }
+  std::string text;
+};
+
+struct GuestRun {
+  RunResult result;
+  std::string console;
+  std::map<std::string, std::string> reports;
+
+  uint64_t Report(const std::string& key) const {
+    auto it = reports.find(key);
+    EXPECT_NE(it, reports.end()) << "the guest did not report " << key;
+    return it == reports.end() ? ~0ull : std::stoull(it->second);
+  }
+  uint64_t HypercallOps(uint32_t nr) const { return result.stats.hc_ops[nr]; }
+  uint64_t HypercallExits(uint32_t nr) const { return result.stats.hc_exits[nr]; }
+  uint64_t Pio(const std::string& device) const {
+    for (size_t i = 0; i < result.pio_devices.size(); ++i)
+      if (result.pio_devices[i] == device) return result.stats.pio_by_device[i];
+    ADD_FAILURE() << "no port device " << device;
+    return 0;
+  }
+  uint64_t Mmio(const std::string& device) const {
+    for (size_t i = 0; i < result.mmio_devices.size(); ++i)
+      if (result.mmio_devices[i] == device) return result.stats.mmio_by_device[i];
+    ADD_FAILURE() << "no MMIO device " << device;
+    return 0;
+  }
+  uint64_t Register(const std::string& name) const {
+    for (const auto& [n, v] : result.registers)
+      if (n == name) return v;
+    ADD_FAILURE() << "no register " << name;
+    return 0;
+  }
+};
+
+inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
+                         absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0) {
+  GuestRun run;
+  StringConsole console;
+  VmConfig config;
+  config.kernel_path = kernel;
+  config.cmdline = cmdline;
+  config.timeout = timeout;
+  config.timer_hz = timer_hz;
+  config.console = &console;
+  absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+  EXPECT_TRUE(vm.ok()) << vm.status();
+  if (!vm.ok()) return run;
+  absl::StatusOr<RunResult> result = (*vm)->Run();
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return run;
+  run.result = *result;
+  run.console = console.text;
+  for (const auto& [k, v] : result->reports.entries) run.reports[k] = v;
+  return run;
+}
+
+}  // namespace minivmm::testing
+
+#endif  // MINIVMM_TESTS_INTEGRATION_VM_TEST_UTIL_H_
