@@ -46,8 +46,7 @@ void ParseConfig(const mvmm_boot_info* bi) {
 void ProbeRing3Nm() {
   uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(1)) + kPageSize;
   Task* t = CreateUserTask("fpu-probe", reinterpret_cast<uint64_t>(FpuProbeMain), 0, stack);
-  StartTask(t);
-  WaitTask(t);
+  RunAndWait(t);
   g_boot.ring3_nm = Ring3NmSeen();
 }
 

@@ -28,7 +28,6 @@ Task* g_idle = nullptr;
 uint64_t g_next_pid = 0;
 bool g_preempt = false;
 bool g_need_resched = false;
-WaitQueue g_exit_wq;
 
 bool IrqsOff() { return (ArchSaveFlags() & cpu::kRflagsIf) == 0; }
 
@@ -138,6 +137,8 @@ void SchedInit() {
   *init->kstack_guard = kStackGuard;
   init->kstack_top = reinterpret_cast<uint64_t>(boot_stack_bottom) + 16384;
   g_current = init;
+  // Never started: the idle task is never on the run queue; Schedule()
+  // picks it when the queue is empty.
   g_idle = CreateKernelThread("idle", IdleLoop, 0);
 }
 
@@ -145,8 +146,6 @@ Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg) {
   Task* t = NewTask(name, false);
   uint64_t* sp = reinterpret_cast<uint64_t*>(NewKernelStack(t));
   t->saved_rsp = reinterpret_cast<uint64_t>(PushSwitchFrame(sp, reinterpret_cast<uint64_t>(fn), arg, false));
-  // The idle task is never on the run queue: Schedule picks it when empty.
-  if (g_idle != nullptr) StartTask(t);
   return t;
 }
 
@@ -224,10 +223,22 @@ void WakeAll(WaitQueue* wq) {
   }
 }
 
-uint64_t WaitTask(Task* t) {
+void JoinAdd(Join* join, Task* t) {
+  t->join = join;
+  ++join->live;
+}
+
+void JoinWait(Join* join) {
   uint64_t f = ArchLocalIrqSave();
-  while (t->state != TaskState::kDead) SleepOn(&g_exit_wq, nullptr);
+  while (join->live != 0) SleepOn(&join->waiter, nullptr);
   ArchIrqRestore(f);
+}
+
+uint64_t RunAndWait(Task* t) {
+  Join join;
+  JoinAdd(&join, t);
+  StartTask(t);
+  JoinWait(&join);
   return t->exit_value;
 }
 
@@ -235,7 +246,7 @@ void ExitCurrent(uint64_t value) {
   ArchIrqDisable();
   Task* t = g_current;
   t->exit_value = value;
-  WakeAll(&g_exit_wq);
+  if (t->join != nullptr && --t->join->live == 0) WakeAll(&t->join->waiter);
   t->state = TaskState::kDead;
   Schedule();
   Panic("a dead task was scheduled");

@@ -33,6 +33,13 @@ struct WaitQueue {
   Task* tail = nullptr;
 };
 
+// Lets one task wait for a group of tasks to exit: only the last exit
+// wakes the waiter, so joining adds exactly one switch (see README).
+struct Join {
+  uint64_t live = 0;
+  WaitQueue waiter;
+};
+
 enum class TaskState : uint8_t { kRunnable, kRunning, kBlocked, kDead };
 
 inline constexpr int kMaxFds = 8;
@@ -50,6 +57,7 @@ struct Task {
   Task* wait_next;
   WaitQueue* waiting_on;
   uint64_t exit_value;
+  Join* join;  // may be null
 
   // TLS: the three descriptors for GDT slots 7-9 and the selectors that
   // __switch_to reloads into %fs and %gs (0 for none).
@@ -76,7 +84,7 @@ extern SpinLock g_rq_lock;
 // Turns the boot context into task 0 ("init") and creates the idle task.
 void SchedInit();
 
-// A kernel thread running fn(arg) at CPL 0; runnable on return.
+// A kernel thread running fn(arg) at CPL 0; StartTask makes it runnable.
 Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg);
 // A ring-3 task entering `entry(arg)` on `user_stack_top`; the caller fills
 // in tls/fds/fpu fields, then calls StartTask.
@@ -94,8 +102,12 @@ void SleepOn(WaitQueue* wq, SpinLock* lock);
 // Makes every task on `wq` runnable. Interrupts must be off.
 void WakeAll(WaitQueue* wq);
 
-// Blocks until `t` has exited; returns its exit value.
-uint64_t WaitTask(Task* t);
+// Adds `t` (not yet started) to `join`.
+void JoinAdd(Join* join, Task* t);
+// Blocks until every task added to `join` has exited.
+void JoinWait(Join* join);
+// Starts `t` and blocks until it exits; returns its exit value.
+uint64_t RunAndWait(Task* t);
 [[noreturn]] void ExitCurrent(uint64_t value);
 
 // Timer interrupt and the preemption point on the way back to ring 3.

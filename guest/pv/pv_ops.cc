@@ -31,8 +31,8 @@ void ArchIrqRestore(uint64_t flags) {
     // leaves interrupts disabled.
     pv_ops.restore_fl(flags);
   } else if (enable) {
-    // `if (f & X86_EFLAGS_IF) arch_local_irq_enable();`
-    ++g_kc.irq_enables;
+    // `if (f & X86_EFLAGS_IF) arch_local_irq_enable();` (counted as a
+    // restore with IF set, not in irq_enables)
     pv_ops.irq_enable();
   }
 }

@@ -33,8 +33,7 @@ void RunFault(const WorkloadArgs& args) {
   } else if (kind == "int3") {
     uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(1)) + kPageSize;
     Task* t = CreateUserTask("fault-int3", reinterpret_cast<uint64_t>(FaultInt3Main), 0, stack);
-    StartTask(t);
-    WaitTask(t);
+    RunAndWait(t);
   }
 }
 

@@ -48,19 +48,20 @@ void RunFpu(const WorkloadArgs& args) {
     a[i]->rounds = rounds;
     for (int b = 0; b < 128; ++b) a[i]->pattern[b] = static_cast<uint8_t>((i + 1) * 53 + b);
   }
-  WorkloadRecord rec("fpu");
-  uint64_t t0 = cpu::Rdtsc();
+  Join join;
   for (uint64_t i = 0; i < threads; ++i) {
     t[i] = CreateKernelThread("fpu", FpuThread, reinterpret_cast<uint64_t>(a[i]));
     // Declared FPU user (Linux: kernel_fpu_begin): the eager policy saves
     // and restores only tasks with FPU state; lazy ones trap first anyway.
     t[i]->used_math = true;
+    JoinAdd(&join, t[i]);
   }
+  WorkloadRecord rec("fpu");
+  uint64_t t0 = cpu::Rdtsc();
+  for (uint64_t i = 0; i < threads; ++i) StartTask(t[i]);
+  JoinWait(&join);
   uint64_t checks = 0;
-  for (uint64_t i = 0; i < threads; ++i) {
-    WaitTask(t[i]);
-    checks += a[i]->checks;
-  }
+  for (uint64_t i = 0; i < threads; ++i) checks += a[i]->checks;
   uint64_t elapsed = cpu::Rdtsc() - t0;
   rec.Put("threads", threads);
   rec.Put("rounds", rounds);

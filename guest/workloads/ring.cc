@@ -65,11 +65,15 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
     t[i]->fpu_user = fpu;
   }
 
+  Join join;
+  for (uint64_t i = 0; i < tasks; ++i) JoinAdd(&join, t[i]);
+
   WorkloadRecord rec(name);
   uint64_t t0 = cpu::Rdtsc();
   for (uint64_t i = 0; i < tasks; ++i) StartTask(t[i]);
+  JoinWait(&join);
   uint64_t checks = 0;
-  for (uint64_t i = 0; i < tasks; ++i) checks += WaitTask(t[i]);
+  for (uint64_t i = 0; i < tasks; ++i) checks += t[i]->exit_value;
   uint64_t elapsed = cpu::Rdtsc() - t0;
   SetPreemption(false);
   rec.Put("tasks", tasks);

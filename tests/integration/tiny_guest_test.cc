@@ -58,7 +58,17 @@ TEST(TinyGuestTest, EmulationFailureIsItsOwnStop) {
 
 TEST(TinyGuestTest, HypercallFromRing3IsRefusedWithEperm) {
   SKIP_WITHOUT_KVM();
+  absl::StatusOr<HostInfo> host = ProbeHost();
+  ASSERT_TRUE(host.ok()) << host.status();
   GuestRun run = RunGuest(TinyGuest("cpl3_hypercall"), "", absl::Milliseconds(500));
+  if (host->ring0_emulated) {
+    // IOPL is forced to 0 here, so ring 3 cannot even reach the port: the
+    // `out` raises #GP and, with no IDT, the guest triple-faults. The CPL
+    // check itself is covered by the dispatcher's unit tests.
+    EXPECT_EQ(run.result.reason, StopReason::kTripleFault) << run.result.detail;
+    EXPECT_EQ(run.result.stats.hc_refused_cpl3, 0u);
+    return;
+  }
   EXPECT_EQ(run.result.reason, StopReason::kTimeout) << run.result.detail;
   EXPECT_EQ(run.result.stats.hc_refused_cpl3, 1u);
   EXPECT_EQ(run.HypercallOps(MVMM_HC_sched_op), 0u);

@@ -54,9 +54,8 @@ std::string RenderExitTable(const json& record) {
   if (!host.empty()) {
     fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "host counters", "",
                    "delta", "source");
-    for (const char* name : {"exits", "insn_emulation", "io_exits", "halt_exits", "irq_window_exits",
-                             "mmio_exits", "signal_exits", "irq_injections"}) {
-      if (host.contains(name)) Row(out, name, nullptr, host[name], "kvm-stats (host-dependent)");
+    for (const auto& [name, n] : host.items()) {
+      if (n.get<uint64_t>() != 0) Row(out, name, nullptr, n, "kvm-stats (host-dependent)");
     }
   }
   return out;

@@ -251,20 +251,26 @@ absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> KvmVcpu::ReadStats
   kvm_stats_header header{};
   if (pread(stats_fd_.get(), &header, sizeof(header), 0) != sizeof(header))
     return KvmError("pread(stats header)");
-  size_t desc_size = sizeof(kvm_stats_desc) + header.name_size;
+  // kvm_stats_desc laid out by hand (flex_ioctls.h): flags u32, exponent
+  // s16, size u16, offset u32, bucket_size u32, then name[name_size].
+  size_t desc_size = kKvmStatsDescHeaderBytes + header.name_size;
   std::vector<uint8_t> descs(desc_size * header.num_desc);
   if (pread(stats_fd_.get(), descs.data(), descs.size(), header.desc_offset) !=
       static_cast<ssize_t>(descs.size()))
     return KvmError("pread(stats descriptors)");
   for (uint32_t i = 0; i < header.num_desc; ++i) {
-    // Safety: each descriptor is desc_size bytes inside `descs`.
-    auto* desc = reinterpret_cast<const kvm_stats_desc*>(descs.data() + i * desc_size);
-    if (desc->size != 1) continue;  // histograms are left out
+    const uint8_t* desc = descs.data() + i * desc_size;
+    uint16_t size;
+    uint32_t offset;
+    std::memcpy(&size, desc + 6, sizeof(size));
+    std::memcpy(&offset, desc + 8, sizeof(offset));
+    if (size != 1) continue;  // histograms are left out
     uint64_t value = 0;
-    if (pread(stats_fd_.get(), &value, sizeof(value), header.data_offset + desc->offset) !=
+    if (pread(stats_fd_.get(), &value, sizeof(value), header.data_offset + offset) !=
         sizeof(value))
       return KvmError("pread(stats data)");
-    out.emplace_back(std::string(desc->name, strnlen(desc->name, header.name_size)), value);
+    const char* name = reinterpret_cast<const char*>(desc + kKvmStatsDescHeaderBytes);
+    out.emplace_back(std::string(name, strnlen(name, header.name_size)), value);
   }
   return out;
 }
