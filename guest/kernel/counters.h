@@ -14,6 +14,7 @@ namespace guest {
   X(switches)                 \
   X(nm_traps)                 \
   X(fpu_preloads)             \
+  X(fpu_owner_preloads)       \
   X(fpu_saves)                \
   X(fpu_restores)             \
   X(irq_restores_if_set)      \

@@ -52,6 +52,8 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
   }
   bool preload = WantPreload(next);
   if (preload) ++g_kc.fpu_preloads;
+  // The switches where naive pays the stts/clts pair and optimized nothing.
+  if (preload && prev->has_fpu) ++g_kc.fpu_owner_preloads;
   if (policy == Variant::kNaive) {
     // __unlazy_fpu(prev): save and set TS; then clts for a preload: the
     // stts/clts pair, two CR0 writes when prev owned the FPU.

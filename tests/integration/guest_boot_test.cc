@@ -1,0 +1,93 @@
+// Whole-VM tests with the built-in guest kernel (issue-2 level): the console
+// on both backends, the guest's report, and deliberate faults. Exit counts
+// are checked against the guest's own counts of what it did.
+#include "gtest/gtest.h"
+#include "minivmm_abi/hypercall.h"
+#include "tests/integration/vm_test_util.h"
+
+namespace minivmm::testing {
+namespace {
+
+class HelloTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(HelloTest, PvConsoleIsOneConsoleIoPerLine) {
+  SKIP_WITHOUT_KVM();
+  const int lines = GetParam();
+  GuestRun run = RunGuest(BuiltinGuest(), "backend=pv workload=hello,lines=" + std::to_string(lines));
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  EXPECT_EQ(run.result.exit_code, 0);
+  // The hello workload prints exactly `lines` lines and nothing else, one
+  // console_io call per line.
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_console_io), static_cast<uint64_t>(lines));
+  EXPECT_EQ(run.HypercallExits(MVMM_HC_console_io), static_cast<uint64_t>(lines));
+  EXPECT_EQ(run.Report("kernel.console.calls"), static_cast<uint64_t>(lines));
+  EXPECT_EQ(run.Report("hello.lines"), static_cast<uint64_t>(lines));
+  EXPECT_EQ(run.Pio("uart"), 0u);
+  std::string expected;
+  for (int i = 1; i <= lines; ++i) expected += "hello " + std::to_string(i) + "\n";
+  EXPECT_EQ(run.console, expected);
+}
+
+TEST_P(HelloTest, NativeConsoleIsTwoUartExitsPerByte) {
+  SKIP_WITHOUT_KVM();
+  const int lines = GetParam();
+  GuestRun run =
+      RunGuest(BuiltinGuest(), "backend=native workload=hello,lines=" + std::to_string(lines));
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  EXPECT_EQ(run.result.exit_code, 0);
+  // Each byte is one LSR read (the UART always reports THR empty) and one
+  // THR write; no console_io at all.
+  EXPECT_EQ(run.Pio("uart"), 2 * run.Report("kernel.console.bytes"));
+  EXPECT_EQ(run.Report("kernel.console.bytes"), run.console.size());
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_console_io), 0u);
+  EXPECT_EQ(run.Report("hello.lines"), static_cast<uint64_t>(lines));
+}
+
+INSTANTIATE_TEST_SUITE_P(Lines, HelloTest, ::testing::Values(0, 1, 5));
+
+TEST(GuestBootTest, ReportsTheConfigurationItUses) {
+  SKIP_WITHOUT_KVM();
+  GuestRun run = RunGuest(BuiltinGuest(), "backend=native pvops=naive workload=none");
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  EXPECT_EQ(run.result.exit_code, 0);
+  EXPECT_EQ(run.reports["config.backend"], "native");
+  EXPECT_EQ(run.reports["config.workload"], "none");
+  for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags"})
+    EXPECT_EQ(run.reports[std::string("config.pvops.") + op], "naive") << op;
+  // Every report is one hypercall; the guest counts its own.
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_report), run.Report("kernel.hc.report"));
+}
+
+TEST(GuestBootTest, UnknownCommandLineKeyIsRefusedWithCode2) {
+  SKIP_WITHOUT_KVM();
+  GuestRun run = RunGuest(BuiltinGuest(), "workload=none frobnicate=1");
+  EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  EXPECT_EQ(run.result.exit_code, 2);
+  EXPECT_NE(run.console.find("frobnicate"), std::string::npos) << run.console;
+}
+
+struct FaultCase {
+  const char* kind;
+  const char* vector_text;
+};
+
+class GuestFaultTest : public ::testing::TestWithParam<FaultCase> {};
+
+TEST_P(GuestFaultTest, FaultExitsWithCode3AndNamesTheVector) {
+  SKIP_WITHOUT_KVM();
+  GuestRun run = RunGuest(BuiltinGuest(), std::string("workload=fault,kind=") + GetParam().kind);
+  EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  EXPECT_EQ(run.result.exit_code, 3);
+  EXPECT_NE(run.console.find(GetParam().vector_text), std::string::npos) << run.console;
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, GuestFaultTest,
+                         ::testing::Values(FaultCase{"ud", "exception 6 (#UD)"},
+                                           FaultCase{"gp", "exception 13 (#GP)"},
+                                           FaultCase{"pf", "exception 14 (#PF)"},
+                                           FaultCase{"de", "exception 0 (#DE)"},
+                                           FaultCase{"int3", "exception 3 (#BP)"}),
+                         [](const auto& info) { return std::string(info.param.kind); });
+
+}  // namespace
+}  // namespace minivmm::testing
