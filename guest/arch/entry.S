@@ -238,6 +238,7 @@ UserSseStore8:
   .globl boot_stack_bottom
 boot_stack_bottom:
   .skip 16384
+  .globl boot_stack_top
 boot_stack_top:
 
   .section .note.GNU-stack, "", @progbits

@@ -22,6 +22,10 @@ struct BootState {
 };
 extern BootState g_boot;
 
+// The boot sequence shared by the minivmm entry (KernelMain) and the PVH
+// entry (KernelMainPvh), once g_boot describes the machine.
+[[noreturn]] void KernelRun(StrView cmdline);
+
 }  // namespace guest
 
 #endif  // GUEST_KERNEL_BOOT_H_

@@ -1,5 +1,6 @@
 #include "kernel/hypercall.h"
 
+#include "kernel/boot.h"
 #include "kernel/counters.h"
 #include "kernel/panic.h"
 
@@ -19,6 +20,8 @@ const char* HypercallName(uint64_t nr) {
 }
 
 int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
+  // Elsewhere (QEMU/PVH) port 0xEC is nobody's: a hypercall there is a bug.
+  if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
   if (nr < MVMM_HC_MAX) {
     ++g_hc.ops[nr];
     ++g_hc.exits[nr];

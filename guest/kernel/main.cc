@@ -28,10 +28,7 @@ namespace {
   Fatal(kExitAssert, what);
 }
 
-void ParseConfig(const mvmm_boot_info* bi) {
-  uint64_t len = bi->cmdline_len;
-  if (len > MVMM_CMDLINE_MAX) len = MVMM_CMDLINE_MAX;
-  StrView line = bi->cmdline_gpa ? StrView(reinterpret_cast<const char*>(bi->cmdline_gpa), len) : StrView();
+void ParseConfig(StrView line) {
   char storage[200];
   TextBuf err(storage, sizeof(storage));
   Config& config = g_boot.config;
@@ -39,6 +36,9 @@ void ParseConfig(const mvmm_boot_info* bi) {
   // Even a refused line picks the console a correct backend= asked for.
   ConsoleInit(config.backend == Backend::kPv ? ConsoleKind::kPv : ConsoleKind::kUart);
   if (!ok) Fatal(kExitBadCmdline, err.View());
+  if (config.backend == Backend::kPv && !g_boot.under_minivmm) {
+    Fatal(kExitBadCmdline, "backend=pv needs minivmm's hypercalls; use backend=native here");
+  }
 }
 
 // Does ring-3 SSE with CR0.TS=1 raise #NM here? (HOST-NOTES.md: not on the
@@ -67,8 +67,14 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   g_boot.tss = reinterpret_cast<mvmm_tss*>(bi->tss_gpa);
   g_boot.first_free = bi->first_free_gpa;
   g_boot.timer_hz = bi->timer_hz;
+  uint64_t len = bi->cmdline_len;
+  if (len > MVMM_CMDLINE_MAX) len = MVMM_CMDLINE_MAX;
+  StrView line = bi->cmdline_gpa ? StrView(reinterpret_cast<const char*>(bi->cmdline_gpa), len) : StrView();
+  KernelRun(line);
+}
 
-  ParseConfig(bi);
+void guest::KernelRun(StrView cmdline) {
+  ParseConfig(cmdline);
   PvOpsInit(g_boot.config);
 
   // The configuration we actually use, as one record.
@@ -76,7 +82,7 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   AppendConfigReport(g_boot.config, &r);
   SendReport();
 
-  MemInit(bi->first_free_gpa, bi->memory_size, bi->gdt_gpa);
+  MemInit(g_boot.first_free, g_boot.memory_size, g_boot.gdt_gpa);
   if (g_boot.config.Get(PvOp::kPteFlags) == Variant::kPatched) g_boot.patched_sites = PvPatchCallSites();
   SchedInit();
   SwitchInit();
@@ -85,6 +91,5 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   ArchIrqEnable();
 
   RunWorkload(g_boot.config);
-
   Shutdown(kExitOk);
 }

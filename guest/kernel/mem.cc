@@ -91,15 +91,20 @@ void MemInit(uint64_t first_free, uint64_t memory_size, uint64_t gdt_gpa) {
   }
   // The read-only GDT page: writable in the PTE so that a native store
   // reaches the VMM (as an MMIO exit) instead of faulting in the guest.
+  // (Under PVH the GDT is in the kernel image, already mapped.)
   uint64_t gib = gdt_gpa >> 30;
-  if (gib >= 4) Panic("GDT above 4 GiB");
-  if (pds[gib] == nullptr) {
-    pds[gib] = NewTable();
-    pdpt[gib] = Addr(pds[gib]) | kTableFlags;
+  if (gdt_gpa < memory_size) gib = 4;
+  if (gib < 4) {
+    if (pds[gib] == nullptr) {
+      pds[gib] = NewTable();
+      pdpt[gib] = Addr(pds[gib]) | kTableFlags;
+    }
+    uint64_t* gdt_pt = NewTable();
+    pds[gib][(gdt_gpa >> 21) & 511] = Addr(gdt_pt) | kTableFlags;
+    gdt_pt[(gdt_gpa >> 12) & 511] = gdt_gpa | kPtePresent | kPteWrite | kPteNx;
+  } else if (gdt_gpa >= memory_size) {
+    Panic("GDT above 4 GiB");
   }
-  uint64_t* gdt_pt = NewTable();
-  pds[gib][(gdt_gpa >> 21) & 511] = Addr(gdt_pt) | kTableFlags;
-  gdt_pt[(gdt_gpa >> 12) & 511] = gdt_gpa | kPtePresent | kPteWrite | kPteNx;
 
   // First 2 MiB: 4 KiB pages; page 0 unmapped; .user_* pages user-accessible.
   uint64_t* pt0 = Split(pds[0], 0, 0);

@@ -44,7 +44,7 @@ void SendFinalReport(int code) {
 }  // namespace
 
 void Shutdown(int code) {
-  if (!g_shutting_down && g_boot.under_minivmm) {
+  if (!g_shutting_down) {
     g_shutting_down = true;  // a fault while reporting must not recurse
     SendFinalReport(code);
   }

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Host user-space instructions per hypercall exit, counted by callgrind for
+# minivmm and for the bare KVM_RUN loop. Each side runs the null-hypercall
+# guest with 1,000 and with 20,000 hypercalls; the difference of the two
+# instruction totals divided by 19,000 is the cost of one exit, free of
+# start-up and tear-down.
+#   bench/instructions_per_exit.sh [BUILD_DIR]
+set -euo pipefail
+build="${1:-build/release}"
+bench="$build/bench/null_hypercall_bench"
+small="$build/bench/null_hypercall_bench_1k"
+command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
+count() {  # binary side -> instructions
+  local out
+  out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" --only "$2" 2>&1 >/dev/null)
+  echo "$out" | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+}
+printf '%-10s %14s %14s %12s\n' side "1k run" "20k run" "per exit"
+for side in bare minivmm; do
+  a=$(count "$small" "$side"); b=$(count "$bench" "$side")
+  printf '%-10s %14s %14s %12.1f\n' "$side" "$a" "$b" "$(echo "($b - $a) / 19000" | bc -l)"
+done
+echo "target: minivmm <= 150 instructions per exit"
