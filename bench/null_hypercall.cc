@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     fmt::print("{} exits in {:.3f} ms\n", s->exits, s->seconds * 1e3);
     return 0;
   }
-  std::vector<double> vmm_ns, bare_ns;
+  std::vector<double> vmm_ns, bare_ns, cr0_ns;
   uint64_t exits = 0;
   for (int i = 0; i < repeat; ++i) {
     // A B B A: each pair runs in both orders.
@@ -85,11 +85,21 @@ int main(int argc, char** argv) {
       (vmm_first ? vmm_ns : bare_ns).push_back(s->seconds * 1e9 / s->exits);
       exits = s->exits;
     }
+    auto cr0 = RunMinivmm(CR0_TOGGLE_GUEST);
+    if (!cr0.ok()) {
+      fmt::print(stderr, "{}\n", cr0.status().ToString());
+      return 1;
+    }
+    cr0_ns.push_back(cr0->seconds * 1e9 / cr0->exits);
   }
   double vmm = Median(vmm_ns), bare = Median(bare_ns);
   fmt::print("null hypercall round trip ({} exits per run, median of {} runs each)\n", exits, repeat);
   fmt::print("  {:<22} {:>10.0f} ns\n", "bare KVM_RUN loop", bare);
   fmt::print("  {:<22} {:>10.0f} ns\n", "minivmm", vmm);
   fmt::print("  {:<22} {:>10.3f}   (target <= 1.05)\n", "ratio minivmm / bare", vmm / bare);
+  double cr0 = Median(cr0_ns);
+  fmt::print("what an sregs change costs (fpu_taskswitch toggling CR0.TS, minivmm)\n");
+  fmt::print("  {:<22} {:>10.0f} ns\n", "CR0-changing hypercall", cr0);
+  fmt::print("  {:<22} {:>10.3f}\n", "ratio to null", cr0 / vmm);
   return 0;
 }

@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
   boot.tss_base = MVMM_TSS_GPA;
   RETURN_IF_ERROR(state->vcpu->SetLongModeBoot(boot));
+  state->signals.vcpu.store(state->vcpu.get(), std::memory_order_release);
 
   State& s = *state;
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_HYPERCALL_PORT, 4, &s.hypercall_port).status());
@@ -129,10 +130,7 @@ absl::Status Vm::RegisterMmioDevice(uint64_t base, uint64_t length, IoDevice* de
 void Vm::SetExitObserver(ExitObserver observer) { state_->observer = std::move(observer); }
 
 void Vm::RequestStop() {
-  state_->stop_requested.store(true, std::memory_order_release);
-  // Only async-signal-safe work here: no locks. The vCPU notices at its next
-  // exit, which the kick forces.
-  if (state_->vcpu) state_->vcpu->Kick();
+  state_->signals.RequestStop();
 }
 
 std::string_view StopReasonName(StopReason reason) {

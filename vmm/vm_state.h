@@ -2,11 +2,7 @@
 #ifndef MINIVMM_VMM_VM_STATE_H_
 #define MINIVMM_VMM_VM_STATE_H_
 
-#include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
-#include <optional>
 
 #include "devices/debug_exit.h"
 #include "devices/uart16550.h"
@@ -16,6 +12,7 @@
 #include "vmm/kvm/kvm.h"
 #include "vmm/run/console_tail.h"
 #include "vmm/run/vm_devices.h"
+#include "vmm/run/vm_signals.h"
 #include "vmm/run/vm_timer.h"
 #include "vmm/vm.h"
 
@@ -44,12 +41,7 @@ struct Vm::State {
   GdtTrap gdt_trap;
   ExitObserver observer;
 
-  // Cross-thread signals to the vCPU thread.
-  std::atomic<bool> irq_pending{false};
-  std::atomic<bool> stop_requested{false};
-  std::atomic<bool> timed_out{false};
-  std::mutex wake_mu;
-  std::condition_variable wake_cv;
+  VmSignals signals;
   VmTimer timer;
 
   bool ran = false;
@@ -66,21 +58,8 @@ struct Vm::State {
         uart(&console),
         hypercall_port(dispatcher, memory, gdt_page.span(), &console, &timer, &reports),
         gdt_trap(gdt_page.span()),
-        timer([this] { RaiseTimerInterrupt(); }, [this] { TimeOut(); }) {}
+        timer([this] { signals.RaiseInterrupt(); }, [this] { signals.TimeOut(); }) {}
 
-  void Wake() {
-    { std::lock_guard lock(wake_mu); }
-    wake_cv.notify_all();
-    if (vcpu) vcpu->Kick();
-  }
-  void RaiseTimerInterrupt() {
-    irq_pending.store(true, std::memory_order_release);
-    Wake();
-  }
-  void TimeOut() {
-    timed_out.store(true, std::memory_order_release);
-    Wake();
-  }
 };
 
 }  // namespace minivmm

@@ -19,14 +19,46 @@ const char* HypercallName(uint64_t nr) {
   return "unknown";
 }
 
+bool IsAbiHypercall(uint64_t nr) {
+  switch (nr) {
+#define GUEST_HC_CASE_(n, name) case n:
+    MVMM_HYPERCALL_LIST(GUEST_HC_CASE_)
+#undef GUEST_HC_CASE_
+    return true;
+  }
+  return false;
+}
+
+void CountHypercallOp(uint64_t nr, int64_t result, bool direct) {
+  if (nr >= MVMM_HC_MAX || (!IsAbiHypercall(nr) && result == -MVMM_ENOSYS)) {
+    ++g_hc.bad_number;
+    return;
+  }
+  ++g_hc.ops[nr];
+  if (direct) ++g_hc.exits[nr];
+  if (result < 0) ++g_hc.errors[nr];
+}
+
 int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
   // Elsewhere (QEMU/PVH) port 0xEC is nobody's: a hypercall there is a bug.
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
-  if (nr < MVMM_HC_MAX) {
-    ++g_hc.ops[nr];
-    ++g_hc.exits[nr];
+  int64_t rc = RawHypercall(nr, a0, a1, a2, a3, a4);
+  // Counted after the call (the result decides errors and bad numbers); the
+  // final report adds its own report and shutdown calls itself.
+  CountHypercallOp(nr & 0xFFFFFFFFu, rc, /*direct=*/true);
+  return rc;
+}
+
+int64_t Multicall(uint64_t list_gpa, uint64_t count) {
+  if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
+  int64_t rc = RawHypercall(MVMM_HC_multicall, list_gpa, count);
+  if (rc >= 0) {
+    // Accepted: count <= MVMM_MULTICALL_MAX_ENTRIES and the list is in RAM.
+    const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
+    for (uint64_t i = 0; i < count; ++i) CountHypercallOp(e[i].op, static_cast<int64_t>(e[i].result), false);
   }
-  return RawHypercall(nr, a0, a1, a2, a3, a4);
+  CountHypercallOp(MVMM_HC_multicall, rc, /*direct=*/true);
+  return rc;
 }
 
 namespace {
@@ -55,15 +87,9 @@ int64_t HypercallOrDie(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint6
 void FlushBatch(MulticallBatch* batch) {
   if (batch->empty()) return;
   uint32_t n = batch->count();
-  ++g_hc.exits[MVMM_HC_multicall];
-  ++g_hc.ops[MVMM_HC_multicall];
   ++g_kc.multicalls;
   g_kc.multicall_entries += n;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint64_t op = batch->entries()[i].op;
-    if (op < MVMM_HC_MAX) ++g_hc.ops[op];
-  }
-  int64_t rc = RawHypercall(MVMM_HC_multicall, reinterpret_cast<uintptr_t>(batch->entries()), n);
+  int64_t rc = Multicall(reinterpret_cast<uintptr_t>(batch->entries()), n);
   if (rc < 0) HypercallFailed(MVMM_HC_multicall, rc, false);
   for (uint32_t i = 0; i < n; ++i) {
     const mvmm_multicall_entry& e = batch->entries()[i];
@@ -73,11 +99,22 @@ void FlushBatch(MulticallBatch* batch) {
 }
 
 void AppendHypercallCounts(StrView prefix, const HypercallCounts& c, TextBuf* out) {
-#define GUEST_HC_KV_(n, name)                                   \
-  out->Str(prefix).Str(".hc." #name "=").Dec(c.ops[n]).Char('\n'); \
-  out->Str(prefix).Str(".hc_exits." #name "=").Dec(c.exits[n]).Char('\n');
+#define GUEST_HC_KV_(n, name)                                              \
+  out->Str(prefix).Str(".hc." #name "=").Dec(c.ops[n]).Char('\n');          \
+  out->Str(prefix).Str(".hc_exits." #name "=").Dec(c.exits[n]).Char('\n');  \
+  out->Str(prefix).Str(".hc_errors." #name "=").Dec(c.errors[n]).Char('\n');
   MVMM_HYPERCALL_LIST(GUEST_HC_KV_)
 #undef GUEST_HC_KV_
+  uint64_t user[3] = {};
+  for (uint64_t nr = MVMM_HC_USER_FIRST; nr <= MVMM_HC_USER_LAST; ++nr) {
+    user[0] += c.ops[nr];
+    user[1] += c.exits[nr];
+    user[2] += c.errors[nr];
+  }
+  out->Str(prefix).Str(".hc.user_range=").Dec(user[0]).Char('\n');
+  out->Str(prefix).Str(".hc_exits.user_range=").Dec(user[1]).Char('\n');
+  out->Str(prefix).Str(".hc_errors.user_range=").Dec(user[2]).Char('\n');
+  out->Str(prefix).Str(".hc_bad_number=").Dec(c.bad_number).Char('\n');
 }
 
 }  // namespace guest

@@ -9,6 +9,7 @@
 #include "kernel/sched.h"
 #include "kernel/syscall.h"
 #include "kernel/user_mem.h"
+#include "minivmm_abi/boot.h"
 
 namespace guest {
 namespace {
@@ -60,7 +61,7 @@ using namespace guest;
 
 extern "C" void TrapDispatch(TrapFrame* f) {
   switch (f->vector) {
-    case 0x20:
+    case MVMM_TIMER_VECTOR:
       TimerInterrupt(f);
       break;
     case kVectorSyscall:

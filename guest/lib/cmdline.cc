@@ -60,14 +60,16 @@ bool ParseBackend(StrView v, Config* c, TextBuf* err) {
   return true;
 }
 
-// Maps a spelling of a variant of `op` to the Variant.
+// Maps a spelling of a variant of `op` to the Variant. The choice lists
+// start with the naive and optimized forms (off/on for batch); the third
+// choice is eager for fpu_switch and patched for pte_flags.
 bool LookupVariant(int op, StrView word, Variant* out) {
   int i = ChoiceIndex(kOpChoices[op], word);
   if (i < 0) return false;
-  if (op == static_cast<int>(PvOp::kFpuSwitch) || op == static_cast<int>(PvOp::kPteFlags)) {
-    *out = i < 2 ? static_cast<Variant>(i) : (i == 2 && op == static_cast<int>(PvOp::kFpuSwitch) ? Variant::kEager : Variant::kPatched);
+  if (i < 2) {
+    *out = static_cast<Variant>(i);
   } else {
-    *out = static_cast<Variant>(i);  // naive|optimized and off|on share 0/1
+    *out = op == static_cast<int>(PvOp::kFpuSwitch) ? Variant::kEager : Variant::kPatched;
   }
   return true;
 }

@@ -12,7 +12,7 @@
 
 namespace minivmm {
 
-// Why the VM exited, as decoded from kvm_run (see vmm/kvm/vcpu_exit.h).
+// Why the VM exited, as decoded from kvm_run (see vmm/core/vcpu_exit.h).
 enum class ExitReason : uint8_t {
   kIo, kMmio, kHlt, kIrqWindowOpen, kIntr, kShutdown, kFailEntry,
   kInternalError, kSystemEvent, kUnknown, kCount

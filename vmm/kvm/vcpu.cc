@@ -233,10 +233,10 @@ int KvmVcpu::Cpl() const {
   return run_->s.regs.sregs.ss.dpl & 3;
 }
 
-RegisterDump KvmVcpu::DumpRegisters() const {
+std::vector<std::pair<std::string, uint64_t>> KvmVcpu::DumpRegisters() const {
   const kvm_regs& r = run_->s.regs.regs;
   const kvm_sregs& s = run_->s.regs.sregs;
-  return RegisterDump{{{"rip", r.rip},   {"rflags", r.rflags}, {"rsp", r.rsp}, {"rbp", r.rbp},
+  return {{{"rip", r.rip},   {"rflags", r.rflags}, {"rsp", r.rsp}, {"rbp", r.rbp},
                        {"rax", r.rax},   {"rbx", r.rbx},       {"rcx", r.rcx}, {"rdx", r.rdx},
                        {"rsi", r.rsi},   {"rdi", r.rdi},       {"r8", r.r8},   {"r9", r.r9},
                        {"r10", r.r10},   {"r11", r.r11},       {"r12", r.r12}, {"r13", r.r13},

@@ -18,9 +18,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "vmm/core/vcpu_state.h"
+#include "vmm/core/vcpu.h"
 #include "vmm/kvm/fd.h"
-#include "vmm/kvm/vcpu_exit.h"
+#include "vmm/core/vcpu_exit.h"
 
 struct kvm_run;
 
@@ -37,12 +37,7 @@ struct LongModeBoot {
   uint64_t tss_base = 0;
 };
 
-// A snapshot of the registers, for crash reports.
-struct RegisterDump {
-  std::vector<std::pair<std::string, uint64_t>> values;
-};
-
-class KvmVcpu final : public VcpuState {
+class KvmVcpu final : public Vcpu {
  public:
   // Takes ownership of the vCPU fd; maps kvm_run. Use KvmVm::CreateVcpu.
   static absl::StatusOr<std::unique_ptr<KvmVcpu>> Create(int kvm_fd, int vcpu_fd, int id);
@@ -62,16 +57,16 @@ class KvmVcpu final : public VcpuState {
 
   // Enters the guest once. Returns the decoded exit, or an error naming
   // KVM_RUN and errno (EINTR is not an error: it decodes as Interrupted).
-  absl::StatusOr<VcpuExit> Run();
+  absl::StatusOr<VcpuExit> Run() override;
 
   // Interrupt injection without an in-kernel irqchip.
-  bool ReadyForInterrupt() const;  // IF=1 and no interrupt shadow
-  absl::Status InjectInterrupt(uint32_t vector);
-  void RequestInterruptWindow(bool on);
+  bool ReadyForInterrupt() const override;
+  absl::Status InjectInterrupt(uint32_t vector) override;
+  void RequestInterruptWindow(bool on) override;
 
   // Makes a KVM_RUN in progress (or the next one) return at once. Any thread.
-  void Kick();
-  void ClearKick();
+  void Kick() override;
+  void ClearKick() override;
 
   // VcpuState over the synced registers.
   uint64_t Get(Reg reg) const override;
@@ -80,7 +75,7 @@ class KvmVcpu final : public VcpuState {
   void SetCr0(uint64_t value) override;
   int Cpl() const override;
 
-  RegisterDump DumpRegisters() const;
+  std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
 
   // KVM_GET_STATS_FD counters (name, value); empty when unsupported.
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> ReadStats() const;

@@ -1,8 +1,8 @@
 // One VM exit, decoded once from kvm_run into a typed value (rust-vmm's
 // VcpuExit). Spans point into the vCPU's kvm_run page and are valid until the
 // next KVM_RUN. Nothing outside vmm/kvm/ reads kvm_run.
-#ifndef MINIVMM_VMM_KVM_VCPU_EXIT_H_
-#define MINIVMM_VMM_KVM_VCPU_EXIT_H_
+#ifndef MINIVMM_VMM_CORE_VCPU_EXIT_H_
+#define MINIVMM_VMM_CORE_VCPU_EXIT_H_
 
 #include <cstdint>
 #include <span>
@@ -51,4 +51,4 @@ using VcpuExit = std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOp
 
 }  // namespace minivmm
 
-#endif  // MINIVMM_VMM_KVM_VCPU_EXIT_H_
+#endif  // MINIVMM_VMM_CORE_VCPU_EXIT_H_

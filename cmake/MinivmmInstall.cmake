@@ -1,0 +1,91 @@
+# `cmake --install` rules and the CMake package, so that another project can
+#
+#   find_package(minivmm REQUIRED)
+#   target_link_libraries(app PRIVATE minivmm::vmm)
+#
+# (docs/API.md "Using minivmm from CMake"). Included once from the root
+# CMakeLists.txt after every library target exists.
+#
+# Layout under the prefix P:
+#   P/include/minivmm/{vmm,hypercalls,minivmm_abi}/...   public headers; the
+#       include paths are the in-tree ones ("vmm/vm.h", "minivmm_abi/boot.h"),
+#       so -I P/include/minivmm is the only flag a non-CMake user needs
+#   P/lib/libminivmm_*.a                                  the VMM library
+#   P/lib/cmake/minivmm/                                  package config
+#   P/share/minivmm/minivmm-guest.elf                     the built-in guest
+#   P/bin/minivmm                                         the CLI
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(MINIVMM_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/minivmm)
+set(MINIVMM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/minivmm)
+# vmm/vm.cc's DefaultGuestKernelPath() looks for <prefix>/share/minivmm, so
+# this is fixed rather than CMAKE_INSTALL_DATADIR.
+set(MINIVMM_INSTALL_DATADIR share/minivmm)
+
+# minivmm::vmm is the one target embedders name. It is a static library whose
+# internal static libraries are PUBLIC link dependencies, so they are
+# installed and exported too (as minivmm::core, minivmm::kvm, ...); their
+# headers are not installed. Adding a library to minivmm_vmm's link interface
+# without adding it here fails at configure time ("requires target ... that is
+# not in any export set"), which is the reminder we want.
+set(MINIVMM_EXPORTED_TARGETS
+  minivmm_abi minivmm_core minivmm_kvm minivmm_bus minivmm_elf minivmm_devices
+  minivmm_hypercalls minivmm_vmm)
+foreach(target IN LISTS MINIVMM_EXPORTED_TARGETS)
+  string(REPLACE "minivmm_" "" export_name ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})
+endforeach()
+install(TARGETS ${MINIVMM_EXPORTED_TARGETS}
+  EXPORT minivmmTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR})
+
+# The public API (docs/API.md), by directory relative to the source root.
+# tests/install checks that each installed header compiles on its own against
+# the installed tree, so a public header that includes an internal one fails
+# there rather than at an embedder's.
+set(MINIVMM_PUBLIC_HEADERS
+  vmm/vm.h
+  vmm/vm_config.h
+  vmm/run_result.h
+  vmm/host_info.h
+  vmm/core/exit_context.h
+  vmm/core/exit_stats.h
+  vmm/core/io_device.h
+  vmm/core/run_control.h
+  vmm/core/sinks.h
+  vmm/core/vcpu_state.h
+  vmm/memory/guest_address.h
+  vmm/memory/guest_memory.h
+  hypercalls/hypercall_env.h)
+foreach(header IN LISTS MINIVMM_PUBLIC_HEADERS)
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}/${dir})
+endforeach()
+# The guest/host ABI, as "minivmm_abi/*.h" (also what a guest build needs).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/hypercalls/abi/minivmm_abi
+  DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+
+# The guest kernel, built by the minivmm_guest ExternalProject.
+install(FILES ${MINIVMM_GUEST_ELF} DESTINATION ${MINIVMM_INSTALL_DATADIR})
+
+install(TARGETS minivmm RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+install(EXPORT minivmmTargets
+  NAMESPACE minivmm::
+  DESTINATION ${MINIVMM_INSTALL_CMAKEDIR})
+configure_package_config_file(
+  ${PROJECT_SOURCE_DIR}/cmake/minivmmConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/minivmmConfig.cmake
+  INSTALL_DESTINATION ${MINIVMM_INSTALL_CMAKEDIR}
+  PATH_VARS MINIVMM_INSTALL_INCLUDEDIR MINIVMM_INSTALL_DATADIR)
+# 0.x: a minor version may change the API.
+write_basic_package_version_file(
+  ${PROJECT_BINARY_DIR}/cmake/minivmmConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${PROJECT_BINARY_DIR}/cmake/minivmmConfig.cmake
+  ${PROJECT_BINARY_DIR}/cmake/minivmmConfigVersion.cmake
+  DESTINATION ${MINIVMM_INSTALL_CMAKEDIR})

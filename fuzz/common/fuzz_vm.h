@@ -1,0 +1,237 @@
+// A fake VM for the hypercall fuzzers: guest RAM of a size the input picks,
+// a GDT page laid out as the VMM lays it out, PlainVcpuState, counters, and
+// bounded recording sinks. Modelled on tests/hypercalls/test_vm.h (which
+// needs gtest). Also the argument generator and the invariants that every
+// hypercall must keep whatever the guest passes (DESIGN.md "Hypercalls").
+#ifndef MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
+#define MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/input.h"
+#include "hypercalls/descriptor.h"
+#include "hypercalls/dispatcher.h"
+#include "hypercalls/hypercall_env.h"
+#include "minivmm_abi/boot.h"
+#include "minivmm_abi/hypercall.h"
+
+namespace minivmm::fuzz {
+
+// Keeps only counts and the last write, so a long input cannot grow memory.
+class CountingConsole final : public ConsoleSink {
+ public:
+  void Write(std::string_view bytes) override {
+    last.assign(bytes);
+    total += bytes.size();
+    ++writes;
+  }
+  std::string last;
+  uint64_t total = 0;
+  uint64_t writes = 0;
+};
+
+class FakeTimer final : public TimerControl {
+ public:
+  uint64_t NowNs() const override { return now; }
+  void SetOneShot(uint64_t deadline_ns) override {
+    armed = deadline_ns;
+    ++sets;
+  }
+  uint64_t now = 1000;
+  uint64_t armed = 0;
+  uint64_t sets = 0;
+};
+
+inline constexpr uint32_t kUserHypercall = MVMM_HC_USER_FIRST;
+inline constexpr uint64_t kUserTlsDesc = 0x00CFF2000000FFFFull;
+inline constexpr uint64_t kInitialCr0 = 0x80050033;  // PE|MP|ET|NE|WP|PG
+inline constexpr uint64_t kInitialRflags = 0x2;
+
+// The GDT as vmm/boot/boot_layout.cc writes it (entries 0-6), TLS slots empty.
+inline void WriteFakeGdt(std::span<uint8_t> gdt) {
+  const uint64_t entries[MVMM_GDT_ENTRIES] = {
+      0, 0x00AF9A000000FFFF, 0x00CF92000000FFFF, 0x00CFF2000000FFFF, 0x00AFFA000000FFFF,
+      0x0000890030000067, 0, 0, 0, 0};
+  std::memset(gdt.data(), 0, gdt.size());
+  std::memcpy(gdt.data(), entries, std::min(gdt.size(), sizeof(entries)));
+}
+
+// The embedder-style hypercall registered at kUserHypercall: returns args[0]
+// when args[1] == 0 (so values above INT64_MAX reach the dispatcher's clamp),
+// else an error with status code args[1] % 20 (so GuestErrno sees every code).
+inline absl::StatusOr<uint64_t> UserHypercall(HypercallEnv&, const HypercallArgs& a) {
+  if (a[1] == 0) return a[0];
+  const auto code = static_cast<absl::StatusCode>(a[1] % 20);
+  if (code == absl::StatusCode::kOk) return uint64_t{0};
+  return absl::Status(code, "fuzz");
+}
+
+struct FuzzVm {
+  // Picks RAM and GDT sizes and the RAM fill from the input's first bytes.
+  explicit FuzzVm(Input& in) {
+    switch (in.U8() % 6) {
+      case 0: ram.resize(0x20000); break;  // covers boot info, TSS, page tables
+      case 1: ram.resize(0x22000); break;
+      case 2: ram.resize(0); break;
+      case 3: ram.resize(0x1000); break;   // TSS outside RAM
+      case 4: ram.resize(MVMM_TSS_GPA + sizeof(mvmm_tss)); break;  // ends right after the TSS
+      default: ram.resize((uint64_t{in.U16()} + 1) * 2); break;    // odd page fraction
+    }
+    std::memset(ram.data(), in.U8(), ram.size());
+    const uint8_t g = in.U8();
+    if (g % 8 < 5) {
+      gdt.resize(4096);
+    } else if (g % 8 == 5) {
+      gdt.resize(0);
+    } else if (g % 8 == 6) {
+      gdt.resize(MVMM_GDT_ENTRIES * 8);
+    } else {
+      gdt.resize(in.U8() * 8 + g / 8 % 8);  // short or misaligned table ends
+    }
+    WriteFakeGdt(gdt);
+    initial_gdt = gdt;
+    vcpu.cr0 = kInitialCr0;
+    vcpu.regs[static_cast<int>(Reg::kRflags)] = kInitialRflags;
+    if (!dispatcher.Register(kUserHypercall, "fuzz_user", UserHypercall).ok()) std::abort();
+  }
+
+  std::vector<uint8_t> ram;
+  std::vector<uint8_t> gdt;
+  std::vector<uint8_t> initial_gdt;
+  GuestMemory memory{std::span<uint8_t>()};
+  PlainVcpuState vcpu;
+  RunControl control;
+  ExitStats stats;
+  ExitContext exit{vcpu, control, stats};
+  CountingConsole console;
+  FakeTimer timer;
+  GuestReports reports;
+  Dispatcher dispatcher;
+
+  // Built on demand: `memory` must see the final RAM vector.
+  HypercallEnv Env() {
+    memory = GuestMemory(ram);
+    return HypercallEnv{memory, gdt, exit, &console, &timer, &reports};
+  }
+
+  uint64_t ram_size() const { return ram.size(); }
+
+  // A guest argument: mostly values near the edges that matter.
+  uint64_t Arg(Input& in, uint64_t anchor = 0) {
+    switch (in.U8() % 20) {
+      case 0: return in.U64();
+      case 1: return in.U8();
+      case 2: return ram_size() - in.U16();                 // at / below the end of RAM
+      case 3: return ram_size() + in.U8();                  // just past RAM
+      case 4: return MVMM_GDT_GPA + in.U16() % 0x1010;      // the GDT page and past it
+      case 5: return MVMM_GDT_GPA + 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4);
+      case 6: return MVMM_PAGE_TABLES_GPA + in.U16() % 0x10000;
+      case 7: return MVMM_TSS_GPA + in.U8();
+      case 8: return ~uint64_t{0} - in.U16();               // wraps with any length
+      case 9: return in.U32();
+      case 10: return anchor + in.U16();                    // relative to a list
+      case 11: return kUserTlsDesc ^ (uint64_t{1} << (in.U8() % 64));
+      case 12: return (uint64_t{in.U32()} << 12 & 0x000FFFFFFFFFF000ull) | in.U8();  // a PTE
+      case 13: return uint64_t{1} << (in.U8() % 64);
+      case 14: return 0;
+      case 15: return 1;
+      case 16: return MVMM_SEL_KERNEL_DS;
+      case 17: return 0xFFFF800000000000ull + in.U16();    // canonical high half
+      case 18: return kInitialCr0 ^ (uint64_t{1} << (in.U8() % 64));
+      default: return MVMM_BOOT_INFO_GPA + in.U16();
+    }
+  }
+
+  // A hypercall number: mostly real ones, sometimes anything.
+  uint64_t Number(Input& in) {
+    static constexpr uint64_t kKnown[] = {1, 3, 5, 10, 13, 15, 18, 29, 40, 41, 42,
+                                          kUserHypercall, 0, 2, 63, 65, 127, 128};
+    const uint8_t b = in.U8();
+    if (b % 8 == 7) return in.U64();  // EAX truncation, huge numbers
+    return kKnown[b / 8 % (sizeof(kKnown) / sizeof(kKnown[0]))];
+  }
+
+  // Copies input bytes into RAM at an offset the input picks (never fails).
+  void Poke(Input& in) {
+    const uint32_t at = in.U32();
+    const std::span<const uint8_t> bytes = in.Bytes(in.U8());
+    if (ram.empty()) return;
+    const uint64_t start = at % ram.size();
+    const uint64_t n = std::min<uint64_t>(bytes.size(), ram.size() - start);
+    if (n > 0) std::memcpy(ram.data() + start, bytes.data(), n);
+  }
+};
+
+inline bool IsValidResult(int64_t r) {
+  if (r >= 0) return true;
+  switch (-r) {
+    case MVMM_EPERM: case MVMM_ENOENT: case MVMM_E2BIG:
+    case MVMM_EFAULT: case MVMM_EINVAL: case MVMM_ENOSYS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Everything a hypercall can change, for before/after comparisons.
+struct Snapshot {
+  explicit Snapshot(const FuzzVm& vm)
+      : ram(vm.ram), gdt(vm.gdt), cr0(vm.vcpu.cr0),
+        rflags(vm.vcpu.regs[static_cast<int>(Reg::kRflags)]), console_total(vm.console.total),
+        report_entries(vm.reports.entries.size()), report_bytes(vm.reports.bytes),
+        request(vm.control.request), exit_code(vm.control.exit_code), timer_sets(vm.timer.sets) {}
+
+  bool Same(const FuzzVm& vm) const {
+    return ram == vm.ram && gdt == vm.gdt && cr0 == vm.vcpu.cr0 &&
+           rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
+           console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
+           report_bytes == vm.reports.bytes && request == vm.control.request &&
+           exit_code == vm.control.exit_code && timer_sets == vm.timer.sets;
+  }
+
+  std::vector<uint8_t> ram, gdt;
+  uint64_t cr0, rflags, console_total;
+  size_t report_entries, report_bytes;
+  VcpuRequest request;
+  int exit_code;
+  uint64_t timer_sets;
+};
+
+// Invariants that hold after any sequence of hypercalls.
+inline void CheckGlobalInvariants(const FuzzVm& vm) {
+  // The GDT: only TLS slots may differ from what the VMM wrote, and a TLS
+  // slot only ever holds an accepted descriptor with its accessed bit set.
+  FUZZ_CHECK(vm.gdt.size() == vm.initial_gdt.size());
+  for (size_t i = 0; i < vm.gdt.size(); ++i) {
+    const bool tls = IsTlsSlot(i / 8) && (i / 8 + 1) * 8 <= vm.gdt.size();
+    if (!tls) FUZZ_CHECK(vm.gdt[i] == vm.initial_gdt[i]);
+  }
+  for (uint64_t slot = MVMM_GDT_TLS_FIRST; slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT;
+       ++slot) {
+    if ((slot + 1) * 8 > vm.gdt.size()) break;
+    uint64_t desc;
+    std::memcpy(&desc, vm.gdt.data() + slot * 8, 8);
+    FUZZ_CHECK(CheckTlsDescriptor(desc) == DescriptorVerdict::kOk);
+    FUZZ_CHECK(desc == 0 || (desc & MVMM_DESC_ACCESSED) != 0);
+  }
+  // CR0: only MP, EM, TS are the guest's. RFLAGS: only IF.
+  FUZZ_CHECK(((vm.vcpu.cr0 ^ kInitialCr0) & ~MVMM_CR0_GUEST_WRITABLE) == 0);
+  FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] ^ kInitialRflags) &
+              ~MVMM_RFLAGS_IF) == 0);
+  // Reports are bounded and their byte count is exact.
+  FUZZ_CHECK(vm.reports.bytes <= GuestReports::kMaxBytes);
+  size_t bytes = 0;
+  for (const auto& [k, v] : vm.reports.entries) bytes += k.size() + v.size();
+  FUZZ_CHECK(bytes == vm.reports.bytes);
+  if (vm.control.request == VcpuRequest::kShutdown) {
+    FUZZ_CHECK(vm.control.exit_code >= 0 && vm.control.exit_code <= 255);
+  }
+}
+
+}  // namespace minivmm::fuzz
+
+#endif  // MINIVMM_FUZZ_COMMON_FUZZ_VM_H_

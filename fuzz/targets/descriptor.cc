@@ -1,0 +1,123 @@
+// Fuzzes the TLS descriptor policy (CheckTlsDescriptor, TlsDescriptorToStore,
+// IsTlsSlot) against an independent model written from DESIGN.md "GDT", and
+// ApplyGdtStore (the trapped-GDT-store path) with any table size, offset and
+// store width.
+//
+// Input: u64 descriptor, then repeated stores: u16 table size (% 4200),
+// u8 offset mode + operand, u8 width (% 17), width bytes of data.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/input.h"
+#include "hypercalls/descriptor.h"
+#include "hypercalls/gdt_store.h"
+#include "minivmm_abi/boot.h"
+
+namespace minivmm::fuzz {
+namespace {
+
+// The model: DESIGN.md's rule, bit by bit, in the validator's order.
+DescriptorVerdict Model(uint64_t d) {
+  const unsigned type = d >> 40 & 0xF, s = d >> 44 & 1, dpl = d >> 45 & 3, p = d >> 47 & 1,
+                 l = d >> 53 & 1;
+  if (d == 0) return DescriptorVerdict::kOk;
+  if (!p) return DescriptorVerdict::kNotPresent;
+  if (!s) return DescriptorVerdict::kSystemSegment;
+  if (type & 8) return DescriptorVerdict::kCodeSegment;
+  if (dpl != 3) return DescriptorVerdict::kWrongDpl;
+  if (l) return DescriptorVerdict::kLongBitSet;
+  return DescriptorVerdict::kOk;
+}
+
+void CheckDescriptor(uint64_t d) {
+  const DescriptorVerdict v = CheckTlsDescriptor(d);
+  FUZZ_CHECK(v == Model(d));
+  FUZZ_CHECK(!DescriptorVerdictName(v).empty());
+  if (v == DescriptorVerdict::kOk) {
+    const uint64_t stored = TlsDescriptorToStore(d);
+    // Only the accessed bit may differ, it is set on present descriptors, and
+    // what is stored is itself acceptable (a fixed point).
+    FUZZ_CHECK((stored ^ d) == 0 || (stored ^ d) == MVMM_DESC_ACCESSED);
+    FUZZ_CHECK(d == 0 ? stored == 0 : (stored & MVMM_DESC_ACCESSED) != 0);
+    FUZZ_CHECK(CheckTlsDescriptor(stored) == DescriptorVerdict::kOk);
+    FUZZ_CHECK(TlsDescriptorToStore(stored) == stored);
+  }
+}
+
+void CheckStore(Input& in, uint64_t desc_hint) {
+  const size_t table = in.U16() % 4200;
+  std::vector<uint8_t> gdt(table);
+  for (size_t i = 0; i < table; ++i) gdt[i] = static_cast<uint8_t>(i * 37 + 11);
+  const std::vector<uint8_t> before = gdt;
+
+  uint64_t offset;
+  const uint8_t mode = in.U8();
+  switch (mode % 5) {
+    case 0: offset = 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4); break;
+    case 1: offset = in.U16(); break;
+    case 2: offset = ~uint64_t{0} - in.U8(); break;  // offset + 8 wraps
+    case 3: offset = table - in.U8() % 16; break;     // at the table end
+    default: offset = in.U64(); break;
+  }
+  const size_t width = in.U8() % 17;
+  std::vector<uint8_t> data(width);
+  const auto bytes = in.Bytes(width);
+  if (!bytes.empty()) std::memcpy(data.data(), bytes.data(), bytes.size());
+  if (width == 8 && bytes.size() < 8) std::memcpy(data.data(), &desc_hint, 8);
+
+  const GdtStoreResult result = ApplyGdtStore(gdt, offset, data);
+  FUZZ_CHECK(GdtStoreKindName(result.kind) != "?");
+
+  // The expected kind, in the documented order.
+  GdtStoreKind want;
+  uint64_t desc = 0;
+  if (width == 8) std::memcpy(&desc, data.data(), 8);
+  if (width != 8) {
+    want = GdtStoreKind::kWrongSize;
+  } else if (offset % 8 != 0) {
+    want = GdtStoreKind::kMisaligned;
+  } else if (table < 8 || offset > table - 8) {
+    want = GdtStoreKind::kOutsideTable;
+  } else if (!IsTlsSlot(offset / 8)) {
+    want = GdtStoreKind::kReservedSlot;
+  } else if (Model(desc) != DescriptorVerdict::kOk) {
+    want = GdtStoreKind::kBadDescriptor;
+  } else {
+    want = GdtStoreKind::kApplied;
+  }
+  FUZZ_CHECK(result.kind == want);
+  if (want == GdtStoreKind::kBadDescriptor) FUZZ_CHECK(result.verdict == Model(desc));
+
+  // Exactly the 8 addressed bytes change, and only when applied.
+  for (size_t i = 0; i < table; ++i) {
+    const bool target = result.applied() && i >= offset && i < offset + 8;
+    if (!target) FUZZ_CHECK(gdt[i] == before[i]);
+  }
+  if (result.applied()) {
+    uint64_t stored;
+    std::memcpy(&stored, gdt.data() + offset, 8);
+    FUZZ_CHECK(stored == TlsDescriptorToStore(desc) && stored == result.stored);
+    FUZZ_CHECK(result.slot == offset / 8);
+  }
+  ExitStats stats;
+  CountTrappedGdtStore(stats, result);
+  FUZZ_CHECK(stats.gdt_stores_applied + stats.gdt_stores_rejected == 1);
+}
+
+}  // namespace
+}  // namespace minivmm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace minivmm::fuzz;
+  Input in(data, size);
+  const uint64_t desc = in.U64();
+  CheckDescriptor(desc);
+  for (uint64_t slot = 0; slot < 16; ++slot) {
+    FUZZ_CHECK(minivmm::IsTlsSlot(slot) == (slot >= 7 && slot <= 9));
+  }
+  FUZZ_CHECK(!minivmm::IsTlsSlot(desc) || (desc >= 7 && desc <= 9));
+  for (int i = 0; i < 16 && !in.empty(); ++i) CheckStore(in, desc);
+  return 0;
+}

@@ -1,0 +1,102 @@
+// Fuzzes Dispatcher::HandleExit and Dispatch: any number, any arguments, any
+// CPL, over fake guest RAM of varying size and a fake GDT page.
+//
+// Input: FuzzVm header (RAM size, fill, GDT size), then operations until the
+// input ends, each one byte of kind followed by its operands:
+//   kind % 4 == 0  poke: u32 offset, u8 length, bytes into RAM
+//   kind % 4 == 1  HandleExit: u8 cpl, number, 5 arguments (FuzzVm::Arg)
+//   kind % 4 == 2  Dispatch as a multicall entry would (direct = false)
+//   kind % 4 == 3  HandleExit with RAX taken raw (bits above EAX set)
+// After every call: the result is >= 0 or a documented -errno, RAX holds it,
+// a refused call (CPL != 0 or any -errno) changed nothing, and the global
+// invariants of fuzz_vm.h hold.
+#include <cstddef>
+#include <cstdint>
+
+#include "common/fuzz_vm.h"
+
+namespace minivmm::fuzz {
+namespace {
+
+void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallArgs& args,
+               int64_t r, int cpl) {
+  FUZZ_CHECK(IsValidResult(r));
+  if (cpl != 0) FUZZ_CHECK(r == -MVMM_EPERM);
+  if (r < 0) FUZZ_CHECK(before.Same(vm));  // a refused call changes nothing
+  if (r >= 0) {
+    switch (nr & 0xFFFFFFFFu) {
+      case MVMM_HC_console_io:
+        FUZZ_CHECK(static_cast<uint64_t>(r) == args[1]);
+        FUZZ_CHECK(vm.console.total == before.console_total + args[1]);
+        if (args[1] > 0) {
+          FUZZ_CHECK(std::memcmp(vm.console.last.data(), vm.ram.data() + args[2], args[1]) == 0);
+        }
+        break;
+      case MVMM_HC_update_descriptor: {
+        const uint64_t slot = (args[0] - MVMM_GDT_GPA) / 8;
+        FUZZ_CHECK(IsTlsSlot(slot));
+        uint64_t stored;
+        std::memcpy(&stored, vm.gdt.data() + slot * 8, 8);
+        FUZZ_CHECK(stored == TlsDescriptorToStore(args[1]));
+        break;
+      }
+      case MVMM_HC_mmu_update:
+        FUZZ_CHECK(static_cast<uint64_t>(r) <= args[1]);
+        break;
+      case MVMM_HC_set_if:
+        FUZZ_CHECK(r == 0 || r == 1);
+        FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] & MVMM_RFLAGS_IF) != 0) ==
+                   (args[0] == 1));
+        break;
+      default:
+        break;
+    }
+  }
+  CheckGlobalInvariants(vm);
+}
+
+void Run(Input& in) {
+  FuzzVm vm(in);
+  HypercallEnv env = vm.Env();
+  int calls = 0;
+  while (!in.empty() && calls < 64) {
+    const uint8_t kind = in.U8();
+    if (kind % 4 == 0) {
+      vm.Poke(in);
+      continue;
+    }
+    ++calls;
+    const uint8_t cpl_byte = kind % 4 == 2 ? 0 : in.U8();
+    const int cpl = cpl_byte % 8 == 7 ? cpl_byte / 8 % 4 : 0;
+    const uint64_t rax = kind % 4 == 3 ? in.U64() : vm.Number(in);
+    HypercallArgs args;
+    for (uint64_t& a : args) a = vm.Arg(in);
+    const Snapshot before(vm);
+    int64_t r;
+    if (kind % 4 == 2) {
+      r = vm.dispatcher.Dispatch(env, rax, args, /*direct=*/false);
+      if (rax == MVMM_HC_multicall) FUZZ_CHECK(r == -MVMM_EINVAL);  // never nested
+    } else {
+      vm.vcpu.cpl = cpl;
+      vm.vcpu.Set(Reg::kRax, rax);
+      vm.vcpu.Set(Reg::kRdi, args[0]);
+      vm.vcpu.Set(Reg::kRsi, args[1]);
+      vm.vcpu.Set(Reg::kRdx, args[2]);
+      vm.vcpu.Set(Reg::kR10, args[3]);
+      vm.vcpu.Set(Reg::kR8, args[4]);
+      r = vm.dispatcher.HandleExit(env);
+      FUZZ_CHECK(vm.vcpu.Get(Reg::kRax) == static_cast<uint64_t>(r));
+      // Snapshot compares RAX-free state; RAX is the one register written.
+    }
+    CheckCall(vm, before, rax, args, r, kind % 4 == 2 ? 0 : cpl);
+  }
+}
+
+}  // namespace
+}  // namespace minivmm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  minivmm::fuzz::Input in(data, size);
+  minivmm::fuzz::Run(in);
+  return 0;
+}

@@ -1,0 +1,132 @@
+// Fuzzes multicall: random entry lists placed anywhere (inside RAM, across
+// its end, over the TSS or the page tables, at the GDT, near 2^64), with
+// entries whose arguments point into the list itself, the GDT or the page
+// tables, counts around the list length and the 512 limit, and nested
+// multicalls.
+//
+// Input: FuzzVm header, then
+//   u8 placement, u16 (placement operand), u16 entry count n (% 600),
+//   u8 count mode, n entries of (op = FuzzVm::Number, 6 x FuzzVm::Arg with the
+//   list address as anchor), then pokes (u32 offset, u8 len, bytes) to the end.
+// Invariants: the multicall returns 0, -E2BIG (count > 512) or -EFAULT (list
+// not wholly in RAM) and nothing else; a refused list changes nothing; an
+// accepted one runs exactly `count` entries (counters) and, unless an entry
+// legitimately writes guest RAM (mmu_update, stack_switch), writes nothing in
+// RAM but the entries' result fields, each a valid result.
+#include <cstddef>
+#include <cstdint>
+
+#include "common/fuzz_vm.h"
+
+namespace minivmm::fuzz {
+namespace {
+
+constexpr uint64_t kEntry = sizeof(mvmm_multicall_entry);
+
+uint64_t Placement(FuzzVm& vm, Input& in) {
+  const uint8_t p = in.U8();
+  const uint16_t k = in.U16();
+  switch (p % 8) {
+    case 0: return vm.ram_size() > 0 ? k % vm.ram_size() & ~uint64_t{7} : 0;
+    case 1: return vm.ram_size() > 0 ? k % vm.ram_size() : 0;  // misaligned is allowed
+    case 2: return vm.ram_size() - k % 0x800;                  // crosses the end of RAM
+    case 3: return MVMM_PAGE_TABLES_GPA + k % 0x1000;          // over the page tables
+    case 4: return MVMM_TSS_GPA - k % 0x100;                   // over the TSS
+    case 5: return MVMM_GDT_GPA + k % 0x80;                    // the GDT: outside RAM
+    case 6: return ~uint64_t{0} - k;                           // wraps
+    default: return in.U64();
+  }
+}
+
+uint64_t Count(uint64_t n, Input& in) {
+  switch (in.U8() % 8) {
+    case 0: return n + 1;  // one more than written
+    case 1: return n > 0 ? n - 1 : 0;
+    case 2: return 0;
+    case 3: return MVMM_MULTICALL_MAX_ENTRIES + in.U8() % 2;  // at / past the limit
+    case 4: return in.U64();
+    default: return n;
+  }
+}
+
+void Run(Input& in) {
+  FuzzVm vm(in);
+  HypercallEnv env = vm.Env();
+  const uint64_t list = Placement(vm, in);
+  const uint64_t n = in.U16() % 600;
+  const uint64_t count = Count(n, in);
+
+  // Write the entries where the list is, as far as that lies in RAM.
+  bool writes_ram = false;  // an entry that may legitimately store into RAM
+  for (uint64_t i = 0; i < n && !in.empty(); ++i) {
+    mvmm_multicall_entry e{};
+    e.op = vm.Number(in);
+    e.result = in.U8() % 2 ? 0 : 0xDEADBEEF;
+    for (uint64_t& a : e.args) a = vm.Arg(in, list);
+    if (e.op == MVMM_HC_mmu_update || e.op == MVMM_HC_stack_switch) writes_ram = true;
+    for (uint64_t b = 0; b < kEntry; ++b) {
+      const uint64_t gpa = list + i * kEntry + b;
+      if (gpa < vm.ram.size()) vm.ram[gpa] = reinterpret_cast<const uint8_t*>(&e)[b];
+    }
+  }
+  while (!in.empty()) vm.Poke(in);
+
+  // What runs is what the list holds now; note the ops for the checks.
+  const bool in_ram = count <= MVMM_MULTICALL_MAX_ENTRIES && vm.memory.Contains(
+      GuestAddress(list), count * kEntry);
+  if (in_ram) {
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t op;
+      std::memcpy(&op, vm.ram.data() + list + i * kEntry, 8);
+      if (op == MVMM_HC_mmu_update || op == MVMM_HC_stack_switch) writes_ram = true;
+    }
+  }
+
+  const Snapshot before(vm);
+  const uint64_t ops_before = vm.stats.causes[static_cast<int>(Cause::kMulticall)].ops;
+  vm.vcpu.Set(Reg::kRax, MVMM_HC_multicall);
+  vm.vcpu.Set(Reg::kRdi, list);
+  vm.vcpu.Set(Reg::kRsi, count);
+  const int64_t r = vm.dispatcher.HandleExit(env);
+
+  if (count > MVMM_MULTICALL_MAX_ENTRIES) {
+    FUZZ_CHECK(r == -MVMM_E2BIG);
+  } else if (count == 0) {
+    FUZZ_CHECK(r == 0);
+  } else if (!in_ram) {
+    FUZZ_CHECK(r == -MVMM_EFAULT);
+  } else {
+    FUZZ_CHECK(r == 0);
+  }
+  if (r < 0) FUZZ_CHECK(before.Same(vm));
+  if (r == 0) {
+    FUZZ_CHECK(vm.stats.causes[static_cast<int>(Cause::kMulticall)].ops == ops_before + count);
+  }
+  if (r == 0 && count > 0 && !writes_ram) {
+    // Only result fields changed in RAM, and each holds a valid result.
+    for (uint64_t gpa = 0; gpa < vm.ram.size(); ++gpa) {
+      const bool result_field = gpa >= list && gpa < list + count * kEntry &&
+                                (gpa - list) % kEntry >= 8 && (gpa - list) % kEntry < 16;
+      if (!result_field) FUZZ_CHECK(vm.ram[gpa] == before.ram[gpa]);
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+      int64_t result;
+      std::memcpy(&result, vm.ram.data() + list + i * kEntry + 8, 8);
+      FUZZ_CHECK(IsValidResult(result));
+    }
+  }
+  CheckGlobalInvariants(vm);
+
+  // The same list as an entry of another multicall is refused.
+  FUZZ_CHECK(vm.dispatcher.Dispatch(env, MVMM_HC_multicall, HypercallArgs{list, count},
+                                    /*direct=*/false) == -MVMM_EINVAL);
+}
+
+}  // namespace
+}  // namespace minivmm::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  minivmm::fuzz::Input in(data, size);
+  minivmm::fuzz::Run(in);
+  return 0;
+}

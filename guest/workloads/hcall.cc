@@ -1,0 +1,200 @@
+// workload=hcall (issue 3's integration workload): every hypercall of the
+// ABI with good and bad arguments, each result checked against the answer
+// hypercalls/handlers/*.cc documents; the first mismatch ends the run with
+// code 1 naming the call, the expected and the actual result. Every call is
+// counted (kernel/hypercall.h), and the record carries the per-hypercall
+// deltas (hcall.<name>.calls/.ops/.errors, hcall.bad_number), so a host test
+// can assert the VMM's hc_exits/hc_ops/hc_errors equal them exactly (and
+// kernel.hc*.<name> for the whole run). Everything the calls change (CR0,
+// IF, TSS.rsp0, the GDT's TLS slot 7, a live PTE) is put back and checked.
+#include "arch/cpu.h"
+#include "kernel/boot.h"
+#include "kernel/hypercall.h"
+#include "kernel/mem.h"
+#include "lib/desc.h"
+#include "pv/pv_ops.h"
+#include "workloads/probe.h"
+#include "workloads/workload.h"
+
+namespace guest {
+namespace {
+
+using probe::ReadGdt;
+constexpr uint64_t kNoTag = Prober::kNoTag;
+
+HypercallCounts g_before;  // 3 KiB: not on the boot stack
+mvmm_mmu_update g_reqs[2];
+mvmm_multicall_entry g_list[8];
+const char kConsoleText[] = "hcall: console_io probe\n";
+const char kReportText[] = "hcall.report_probe=1\n";
+const char kBadReport[] = "a line without an equals sign\n";
+
+void ProbeMmuUpdate(Prober& p, uint64_t mem) {
+  auto* scratch = static_cast<uint64_t*>(AllocPages(1));
+  uint64_t* live = LookupPte(CpaArena().start);  // a live 4 KiB PTE
+  uint64_t live_val = *live;
+  uint64_t reqs = reinterpret_cast<uintptr_t>(g_reqs);
+  // A not-present value may hold anything; the live PTE gets its own value.
+  g_reqs[0] = {reinterpret_cast<uintptr_t>(&scratch[0]), 0xabc0};
+  g_reqs[1] = {reinterpret_cast<uintptr_t>(live), live_val};
+  p.Call("mmu_update two good requests", kNoTag, 2, MVMM_HC_mmu_update, reqs, 2);
+  p.Expect("mmu_update stored the value", kNoTag, scratch[0], 0xabc0);
+  p.Call("mmu_update count 0", kNoTag, 0, MVMM_HC_mmu_update, reqs, 0);
+  p.Call("mmu_update count 513", kNoTag, -MVMM_E2BIG, MVMM_HC_mmu_update, reqs, 513);
+  p.Call("mmu_update list outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_mmu_update, mem, 1);
+  g_reqs[0] = {reinterpret_cast<uintptr_t>(&scratch[1]) + 1, 0};
+  p.Call("mmu_update misaligned ptr", kNoTag, -MVMM_EINVAL, MVMM_HC_mmu_update, reqs, 1);
+  g_reqs[0] = {mem, 0};
+  p.Call("mmu_update ptr outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_mmu_update, reqs, 1);
+  g_reqs[0] = {reinterpret_cast<uintptr_t>(live), mem | kPtePresent | kPteWrite};
+  p.Call("mmu_update frame outside RAM", kNoTag, -MVMM_EPERM, MVMM_HC_mmu_update, reqs, 1);
+  p.Expect("mmu_update left the live PTE alone", kNoTag, *live, live_val);
+  // A refused second request: the first is done, the result is the count.
+  g_reqs[0] = {reinterpret_cast<uintptr_t>(&scratch[2]), 0x5550};
+  g_reqs[1] = {reinterpret_cast<uintptr_t>(live), kPtePresent | kPteHuge};
+  p.Call("mmu_update good then PS bit", kNoTag, 1, MVMM_HC_mmu_update, reqs, 2);
+  p.Expect("mmu_update did the first request", kNoTag, scratch[2], 0x5550);
+  p.Expect("mmu_update stopped at the second", kNoTag, *live, live_val);
+}
+
+void ProbeCpuState(Prober& p, uint64_t cr0) {
+  // Nothing may use the FPU or take an interrupt while TS/EM/IF are probed.
+  uint64_t flags = ArchLocalIrqSave();
+  uint64_t ts = (cr0 & probe::kCr0Ts) ? 1 : 0;
+  p.Call("fpu_taskswitch set", kNoTag, 0, MVMM_HC_fpu_taskswitch, 1);
+  p.Expect("fpu_taskswitch set TS", kNoTag, cpu::ReadCr0(), cr0 | probe::kCr0Ts);
+  p.Call("fpu_taskswitch clear", kNoTag, 0, MVMM_HC_fpu_taskswitch, 0);
+  p.Expect("fpu_taskswitch cleared TS", kNoTag, cpu::ReadCr0(), cr0 & ~probe::kCr0Ts);
+  p.Call("fpu_taskswitch 2", kNoTag, -MVMM_EINVAL, MVMM_HC_fpu_taskswitch, 2);
+  p.Call("fpu_taskswitch restore", kNoTag, 0, MVMM_HC_fpu_taskswitch, ts);
+
+  p.Call("write_cr0 flip TS", kNoTag, 0, MVMM_HC_write_cr0, cr0 ^ probe::kCr0Ts);
+  p.Expect("write_cr0 flipped TS", kNoTag, cpu::ReadCr0(), cr0 ^ probe::kCr0Ts);
+  p.Call("write_cr0 restore", kNoTag, 0, MVMM_HC_write_cr0, cr0);
+  p.Call("write_cr0 clear PG", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 & ~probe::kCr0Pg);
+  p.Call("write_cr0 clear WP", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 & ~probe::kCr0Wp);
+  p.Expect("write_cr0 left CR0 as it was", kNoTag, cpu::ReadCr0(), cr0);
+
+  // set_if returns the previous IF (0 here: interrupts are off).
+  p.Call("set_if 0 with IF clear", kNoTag, 0, MVMM_HC_set_if, 0);
+  p.Call("set_if 1", kNoTag, 0, MVMM_HC_set_if, 1);
+  p.Call("set_if 0 with IF set", kNoTag, 1, MVMM_HC_set_if, 0);
+  p.Call("set_if 2", kNoTag, -MVMM_EINVAL, MVMM_HC_set_if, 2);
+  p.Expect("IF is clear again", kNoTag, probe::CurrentIf(), 0);
+
+  uint64_t rsp0 = g_boot.tss->rsp[0];
+  p.Call("stack_switch current rsp0", kNoTag, 0, MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, rsp0);
+  p.Call("stack_switch ss 0", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, 0, rsp0);
+  p.Call("stack_switch non-canonical rsp", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS,
+         1ull << 47);
+  p.Expect("TSS.rsp0 unchanged", kNoTag, g_boot.tss->rsp[0], rsp0);
+
+  // A past deadline fires at once: block returns with it pending, and it is
+  // delivered when IF comes back.
+  p.Call("set_timer_op far future", kNoTag, 0, MVMM_HC_set_timer_op, ~0ull);
+  p.Call("set_timer_op cancel", kNoTag, 0, MVMM_HC_set_timer_op, 0);
+  p.Call("set_timer_op past deadline", kNoTag, 0, MVMM_HC_set_timer_op, 1);
+  p.Call("sched_op block", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK, 0);
+  ArchIrqRestore(flags);
+}
+
+void ProbeDescriptors(Prober& p) {
+  const uint64_t slot7 = probe::GdtEntryGpa(MVMM_GDT_TLS_FIRST);
+  const uint64_t old = ReadGdt(MVMM_GDT_TLS_FIRST);
+  const uint64_t desc = MakeTlsDescriptor(0x1000, 0xfff) & ~kDescAccessed;
+  p.Call("update_descriptor good", kNoTag, 0, MVMM_HC_update_descriptor, slot7, desc);
+  p.Expect("update_descriptor stored it with the accessed bit", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST),
+           desc | kDescAccessed);
+  p.Call("update_descriptor zero", kNoTag, 0, MVMM_HC_update_descriptor, slot7, 0);
+  p.Expect("update_descriptor stored zero", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST), 0);
+  p.Call("update_descriptor misaligned", kNoTag, -MVMM_EINVAL, MVMM_HC_update_descriptor, slot7 + 4, desc);
+  p.Call("update_descriptor below the GDT", kNoTag, -MVMM_EFAULT, MVMM_HC_update_descriptor, 0x1000, desc);
+  p.Call("update_descriptor reserved slot", 3, -MVMM_EPERM, MVMM_HC_update_descriptor, probe::GdtEntryGpa(3),
+         desc);
+  p.Call("update_descriptor code segment", kNoTag, -MVMM_EINVAL, MVMM_HC_update_descriptor, slot7,
+         desc | kDescTypeCode);
+  p.Call("update_descriptor restore", kNoTag, 0, MVMM_HC_update_descriptor, slot7, old);
+  p.Expect("TLS slot 7 restored", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST), old);
+}
+
+void ProbeMulticall(Prober& p, uint64_t mem, uint64_t cr0) {
+  const uint64_t list = reinterpret_cast<uintptr_t>(g_list);
+  const uint64_t cur_if = probe::CurrentIf();
+  const uint64_t ts = (cr0 & probe::kCr0Ts) ? 1 : 0;
+  struct Item {
+    uint64_t op, a0, a1, a2;
+    int64_t want;
+  };
+  const Item items[8] = {
+      {MVMM_HC_set_if, cur_if, 0, 0, static_cast<int64_t>(cur_if)},
+      {2, 0, 0, 0, -MVMM_ENOSYS},
+      {MVMM_HC_update_descriptor, probe::GdtEntryGpa(3), 0, 0, -MVMM_EPERM},
+      {MVMM_HC_multicall, list, 1, 0, -MVMM_EINVAL},  // nested
+      {MVMM_HC_fpu_taskswitch, ts, 0, 0, 0},
+      {MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, g_boot.tss->rsp[0], 0, 0},
+      {MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 0, list, 0},
+      {MVMM_HC_write_cr0, cr0 ^ probe::kCr0Pg, 0, 0, -MVMM_EPERM},
+  };
+  for (int i = 0; i < 8; ++i) {
+    g_list[i] = {};
+    g_list[i].op = items[i].op;
+    g_list[i].result = 0x5a5a5a5a;  // must be overwritten
+    g_list[i].args[0] = items[i].a0;
+    g_list[i].args[1] = items[i].a1;
+    g_list[i].args[2] = items[i].a2;
+    g_list[i].args[5] = 0xdeadbeef;  // ignored by the VMM
+  }
+  p.Expect("multicall of 8 mixed entries", kNoTag, Multicall(list, 8), 0);
+  for (int i = 0; i < 8; ++i) {
+    p.Expect("multicall entry result", static_cast<uint64_t>(i), static_cast<int64_t>(g_list[i].result),
+             items[i].want);
+  }
+  p.Expect("multicall count 0", kNoTag, Multicall(list, 0), 0);
+  p.Expect("multicall count 513", kNoTag, Multicall(list, 513), -MVMM_E2BIG);
+  p.Expect("multicall list outside RAM", kNoTag, Multicall(mem, 1), -MVMM_EFAULT);
+}
+
+void ProbeIo(Prober& p, uint64_t mem) {
+  uint64_t text = reinterpret_cast<uintptr_t>(kConsoleText);
+  uint64_t len = sizeof(kConsoleText) - 1;
+  p.Call("console_io write", kNoTag, static_cast<int64_t>(len), MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, len,
+         text);
+  p.Call("console_io cmd 1", kNoTag, -MVMM_EINVAL, MVMM_HC_console_io, 1, len, text);
+  p.Call("console_io 4097 bytes", kNoTag, -MVMM_E2BIG, MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE,
+         MVMM_CONSOLEIO_MAX_BYTES + 1, text);
+  p.Call("console_io outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 1, mem);
+
+  p.Call("sched_op yield", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD, 0);
+  p.Call("sched_op cmd 3", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 3, 0);
+  p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256);
+
+  p.Call("report one entry", kNoTag, 1, MVMM_HC_report, reinterpret_cast<uintptr_t>(kReportText),
+         sizeof(kReportText) - 1);
+  p.Call("report empty", kNoTag, 0, MVMM_HC_report, reinterpret_cast<uintptr_t>(kReportText), 0);
+  p.Call("report too long", kNoTag, -MVMM_E2BIG, MVMM_HC_report, reinterpret_cast<uintptr_t>(kReportText),
+         MVMM_REPORT_MAX_BYTES + 1);
+  p.Call("report outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_report, mem, 8);
+  p.Call("report malformed line", kNoTag, -MVMM_EINVAL, MVMM_HC_report, reinterpret_cast<uintptr_t>(kBadReport),
+         sizeof(kBadReport) - 1);
+}
+
+}  // namespace
+
+void RunHcall(const WorkloadArgs&) {
+  const uint64_t mem = g_boot.memory_size;
+  const uint64_t cr0 = cpu::ReadCr0();
+  WorkloadRecord rec("hcall");
+  g_before = g_hc;
+  Prober p("hcall", Prober::Mode::kStopAtFirst);
+  ProbeMmuUpdate(p, mem);
+  ProbeCpuState(p, cr0);
+  ProbeDescriptors(p);
+  ProbeMulticall(p, mem, cr0);
+  ProbeIo(p, mem);
+  p.Expect("CR0 at the end", kNoTag, cpu::ReadCr0(), cr0);
+  PutHypercallDeltas(&rec, g_before);
+  rec.Put("checks", p.checks());
+  rec.Finish(p.checks());
+}
+
+}  // namespace guest

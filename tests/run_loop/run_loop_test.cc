@@ -1,0 +1,219 @@
+// The run loop against a scripted vCPU: no /dev/kvm. Each test feeds a
+// sequence of exits and checks the counters and how the run ends.
+#include "vmm/run/run_loop.h"
+
+#include <deque>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hypercalls/dispatcher.h"
+#include "minivmm_abi/boot.h"
+#include "vmm/run/vm_devices.h"
+
+namespace minivmm {
+namespace {
+
+// Plays back exits; before each exit it may set registers (a hypercall's
+// number and arguments) the way the guest would have.
+class ScriptedVcpu final : public Vcpu {
+ public:
+  struct Step {
+    VcpuExit exit;
+    std::vector<std::pair<Reg, uint64_t>> regs;
+  };
+  std::deque<Step> script;
+  PlainVcpuState state;
+  int injected = 0;
+  bool window = false;
+  bool ready = true;
+  std::vector<uint8_t> scratch = std::vector<uint8_t>(64);
+
+  absl::StatusOr<VcpuExit> Run() override {
+    if (script.empty()) return absl::InternalError("script ran out");
+    Step step = std::move(script.front());
+    script.pop_front();
+    for (auto [reg, value] : step.regs) state.Set(reg, value);
+    return step.exit;
+  }
+  bool ReadyForInterrupt() const override { return ready; }
+  absl::Status InjectInterrupt(uint32_t vector) override {
+    EXPECT_EQ(vector, MVMM_TIMER_VECTOR);
+    ++injected;
+    return absl::OkStatus();
+  }
+  void RequestInterruptWindow(bool on) override { window = on; }
+  void Kick() override {}
+  void ClearKick() override {}
+  std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override { return {}; }
+  uint64_t Get(Reg reg) const override { return state.Get(reg); }
+  void Set(Reg reg, uint64_t value) override { state.Set(reg, value); }
+  uint64_t Cr0() const override { return state.Cr0(); }
+  void SetCr0(uint64_t value) override { state.SetCr0(value); }
+  int Cpl() const override { return state.Cpl(); }
+};
+
+class RunLoopTest : public ::testing::Test {
+ protected:
+  RunLoopTest() : memory_(ram_), port_(dispatcher_, memory_, {}, nullptr, nullptr, &reports_) {
+    EXPECT_TRUE(pio_.Register(MVMM_HYPERCALL_PORT, 4, &port_).ok());
+  }
+
+  RunStop Run(bool timer_can_fire = false) {
+    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; }, &port_,
+                              nullptr});
+    RunStop stop = loop.Loop();
+    stats_ = loop.stats();
+    return stop;
+  }
+
+  // An `out %eax, $0xEC` exit with the hypercall's registers.
+  void Hypercall(uint32_t nr, uint64_t a0 = 0, uint64_t a1 = 0) {
+    out_data_.push_back(std::vector<uint8_t>(4));
+    vcpu_.script.push_back({IoOut{MVMM_HYPERCALL_PORT, 4, out_data_.back()},
+                            {{Reg::kRax, nr}, {Reg::kRdi, a0}, {Reg::kRsi, a1}}});
+  }
+  void Exit(VcpuExit exit) { vcpu_.script.push_back({exit, {}}); }
+
+  uint64_t Reason(ExitReason r) const { return stats_.by_reason[static_cast<int>(r)]; }
+
+  std::vector<uint8_t> ram_ = std::vector<uint8_t>(1 << 20);
+  GuestMemory memory_;
+  GuestReports reports_;
+  Dispatcher dispatcher_;
+  HypercallPort port_;
+  Bus pio_{"pio"};
+  Bus mmio_{"mmio"};
+  VmSignals signals_;
+  ScriptedVcpu vcpu_;
+  ExitStats stats_;
+  std::deque<std::vector<uint8_t>> out_data_;
+};
+
+TEST_F(RunLoopTest, ShutdownHypercallStopsWithTheGuestsCode) {
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 7);
+  RunStop stop = Run();
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stop.exit_code, 7);
+  EXPECT_EQ(Reason(ExitReason::kIo), 1u);
+  EXPECT_EQ(stats_.hc_exits[MVMM_HC_sched_op], 1u);
+  EXPECT_EQ(stats_.pio_by_device[0], 1u);
+}
+
+TEST_F(RunLoopTest, EachHypercallIsCountedOnceAsExitAndOp) {
+  for (int i = 0; i < 5; ++i) Hypercall(MVMM_HC_set_if, i % 2);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  EXPECT_EQ(stats_.hc_exits[MVMM_HC_set_if], 5u);
+  EXPECT_EQ(stats_.hc_ops[MVMM_HC_set_if], 5u);
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kIfSet)].exits, 2u);
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kIfClear)].exits, 3u);
+  EXPECT_EQ(Reason(ExitReason::kIo), 6u);
+}
+
+TEST_F(RunLoopTest, UnclaimedPortReadsAllOnesAndIsCounted) {
+  std::vector<uint8_t> in(2, 0);
+  Exit(IoIn{0x1234, 2, in});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  EXPECT_EQ(in, std::vector<uint8_t>({0xff, 0xff}));
+  EXPECT_EQ(stats_.pio_unclaimed, 1u);
+}
+
+TEST_F(RunLoopTest, RepOutsIsOneBusAccessPerElement) {
+  std::vector<uint8_t> data(12);
+  Exit(IoOut{0x1234, 4, data});  // three 4-byte elements, nothing there
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  EXPECT_EQ(Reason(ExitReason::kIo), 2u);
+  EXPECT_EQ(stats_.pio_unclaimed, 3u);
+}
+
+TEST_F(RunLoopTest, TripleFaultStops) {
+  Exit(Shutdown{});
+  EXPECT_EQ(Run().reason, StopReason::kTripleFault);
+  EXPECT_EQ(Reason(ExitReason::kShutdown), 1u);
+}
+
+TEST_F(RunLoopTest, EmulationFailureStops) {
+  Exit(InternalError{1});
+  EXPECT_EQ(Run().reason, StopReason::kEmulationFailure);
+}
+
+TEST_F(RunLoopTest, FailedEntryIsAVmmError) {
+  Exit(FailEntry{0x80000021});
+  EXPECT_EQ(Run().reason, StopReason::kVmmError);
+}
+
+TEST_F(RunLoopTest, VcpuErrorIsAVmmError) {
+  EXPECT_EQ(Run().reason, StopReason::kVmmError);  // empty script: Run() fails
+}
+
+TEST_F(RunLoopTest, HaltWithInterruptsOffNeverWakes) {
+  vcpu_.state.Set(Reg::kRflags, 0x2);
+  Exit(Hlt{});
+  RunStop stop = Run(/*timer_can_fire=*/true);
+  EXPECT_EQ(stop.reason, StopReason::kHaltedForever);
+  EXPECT_NE(stop.detail.find("interrupts disabled"), std::string::npos);
+}
+
+TEST_F(RunLoopTest, HaltWithNoTimerNeverWakes) {
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  Exit(Hlt{});
+  EXPECT_EQ(Run(/*timer_can_fire=*/false).reason, StopReason::kHaltedForever);
+}
+
+TEST_F(RunLoopTest, HaltWithPendingInterruptResumesAndRequestsAWindow) {
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  vcpu_.ready = false;  // not injectable before the first entry
+  signals_.irq_pending = true;
+  Exit(Hlt{});
+  Exit(IrqWindowOpen{});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  // After the HLT the interrupt is still pending; make it injectable.
+  vcpu_.ready = false;
+  RunStop stop = Run(/*timer_can_fire=*/false);
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
+  EXPECT_TRUE(vcpu_.window);  // never became ready: the window stays requested
+  EXPECT_EQ(vcpu_.injected, 0);
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kIfSet)].exits, 1u);  // the window exit
+}
+
+TEST_F(RunLoopTest, PendingInterruptIsInjectedWhenReady) {
+  signals_.irq_pending = true;
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  EXPECT_EQ(vcpu_.injected, 1);
+  EXPECT_EQ(stats_.timer_injections, 1u);
+  EXPECT_FALSE(signals_.irq_pending);
+}
+
+TEST_F(RunLoopTest, StopRequestEndsTheRunBeforeTheNextEntry) {
+  signals_.stop_requested = true;
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  EXPECT_EQ(Run().reason, StopReason::kStopRequested);
+  EXPECT_EQ(Reason(ExitReason::kIo), 0u);
+}
+
+TEST_F(RunLoopTest, TimeoutEndsTheRun) {
+  signals_.timed_out = true;
+  EXPECT_EQ(Run().reason, StopReason::kTimeout);
+}
+
+TEST_F(RunLoopTest, InterruptedExitIsCountedAndResumes) {
+  Exit(Interrupted{});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(Reason(ExitReason::kIntr), 1u);
+}
+
+TEST_F(RunLoopTest, HypercallFromRing3IsRefusedAndCounted) {
+  vcpu_.state.cpl = 3;
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Exit(Shutdown{});
+  EXPECT_EQ(Run().reason, StopReason::kTripleFault);
+  EXPECT_EQ(stats_.hc_refused_cpl3, 1u);
+  EXPECT_EQ(static_cast<int64_t>(vcpu_.state.Get(Reg::kRax)), -MVMM_EPERM);
+}
+
+}  // namespace
+}  // namespace minivmm

@@ -1,0 +1,41 @@
+// What the run loop needs of a vCPU: enter the guest and get the decoded
+// exit, inject interrupts, be kicked out of the guest. KvmVcpu implements it
+// over /dev/kvm; tests implement it with a script of exits (no KVM needed).
+#ifndef MINIVMM_VMM_CORE_VCPU_H_
+#define MINIVMM_VMM_CORE_VCPU_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "vmm/core/vcpu_exit.h"
+#include "vmm/core/vcpu_state.h"
+
+namespace minivmm {
+
+class Vcpu : public VcpuState {
+ public:
+  // Enters the guest once and returns the decoded exit. Spans inside the
+  // exit are valid until the next Run().
+  virtual absl::StatusOr<VcpuExit> Run() = 0;
+
+  // True when an external interrupt can be injected before the next entry
+  // (IF=1, no interrupt shadow).
+  virtual bool ReadyForInterrupt() const = 0;
+  virtual absl::Status InjectInterrupt(uint32_t vector) = 0;
+  // Asks for an IrqWindowOpen exit as soon as the guest can take an interrupt.
+  virtual void RequestInterruptWindow(bool on) = 0;
+
+  // Kick() makes the current or next Run() return Interrupted; any thread.
+  virtual void Kick() = 0;
+  virtual void ClearKick() = 0;
+
+  virtual std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const = 0;
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_CORE_VCPU_H_
