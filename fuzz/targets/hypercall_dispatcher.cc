@@ -58,8 +58,9 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
 void Run(Input& in) {
   FuzzVm vm(in);
   HypercallEnv env = vm.Env();
+  Snapshot before;
   int calls = 0;
-  while (!in.empty() && calls < 64) {
+  while (!in.empty() && calls < 32) {
     const uint8_t kind = in.U8();
     if (kind % 4 == 0) {
       vm.Poke(in);
@@ -71,7 +72,7 @@ void Run(Input& in) {
     const uint64_t rax = kind % 4 == 3 ? in.U64() : vm.Number(in);
     HypercallArgs args;
     for (uint64_t& a : args) a = vm.Arg(in);
-    const Snapshot before(vm);
+    before.Take(vm);
     int64_t r;
     if (kind % 4 == 2) {
       r = vm.dispatcher.Dispatch(env, rax, args, /*direct=*/false);

@@ -49,13 +49,24 @@ int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a
   return rc;
 }
 
+// The entries' ops as issued: the VMM runs the copy it took at the call, so
+// an entry that rewrites a later entry's op in memory must not change what
+// is counted (the hostile workload does exactly that).
+static uint64_t g_issued_ops[MVMM_MULTICALL_MAX_ENTRIES];
+
 int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
+  const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
+  // Only a list the VMM can accept is read (count bound; in RAM is the
+  // caller's business: a probe of a list outside RAM gets -EFAULT, read nothing).
+  bool countable = count <= MVMM_MULTICALL_MAX_ENTRIES && list_gpa + count * sizeof(mvmm_multicall_entry) <= g_boot.memory_size &&
+                   list_gpa + count * sizeof(mvmm_multicall_entry) >= list_gpa;
+  if (countable) {
+    for (uint64_t i = 0; i < count; ++i) g_issued_ops[i] = e[i].op;
+  }
   int64_t rc = RawHypercall(MVMM_HC_multicall, list_gpa, count);
-  if (rc >= 0) {
-    // Accepted: count <= MVMM_MULTICALL_MAX_ENTRIES and the list is in RAM.
-    const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
-    for (uint64_t i = 0; i < count; ++i) CountHypercallOp(e[i].op, static_cast<int64_t>(e[i].result), false);
+  if (rc >= 0 && countable) {
+    for (uint64_t i = 0; i < count; ++i) CountHypercallOp(g_issued_ops[i], static_cast<int64_t>(e[i].result), false);
   }
   CountHypercallOp(MVMM_HC_multicall, rc, /*direct=*/true);
   return rc;

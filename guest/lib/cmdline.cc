@@ -21,6 +21,8 @@ constexpr ParamSpec kIrqParams[] = {
 constexpr ParamSpec kCpaParams[] = {
     {"pages", nullptr, 16, 1, 512}, {"rounds", nullptr, 1, 1, kBig}, {"calls", nullptr, 4, 1, kBig}};
 constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8}, {"rounds", nullptr, 20, 1, kBig}};
+constexpr ParamSpec kCustomParams[] = {{"n", nullptr, 3, 0, 255}};
+constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
 
 #define GUEST_SPEC_(name, params) {name, params, sizeof(params) / sizeof(params[0])}
 constexpr WorkloadSpec kWorkloads[] = {
@@ -33,6 +35,9 @@ constexpr WorkloadSpec kWorkloads[] = {
     GUEST_SPEC_("cpa", kCpaParams),
     GUEST_SPEC_("fpu", kFpuParams),
     {"all", nullptr, 0},
+    GUEST_SPEC_("custom", kCustomParams),
+    {"hcall", nullptr, 0},
+    GUEST_SPEC_("hostile", kHostileParams),
     {nullptr, nullptr, 0},
 };
 #undef GUEST_SPEC_
@@ -158,7 +163,7 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
   StrView name = SplitAt(&v, ',');
   const WorkloadSpec* spec = FindWorkload(name);
   if (spec == nullptr) {
-    err->Str("unknown workload '").Str(name).Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all)");
+    err->Str("unknown workload '").Str(name).Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)");
     return false;
   }
   WorkloadArgs args;

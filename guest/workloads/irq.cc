@@ -6,6 +6,7 @@
 #include "arch/cpu.h"
 #include "kernel/boot.h"
 #include "kernel/hypercall.h"
+#include "kernel/panic.h"
 #include "kernel/sched.h"
 #include "pv/pv_ops.h"
 #include "workloads/workload.h"
@@ -20,20 +21,29 @@ void RunIrq(const WorkloadArgs& args) {
   SpinLock locks[8];
   uint64_t flags[8];
 
+  constexpr uint64_t kIf = 1u << 9;
+  uint64_t checks = 0;
   WorkloadRecord rec("irq");
   uint64_t t0 = cpu::Rdtsc();
   for (uint64_t i = 0; i < loops; ++i) {
     for (uint64_t d = 0; d < depth; ++d) flags[d] = locks[d].LockIrqSave();
     // A deadline in the past (1 ns of guest time): fires at once.
     if (pending) HypercallOrDie(MVMM_HC_set_timer_op, 1);
-    for (uint64_t d = depth; d-- > 0;) locks[d].UnlockIrqRestore(flags[d]);
+    for (uint64_t d = depth; d-- > 0;) {
+      locks[d].UnlockIrqRestore(flags[d]);
+      // Self-check: the restore left IF exactly as it was when that level
+      // saved it (clear for inner levels, set for the outermost).
+      if ((ArchSaveFlags() & kIf) != (flags[d] & kIf))
+        Fatal(kExitCheckFailed, "irq: IF after restore differs from the saved flags");
+      ++checks;
+    }
   }
   uint64_t elapsed = cpu::Rdtsc() - t0;
   rec.Put("loops", loops);
   rec.Put("depth", depth);
   rec.Put("restores", loops * depth);
   rec.PutTiming(loops * depth, elapsed, EmptyLoopTsc(loops * depth));
-  rec.Finish(0);
+  rec.Finish(checks);
 }
 
 }  // namespace guest

@@ -24,7 +24,7 @@ class WorkloadRecord {
   // Time per operation: raw, the empty-loop baseline, and raw - baseline.
   void PutTiming(uint64_t ops, uint64_t tsc_total, uint64_t baseline_total);
   // Appends the counter deltas and self-check results and sends the record.
-  void Finish(uint64_t checks_passed);
+  void Finish(uint64_t checks_passed, uint64_t checks_failed = 0);
 
  private:
   const char* name_;
@@ -45,6 +45,9 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args);
 void RunIrq(const WorkloadArgs& args);
 void RunCpa(const WorkloadArgs& args);
 void RunFpu(const WorkloadArgs& args);
+void RunCustom(const WorkloadArgs& args);
+void RunHcall(const WorkloadArgs& args);
+void RunHostile(const WorkloadArgs& args);
 
 }  // namespace guest
 

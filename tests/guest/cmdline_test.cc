@@ -104,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
         BadCase{"pvops=fpu_switch:patched",
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
-        BadCase{"workload=nope", "unknown workload 'nope' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all)"},
+        BadCase{"workload=nope", "unknown workload 'nope' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)"},
         BadCase{"workload=ctx,bogus=1", "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
         BadCase{"workload=ctx,rounds=0", "bad value '0' for ctx.rounds (integer 1..1000000)"},

@@ -1,0 +1,220 @@
+// Exact exit accounting for the paravirt ops (issues 4 and 5): for every
+// workload, backend and variant, the VMM's counts by hypercall and by cause
+// must equal formulas in the guest's own counters. Two independent counters:
+// the VMM attributes exits itself; the guest counts what it issued. The
+// formulas and their reasoning are in docs/exit-model.md.
+#include "gtest/gtest.h"
+#include "minivmm_abi/hypercall.h"
+#include "tests/integration/vm_test_util.h"
+
+namespace minivmm::testing {
+namespace {
+
+const char* const kHypercalls[] = {
+#define MVMM_TEST_NAME_(nr, name) #name,
+    MVMM_HYPERCALL_LIST(MVMM_TEST_NAME_)
+#undef MVMM_TEST_NAME_
+};
+
+uint32_t Nr(const std::string& name) {
+#define MVMM_TEST_NR_(nr, n) \
+  if (name == #n) return nr;
+  MVMM_HYPERCALL_LIST(MVMM_TEST_NR_)
+#undef MVMM_TEST_NR_
+  return 0;
+}
+
+const CauseCount& CauseOf(const GuestRun& run, Cause cause) {
+  return run.result.stats.causes[static_cast<int>(cause)];
+}
+
+struct Case {
+  std::string workload;
+  std::string backend;
+  std::string pvops;
+};
+
+std::string Name(const Case& c) {
+  std::string s = c.workload + "_" + c.backend + "_" + c.pvops;
+  for (char& ch : s)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+void PrintTo(const Case& c, std::ostream* os) { *os << Name(c); }
+
+class PvopsMatrixTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
+  SKIP_WITHOUT_KVM();
+  const Case& c = GetParam();
+  GuestRun run = RunGuest(BuiltinGuest(), "backend=" + c.backend + " pvops=" + c.pvops +
+                                              " workload=" + c.workload);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  EXPECT_EQ(run.Report("check.failed"), 0u);
+  EXPECT_GT(run.Report("check.passed"), 0u);
+
+  // Per hypercall: the VMM's ops and exits are the guest's issued calls.
+  for (const char* name : kHypercalls) {
+    EXPECT_EQ(run.HypercallOps(Nr(name)), run.Report(std::string("kernel.hc.") + name)) << name;
+    EXPECT_EQ(run.HypercallExits(Nr(name)), run.Report(std::string("kernel.hc_exits.") + name)) << name;
+  }
+  // Nothing refused, nothing unknown: the guest only makes valid calls.
+  EXPECT_EQ(run.result.stats.hc_bad_number, 0u);
+
+  // Timer off: no interrupt windows, so IF-set exits are all hypercalls.
+  EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)], 0u);
+  const bool naive_restore = run.reports["config.pvops.irq_restore"] == "naive";
+  if (c.backend == "pv") {
+    EXPECT_EQ(CauseOf(run, Cause::kIfSet).ops,
+              run.Report("kernel.irq_enables") + run.Report("kernel.idle_blocks") +
+                  run.Report("kernel.irq_restores_if_set"));
+    EXPECT_EQ(CauseOf(run, Cause::kIfClear).ops,
+              run.Report("kernel.irq_disables") +
+                  (naive_restore ? run.Report("kernel.irq_restores_if_clear") : 0));
+    EXPECT_EQ(CauseOf(run, Cause::kCr0Write).ops, run.Report("kernel.cr0_writes"));
+    EXPECT_EQ(CauseOf(run, Cause::kDescriptorUpdate).ops, run.Report("kernel.desc_updates"));
+    EXPECT_EQ(CauseOf(run, Cause::kPageTableUpdate).ops, run.Report("kernel.pte_updates"));
+    EXPECT_EQ(CauseOf(run, Cause::kMulticall).exits, run.Report("kernel.multicalls"));
+    EXPECT_EQ(CauseOf(run, Cause::kMulticall).ops, run.Report("kernel.multicall_entries"));
+    EXPECT_EQ(run.result.stats.gdt_stores_applied, 0u);
+  } else {
+    // Native: raw instructions. Only the GDT stores trap; CR0 and IF writes
+    // are invisible to the VMM.
+    EXPECT_EQ(run.result.stats.gdt_stores_applied, run.Report("kernel.desc_updates"));
+    EXPECT_EQ(run.result.stats.gdt_stores_rejected, 0u);
+    EXPECT_EQ(CauseOf(run, Cause::kDescriptorUpdate).exits, run.Report("kernel.desc_updates"));
+    EXPECT_EQ(CauseOf(run, Cause::kCr0Write).ops, 0u);
+    EXPECT_EQ(CauseOf(run, Cause::kIfSet).ops, 0u);
+    EXPECT_EQ(CauseOf(run, Cause::kIfClear).ops, 0u);
+    EXPECT_EQ(run.HypercallOps(MVMM_HC_set_if), 0u);
+  }
+}
+
+std::vector<Case> Matrix() {
+  std::vector<Case> cases;
+  for (const char* w : {"ctx", "pipe", "irq", "cpa", "fpu"})
+    for (const char* b : {"pv", "native"})
+      for (const char* p : {"naive", "optimized", "optimized,fpu_switch:eager,pte_flags:patched,batch:off"})
+        cases.push_back({w, b, p});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, PvopsMatrixTest, ::testing::ValuesIn(Matrix()),
+                         [](const auto& info) { return Name(info.param); });
+
+GuestRun RunPv(const std::string& pvops, const std::string& workload) {
+  return RunGuest(BuiltinGuest(), "backend=pv pvops=" + pvops + " workload=" + workload);
+}
+
+// TLS shadow copies (seed optimization 1).
+TEST(PvopsTest, TlsNaiveSendsThreeDescriptorsPerSwitch) {
+  SKIP_WITHOUT_KVM();
+  GuestRun run = RunPv("naive", "ctx,tasks=3,rounds=10,tls=same");
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  EXPECT_EQ(CauseOf(run, Cause::kDescriptorUpdate).ops, 3 * run.Report("kernel.switches"));
+  EXPECT_EQ(CauseOf(run, Cause::kDescriptorUpdate).exits, 3 * run.Report("kernel.switches"));
+}
+
+TEST(PvopsTest, TlsOptimizedSendsOnlyChangedSlots) {
+  SKIP_WITHOUT_KVM();
+  const uint64_t t = 3, n = 10;
+  const std::string w = "ctx,tasks=3,rounds=10,tls=";
+  // tls=same: only entering and leaving the ring change the slots (6).
+  GuestRun same = RunPv("naive,tls:optimized", w + "same");
+  EXPECT_EQ(same.Report("ctx.tls_slots_sent"), 6u);
+  // tls=one: one slot differs between neighbours on every switch in the ring.
+  GuestRun one = RunPv("naive,tls:optimized", w + "one");
+  EXPECT_EQ(one.Report("ctx.tls_slots_sent"), 6 + t * n);
+  // tls=all: every slot differs, as many as naive.
+  GuestRun all = RunPv("naive,tls:optimized", w + "all");
+  EXPECT_EQ(all.Report("ctx.tls_slots_sent"), 3 * all.Report("ctx.switches"));
+  for (const GuestRun* run : {&same, &one, &all}) {
+    EXPECT_EQ(run->result.exit_code, 0) << run->console;
+    EXPECT_EQ(CauseOf(*run, Cause::kDescriptorUpdate).ops, run->Report("kernel.desc_updates"));
+  }
+}
+
+// The stts/clts pair (seed optimization 3).
+TEST(PvopsTest, FpuSwitchNaiveCostsTwoCr0WritesPerOwnerPreload) {
+  SKIP_WITHOUT_KVM();
+  const std::string w = "ctx,tasks=3,rounds=10,fpu=all";
+  GuestRun naive = RunPv("naive", w);
+  GuestRun optimized = RunPv("naive,fpu_switch:optimized", w);
+  GuestRun eager = RunPv("naive,fpu_switch:eager", w);
+  ASSERT_EQ(naive.Report("ctx.fpu_owner_preloads"), optimized.Report("ctx.fpu_owner_preloads"));
+  EXPECT_EQ(naive.Report("ctx.fpu_owner_preloads"), 3u * 10u);
+  EXPECT_EQ(CauseOf(naive, Cause::kCr0Write).ops - CauseOf(optimized, Cause::kCr0Write).ops,
+            2 * naive.Report("ctx.fpu_owner_preloads"));
+  EXPECT_EQ(CauseOf(naive, Cause::kCr0Write).exits - CauseOf(optimized, Cause::kCr0Write).exits,
+            2 * naive.Report("ctx.fpu_owner_preloads"));
+  EXPECT_EQ(eager.Report("ctx.cr0_writes"), 0u);
+}
+
+// Conditional irq restore (seed optimization 4).
+TEST(PvopsTest, IrqRestoreNaiveAddsOneExitPerRestoreWithIfClear) {
+  SKIP_WITHOUT_KVM();
+  const std::string w = "irq,loops=20,depth=3";
+  GuestRun naive = RunPv("naive", w);
+  GuestRun optimized = RunPv("naive,irq_restore:optimized", w);
+  // The workload's own restores: L (d - 1) with IF clear, L with IF set.
+  EXPECT_EQ(naive.Report("irq.irq_restores_if_clear"), 20u * 2u);
+  EXPECT_EQ(naive.Report("irq.irq_restores_if_set"), 20u);
+  // The whole run's (boot and the scheduler restore too): every one of
+  // them costs naive one set_if(0) exit that optimized skips.
+  const uint64_t if_clear = naive.Report("kernel.irq_restores_if_clear");
+  EXPECT_EQ(if_clear, optimized.Report("kernel.irq_restores_if_clear"));
+  EXPECT_EQ(naive.HypercallExits(MVMM_HC_set_if) - optimized.HypercallExits(MVMM_HC_set_if), if_clear);
+  EXPECT_EQ(CauseOf(naive, Cause::kIfClear).exits - CauseOf(optimized, Cause::kIfClear).exits, if_clear);
+  EXPECT_EQ(CauseOf(naive, Cause::kIfSet).exits, CauseOf(optimized, Cause::kIfSet).exits);
+}
+
+// pte_flags through pv_ops vs inline (seed optimization 2): no exits either
+// way; the guest counts indirect calls.
+TEST(PvopsTest, PteFlagsVariantsCostNoExitsAndTheSamePageTableUpdates) {
+  SKIP_WITHOUT_KVM();
+  const std::string w = "cpa,pages=16,rounds=2";
+  GuestRun naive = RunPv("naive", w);
+  GuestRun inline_mask = RunPv("naive,pte_flags:optimized", w);
+  GuestRun patched = RunPv("naive,pte_flags:patched", w);
+  for (const GuestRun* run : {&naive, &inline_mask, &patched}) {
+    EXPECT_EQ(run->result.exit_code, 0) << run->console;
+    EXPECT_EQ(CauseOf(*run, Cause::kPageTableUpdate).ops, 2u * 16u * 2u);  // 2 R N
+    EXPECT_EQ(run->HypercallExits(MVMM_HC_mmu_update), 2u * 16u * 2u);
+  }
+  // The same pte_flags() reads happen in every variant (2 R N + the timed
+  // calls); only how they are reached differs, which costs time, not exits.
+  EXPECT_GT(naive.Report("cpa.pte_flags_calls"), 0u);
+  EXPECT_EQ(inline_mask.Report("cpa.pte_flags_calls"), naive.Report("cpa.pte_flags_calls"));
+  EXPECT_EQ(patched.Report("cpa.pte_flags_calls"), naive.Report("cpa.pte_flags_calls"));
+  EXPECT_EQ(naive.Report("kernel.patched_sites"), 0u);
+  EXPECT_GT(patched.Report("kernel.patched_sites"), 0u);
+}
+
+// Multicall batching (Xen lazy modes).
+TEST(PvopsTest, BatchOnMakesEachContextSwitchAtMostOneExit) {
+  SKIP_WITHOUT_KVM();
+  GuestRun run = RunPv("naive,batch:on", "ctx,tasks=3,rounds=10");
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  // Everything a switch does is queued: no direct stack_switch or
+  // update_descriptor at all, and the only direct fpu_taskswitch calls are
+  // the boot-time stts and the clts of each #NM trap (outside switches).
+  EXPECT_EQ(run.HypercallExits(MVMM_HC_stack_switch), 0u);
+  EXPECT_EQ(run.HypercallExits(MVMM_HC_update_descriptor), 0u);
+  EXPECT_EQ(run.HypercallExits(MVMM_HC_fpu_taskswitch), 1 + run.Report("kernel.nm_traps"));
+  EXPECT_LE(run.Report("ctx.multicalls"), run.Report("ctx.switches"));
+  EXPECT_EQ(CauseOf(run, Cause::kMulticall).ops, run.Report("kernel.multicall_entries"));
+}
+
+TEST(PvopsTest, BatchOnTurnsPageWalkUpdatesIntoMulticalls) {
+  SKIP_WITHOUT_KVM();
+  GuestRun run = RunPv("naive,batch:on", "cpa,pages=16,rounds=2");
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  EXPECT_EQ(run.HypercallExits(MVMM_HC_mmu_update), 0u);
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_mmu_update), 2u * 16u * 2u);
+  EXPECT_EQ(run.Report("cpa.multicalls"), 2u * 2u * 1u);  // 2 N ceil(R / 64)
+}
+
+}  // namespace
+}  // namespace minivmm::testing
