@@ -7,7 +7,11 @@
 #define MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,13 +80,13 @@ struct FuzzVm {
   explicit FuzzVm(Input& in) {
     switch (in.U8() % 8) {
       case 0:
-      case 1: ram.resize(0x4000); break;   // boot info, command line, TSS; no page tables
-      case 2: ram.resize(0x12000); break;  // also the PML4 and PDPT pages
-      case 3: ram.resize(0); break;
-      case 4: ram.resize(0x1000); break;   // the TSS is outside RAM
-      case 5: ram.resize(MVMM_TSS_GPA + sizeof(mvmm_tss)); break;  // ends right after the TSS
-      case 6: ram.resize(MVMM_PAGE_TABLES_END); break;
-      default: ram.resize((in.U16() % 0x9000 + 1) * 2); break;  // odd page fraction
+      case 1: UseRam(0x4000); break;   // boot info, command line, TSS; no page tables
+      case 2: UseRam(0x12000); break;  // also the PML4 and PDPT pages
+      case 3: UseRam(0); break;
+      case 4: UseRam(0x1000); break;   // the TSS is outside RAM
+      case 5: UseRam(MVMM_TSS_GPA + sizeof(mvmm_tss)); break;  // ends right after the TSS
+      case 6: UseRam(MVMM_PAGE_TABLES_END); break;
+      default: UseRam((in.U16() % 0x9000 + 1) * 2); break;  // odd page fraction
     }
     const uint8_t fill = in.U8();
     if (!ram.empty()) std::memset(ram.data(), fill, ram.size());
@@ -103,7 +107,7 @@ struct FuzzVm {
     if (!dispatcher.Register(kUserHypercall, "fuzz_user", UserHypercall).ok()) std::abort();
   }
 
-  std::vector<uint8_t> ram;
+  std::span<uint8_t> ram;  // exactly ram_size() bytes: ASan sees any overrun
   std::vector<uint8_t> gdt;
   std::vector<uint8_t> initial_gdt;
   GuestMemory memory{std::span<uint8_t>()};
@@ -115,6 +119,7 @@ struct FuzzVm {
   FakeTimer timer;
   GuestReports reports;
   Dispatcher dispatcher;
+  std::unique_ptr<uint8_t[]> own_ram_;
 
   // Built on demand: `memory` must see the final RAM vector.
   HypercallEnv Env() {
@@ -123,6 +128,21 @@ struct FuzzVm {
   }
 
   uint64_t ram_size() const { return ram.size(); }
+
+  // Points `ram` at an exact-size heap buffer. The common sizes are cached
+  // across inputs: fresh 128 KiB allocations per input would cost more than
+  // the code under test (ASan quarantine, page faults).
+  void UseRam(uint64_t size) {
+    static auto* cache = new std::map<uint64_t, std::unique_ptr<uint8_t[]>>;
+    if (size == 0) {
+      ram = {};
+      return;
+    }
+    const bool common = size % 0x1000 == 0 || size == MVMM_TSS_GPA + sizeof(mvmm_tss);
+    std::unique_ptr<uint8_t[]>& slot = common ? (*cache)[size] : own_ram_;
+    if (!slot) slot = std::make_unique<uint8_t[]>(size);
+    ram = std::span<uint8_t>(slot.get(), size);
+  }
 
   // A guest argument: mostly values near the edges that matter.
   uint64_t Arg(Input& in, uint64_t anchor = 0) {
@@ -198,7 +218,7 @@ struct Snapshot {
   }
 
   bool Same(const FuzzVm& vm) const {
-    return ram == vm.ram && gdt == vm.gdt && cr0 == vm.vcpu.cr0 &&
+    return std::equal(ram.begin(), ram.end(), vm.ram.begin(), vm.ram.end()) && gdt == vm.gdt && cr0 == vm.vcpu.cr0 &&
            rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&

@@ -82,7 +82,8 @@ void Run(Input& in) {
     }
   }
 
-  Snapshot before;
+  static auto* snapshot = new Snapshot;
+  Snapshot& before = *snapshot;
   before.Take(vm);
   const uint64_t ops_before = vm.stats.causes[static_cast<int>(Cause::kMulticall)].ops;
   vm.vcpu.Set(Reg::kRax, MVMM_HC_multicall);
@@ -106,11 +107,12 @@ void Run(Input& in) {
   if (r == 0 && count > 0 && !writes_ram) {
     // Only result fields changed in RAM: copy them into the snapshot, then
     // the two must be equal.
-    std::vector<uint8_t> expect = before.ram;
+    static auto* expect = new std::vector<uint8_t>;
+    expect->assign(before.ram.begin(), before.ram.end());
     for (uint64_t i = 0; i < count; ++i) {
-      std::memcpy(expect.data() + list + i * kEntry + 8, vm.ram.data() + list + i * kEntry + 8, 8);
+      std::memcpy(expect->data() + list + i * kEntry + 8, vm.ram.data() + list + i * kEntry + 8, 8);
     }
-    FUZZ_CHECK(expect == vm.ram);
+    FUZZ_CHECK(std::equal(expect->begin(), expect->end(), vm.ram.begin(), vm.ram.end()));
     for (uint64_t i = 0; i < count; ++i) {
       int64_t result;
       std::memcpy(&result, vm.ram.data() + list + i * kEntry + 8, 8);

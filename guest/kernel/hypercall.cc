@@ -57,10 +57,10 @@ static uint64_t g_issued_ops[MVMM_MULTICALL_MAX_ENTRIES];
 int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
   const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
-  // Only a list the VMM can accept is read (count bound; in RAM is the
-  // caller's business: a probe of a list outside RAM gets -EFAULT, read nothing).
-  bool countable = count <= MVMM_MULTICALL_MAX_ENTRIES && list_gpa + count * sizeof(mvmm_multicall_entry) <= g_boot.memory_size &&
-                   list_gpa + count * sizeof(mvmm_multicall_entry) >= list_gpa;
+  // Only a list the VMM can accept is read: within the count bound and wholly
+  // in RAM (a probe's list outside RAM gets -EFAULT and is never touched).
+  const uint64_t end = list_gpa + count * sizeof(mvmm_multicall_entry);
+  bool countable = count <= MVMM_MULTICALL_MAX_ENTRIES && end >= list_gpa && end <= g_boot.memory_size;
   if (countable) {
     for (uint64_t i = 0; i < count; ++i) g_issued_ops[i] = e[i].op;
   }

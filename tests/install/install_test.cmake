@@ -1,13 +1,16 @@
-# Driven by tests/install/CMakeLists.txt (cmake -P). Steps, each fatal on
-# failure:
-#   1. cmake --install the build into WORK_DIR/prefix (fresh every run);
-#   2. check the layout: guest image, CLI, package config, headers;
-#   3. build a generated project that compiles each installed header alone;
-#   4. build examples/embed against the prefix, finding only this prefix;
-#   5. run it; it exits 0 only if its checks pass. Without a usable /dev/kvm
-#      this step prints "install_test: SKIP" and the test is skipped.
+# One step of the install tests (tests/install/CMakeLists.txt), run with
+# cmake -P and -DSTEP=<step>; every failure is fatal:
+#   install         cmake --install the build into PREFIX (fresh every run)
+#                   and check the layout
+#   headers         a generated project compiles each installed header alone
+#   embed_example   examples/embed builds against PREFIX and its checks pass;
+#                   without a usable /dev/kvm it prints "install_test: SKIP"
+#                   after building, and ctest counts the test as skipped
+#   cli_public_api  vmm/cli's sources preprocess with only their own headers
+#                   and the installed ones
+# The consumer projects find minivmm in PREFIX and nowhere else.
 cmake_minimum_required(VERSION 3.25)
-foreach(var MINIVMM_SOURCE_DIR MINIVMM_BINARY_DIR WORK_DIR GENERATOR CXX_COMPILER)
+foreach(var STEP MINIVMM_SOURCE_DIR MINIVMM_BINARY_DIR PREFIX WORK_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "install_test: ${var} is not set")
   endif()
@@ -15,10 +18,6 @@ endforeach()
 if("${BUILD_TYPE}" STREQUAL "")
   set(BUILD_TYPE Debug)
 endif()
-
-set(prefix ${WORK_DIR}/prefix)
-file(REMOVE_RECURSE ${WORK_DIR})
-file(MAKE_DIRECTORY ${WORK_DIR})
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -28,44 +27,53 @@ function(run_step what)
   message(STATUS "install_test: ${what}: ok")
 endfunction()
 
-# 1. Install.
-run_step("cmake --install" ${CMAKE_COMMAND} --install ${MINIVMM_BINARY_DIR} --prefix ${prefix})
+# Configures and builds the consumer project in `source` in `build`.
+function(build_consumer what source build)
+  file(REMOVE_RECURSE ${build})
+  run_step("configure ${what}" ${CMAKE_COMMAND} -S ${source} -B ${build}
+    -G ${GENERATOR}
+    -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
+    -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
+    -Dminivmm_DIR=${minivmm_dir}
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    ${ARGN})
+  run_step("build ${what}" ${CMAKE_COMMAND} --build ${build})
+endfunction()
 
-# 2. Layout.
-file(GLOB_RECURSE config_files ${prefix}/*/minivmmConfig.cmake)
+if(STEP STREQUAL "install")
+  file(REMOVE_RECURSE ${PREFIX})
+  run_step("cmake --install" ${CMAKE_COMMAND} --install ${MINIVMM_BINARY_DIR} --prefix ${PREFIX})
+  foreach(file share/minivmm/minivmm-guest.elf bin/minivmm include/minivmm/vmm/vm.h
+               include/minivmm/minivmm_abi/hypercall.h include/minivmm/hypercalls/hypercall_env.h)
+    if(NOT EXISTS ${PREFIX}/${file})
+      message(FATAL_ERROR "install_test: ${PREFIX}/${file} was not installed")
+    endif()
+  endforeach()
+  return()
+endif()
+
+file(GLOB_RECURSE config_files ${PREFIX}/*/minivmmConfig.cmake)
 list(LENGTH config_files n_configs)
 if(NOT n_configs EQUAL 1)
-  message(FATAL_ERROR "install_test: expected one minivmmConfig.cmake under ${prefix}, found '${config_files}'")
+  message(FATAL_ERROR "install_test: expected one minivmmConfig.cmake under ${PREFIX}, found '${config_files}'")
 endif()
 get_filename_component(minivmm_dir ${config_files} DIRECTORY)
-foreach(file share/minivmm/minivmm-guest.elf bin/minivmm include/minivmm/vmm/vm.h
-             include/minivmm/minivmm_abi/hypercall.h include/minivmm/hypercalls/hypercall_env.h)
-  if(NOT EXISTS ${prefix}/${file})
-    message(FATAL_ERROR "install_test: ${prefix}/${file} was not installed")
-  endif()
-endforeach()
 
-set(configure_args
-  -G ${GENERATOR}
-  -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
-  -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
-  "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
-  "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
-  # This prefix and nothing else: never a minivmm installed on the machine.
-  -Dminivmm_DIR=${minivmm_dir}
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-
-# 3. Every installed header compiles on its own, seeing only the prefix (and
-# the system): a public header that includes an uninstalled one fails here.
-set(headers_dir ${WORK_DIR}/headers)
-file(GLOB_RECURSE headers RELATIVE ${prefix}/include/minivmm ${prefix}/include/minivmm/*.h)
-set(sources "")
-foreach(header IN LISTS headers)
-  string(MAKE_C_IDENTIFIER ${header} id)
-  file(WRITE ${headers_dir}/${id}.cc "#include \"${header}\"\n#include \"${header}\"\n")
-  list(APPEND sources ${id}.cc)
-endforeach()
-file(WRITE ${headers_dir}/CMakeLists.txt
+if(STEP STREQUAL "headers")
+  # A public header that includes an uninstalled one, or depends on being
+  # included after another, fails here rather than at an embedder's.
+  set(dir ${WORK_DIR}/headers)
+  file(REMOVE_RECURSE ${dir})
+  file(GLOB_RECURSE headers RELATIVE ${PREFIX}/include/minivmm ${PREFIX}/include/minivmm/*.h)
+  set(sources "")
+  foreach(header IN LISTS headers)
+    string(MAKE_C_IDENTIFIER ${header} id)
+    file(WRITE ${dir}/${id}.cc "#include \"${header}\"\n#include \"${header}\"\n")
+    list(APPEND sources ${id}.cc)
+  endforeach()
+  file(WRITE ${dir}/CMakeLists.txt
 "cmake_minimum_required(VERSION 3.25)
 project(minivmm_header_check LANGUAGES CXX)
 set(CMAKE_CXX_STANDARD 20)
@@ -73,31 +81,47 @@ find_package(minivmm REQUIRED)
 add_library(header_check OBJECT ${sources})
 target_link_libraries(header_check PRIVATE minivmm::vmm)
 ")
-run_step("configure the header check" ${CMAKE_COMMAND} -S ${headers_dir} -B ${headers_dir}/build
-         ${configure_args})
-run_step("compile each installed header alone" ${CMAKE_COMMAND} --build ${headers_dir}/build)
+  build_consumer("the header check" ${dir} ${dir}/build)
 
-# 4. The example, as an embedder would build it.
-set(example_build ${WORK_DIR}/embed)
-run_step("configure examples/embed" ${CMAKE_COMMAND} -S ${MINIVMM_SOURCE_DIR}/examples/embed
-         -B ${example_build} ${configure_args})
-run_step("build examples/embed" ${CMAKE_COMMAND} --build ${example_build})
+elseif(STEP STREQUAL "embed_example")
+  set(build ${WORK_DIR}/embed)
+  build_consumer("examples/embed" ${MINIVMM_SOURCE_DIR}/examples/embed ${build})
+  execute_process(COMMAND test -r /dev/kvm -a -w /dev/kvm RESULT_VARIABLE have_kvm)
+  if(NOT have_kvm EQUAL 0)
+    message("install_test: SKIP: installed and built; no usable /dev/kvm to run the example")
+    return()
+  endif()
+  execute_process(COMMAND ${build}/minivmm_embed RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install_test: minivmm_embed exited with ${rc}")
+  endif()
+  # It must have booted the installed guest, not the build tree's.
+  string(FIND "${out}" "kernel ${PREFIX}/share/minivmm/minivmm-guest.elf" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "install_test: the example did not boot ${PREFIX}/share/minivmm/minivmm-guest.elf")
+  endif()
 
-# 5. Run it.
-execute_process(COMMAND test -r /dev/kvm -a -w /dev/kvm RESULT_VARIABLE have_kvm)
-if(NOT have_kvm EQUAL 0)
-  message("install_test: SKIP: installed and built; no usable /dev/kvm to run the example")
-  return()
+elseif(STEP STREQUAL "cli_public_api")
+  # Each CLI source is preprocessed with its own headers and the installed
+  # ones and nothing else of the source tree, so an include of an internal
+  # header is not found. (Preprocessing, not compiling: the in-tree build
+  # already compiles and links the CLI, and a full compile of it here would
+  # double this test's time.)
+  set(dir ${WORK_DIR}/cli)
+  file(REMOVE_RECURSE ${dir})
+  file(GLOB cli_files ${MINIVMM_SOURCE_DIR}/vmm/cli/*.cc ${MINIVMM_SOURCE_DIR}/vmm/cli/*.h)
+  file(COPY ${cli_files} DESTINATION ${dir}/vmm/cli)
+  file(GLOB cli_sources ${dir}/vmm/cli/*.cc)
+  foreach(source IN LISTS cli_sources)
+    get_filename_component(name ${source} NAME)
+    run_step("vmm/cli/${name} includes only public headers"
+      ${CXX_COMPILER} -std=c++20 -E -o ${dir}/${name}.i -I${dir} -I${PREFIX}/include/minivmm
+      ${source})
+  endforeach()
+
+else()
+  message(FATAL_ERROR "install_test: unknown STEP '${STEP}'")
 endif()
-execute_process(COMMAND ${example_build}/minivmm_embed RESULT_VARIABLE rc
-                OUTPUT_VARIABLE out ERROR_VARIABLE err)
-message("${out}${err}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "install_test: minivmm_embed exited with ${rc}")
-endif()
-# The example must have booted the installed guest, not the build tree's.
-string(FIND "${out}" "kernel ${prefix}/share/minivmm/minivmm-guest.elf" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "install_test: the example did not use ${prefix}/share/minivmm/minivmm-guest.elf")
-endif()
-message(STATUS "install_test: installed package, header check and example: ok")
+message(STATUS "install_test: ${STEP}: ok")

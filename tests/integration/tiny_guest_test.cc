@@ -92,3 +92,30 @@ TEST(TinyGuestTest, GdtStoresAreValidatedAndCounted) {
 
 }  // namespace
 }  // namespace minivmm::testing
+
+namespace minivmm::testing {
+namespace {
+
+TEST(TinyGuestTimerTest, TimerWakesBlockedAndHaltedVcpu) {
+  SKIP_WITHOUT_KVM();
+  // sched_op(block) with a one-shot timer already due, then HLT woken by the
+  // periodic timer: exactly two interrupts are taken before the shutdown.
+  GuestRun run = RunGuest(TinyGuest("block_wake"), "", absl::Seconds(20), /*timer_hz=*/200);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  EXPECT_EQ(run.result.exit_code, 2);
+  EXPECT_EQ(run.result.stats.timer_injections, 2u);
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_set_timer_op), 1u);
+  EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHlt)], 1u);
+}
+
+TEST(TinyGuestTimerTest, BlockWithNoTimerArmedStopsInsteadOfHanging) {
+  SKIP_WITHOUT_KVM();
+  // The same guest with no periodic timer: the one-shot fires for the block,
+  // but nothing can wake the HLT, so the run ends as halted forever.
+  GuestRun run = RunGuest(TinyGuest("block_wake"), "", absl::Seconds(20), /*timer_hz=*/0);
+  EXPECT_EQ(run.result.reason, StopReason::kHaltedForever) << run.result.detail;
+  EXPECT_EQ(run.result.stats.timer_injections, 1u);
+}
+
+}  // namespace
+}  // namespace minivmm::testing

@@ -29,7 +29,7 @@ struct Output {
 
 // Runs `command` with /bin/sh, stdout and stderr together, under coreutils
 // timeout so a hung guest cannot hang the test.
-Output Run(const std::string& command, int timeout_s) {
+Output RunCommand(const std::string& command, int timeout_s) {
   Output out;
   const std::string full = "timeout " + std::to_string(timeout_s) + " " + command + " 2>&1";
   FILE* pipe = popen(full.c_str(), "r");
@@ -123,7 +123,7 @@ TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
   if (std::string_view(c.accel) == "kvm" && !kvm) GTEST_SKIP() << "no usable /dev/kvm for QEMU -accel kvm";
   const std::string cmdline = std::string("backend=native workload=") + c.workload;
 
-  const Output qemu = Run(std::string(MINIVMM_QEMU) + " -kernel " + Quote(MINIVMM_GUEST_ELF) + " -append " +
+  const Output qemu = RunCommand(std::string(MINIVMM_QEMU) + " -kernel " + Quote(MINIVMM_GUEST_ELF) + " -append " +
                               Quote(cmdline) +
                               " -nographic -nic none -no-reboot -m 128M"
                               " -device isa-debug-exit,iobase=0xf4,iosize=4 -accel " +
@@ -139,7 +139,7 @@ TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
 
   if (!kvm) GTEST_SKIP() << "QEMU run passed its self-checks; no /dev/kvm, so minivmm cannot run for the comparison";
   const std::string json = ::testing::TempDir() + "qemu_agreement_" + CaseName({c, 0}) + ".json";
-  const Output vmm = Run(std::string(MINIVMM_BIN) + " run --kernel " + Quote(MINIVMM_GUEST_ELF) + " --cmdline " +
+  const Output vmm = RunCommand(std::string(MINIVMM_BIN) + " run --kernel " + Quote(MINIVMM_GUEST_ELF) + " --cmdline " +
                              Quote(cmdline) + " --json " + Quote(json) + " --timeout 60",
                          90);
   ASSERT_EQ(vmm.status, 0) << vmm.text;

@@ -28,6 +28,45 @@ std::string GuestCommandLine(const RunOptions& options);
 int RunCommand(const RunOptions& options);
 int InfoCommand();
 
+// minivmm bench (vmm/cli/bench_command.cc, docs/run-record.md).
+struct BenchOptions {
+  std::string workloads = "ctx,pipe,irq,cpa,fpu";
+  std::string backend = "both";  // pv, native, both
+  int repeat = 3;
+  std::string json_path;
+  std::string csv_path;
+  std::string plot_path;
+  std::string kernel;
+  uint64_t memory = 64ull << 20;
+  double timeout_seconds = 120;
+  bool quiet = false;
+  std::string command_line;  // for provenance
+};
+inline constexpr int kBenchRunFailed = 1;   // a run failed or a guest self-check failed
+inline constexpr int kBenchPlotFailed = 3;  // the --plot figure could not be drawn
+void AddBenchFlags(CLI::App& app, BenchOptions& options);
+int BenchCommand(const BenchOptions& options);
+
+// minivmm compare (vmm/cli/compare_command.cc): exit statuses as diff(1).
+struct CompareOptions {
+  std::string a_path;
+  std::string b_path;
+  bool fail_on_regression = false;
+  double time_threshold_pct = 0;  // 0: timings never count as regressions
+};
+inline constexpr int kCompareRegression = 1;
+inline constexpr int kCompareTrouble = 2;
+void AddCompareFlags(CLI::App& app, CompareOptions& options);
+int CompareCommand(const CompareOptions& options);
+
+// minivmm report (vmm/cli/report_command.cc).
+struct ReportOptions {
+  std::string input_path;
+  std::string output_path;
+};
+void AddReportFlags(CLI::App& app, ReportOptions& options);
+int ReportCommand(const ReportOptions& options);
+
 }  // namespace minivmm::cli
 
 #endif  // MINIVMM_VMM_CLI_COMMANDS_H_

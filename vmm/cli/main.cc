@@ -20,6 +20,22 @@ int main(int argc, char** argv) {
 
   CLI::App* info_cmd = app.add_subcommand("info", "Show this host's KVM and what minivmm needs of it");
 
+  minivmm::cli::BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Run workloads naive, one op optimized at a time, and optimized; tabulate exits");
+  minivmm::cli::AddBenchFlags(*bench_cmd, bench);
+  for (int i = 0; i < argc; ++i) bench.command_line += (i ? " " : "") + std::string(argv[i]);
+
+  minivmm::cli::CompareOptions compare;
+  CLI::App* compare_cmd =
+      app.add_subcommand("compare", "Compare two run or bench records (JSON), metric by metric");
+  minivmm::cli::AddCompareFlags(*compare_cmd, compare);
+
+  minivmm::cli::ReportOptions report;
+  CLI::App* report_cmd =
+      app.add_subcommand("report", "Draw a run or bench record as a self-contained HTML page");
+  minivmm::cli::AddReportFlags(*report_cmd, report);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,5 +44,8 @@ int main(int argc, char** argv) {
   }
   if (*run_cmd) return minivmm::cli::RunCommand(run);
   if (*info_cmd) return minivmm::cli::InfoCommand();
+  if (*bench_cmd) return minivmm::cli::BenchCommand(bench);
+  if (*compare_cmd) return minivmm::cli::CompareCommand(compare);
+  if (*report_cmd) return minivmm::cli::ReportCommand(report);
   return minivmm::cli::kExitUsage;
 }

@@ -152,6 +152,13 @@ absl::StatusOr<VcpuExit> KvmVcpu::Run() {
 }
 
 bool KvmVcpu::ReadyForInterrupt() const {
+  // A hypercall that just set IF (set_if(1)) changed the synced RFLAGS;
+  // KVM's if_flag and ready flag still describe the state at the exit. After
+  // an `out` there is no interrupt shadow, so the new IF decides, and the
+  // interrupt is delivered right after the hypercall instead of one
+  // interrupt-window exit later.
+  if (run_->kvm_dirty_regs & KVM_SYNC_X86_REGS)
+    return (run_->s.regs.regs.rflags & (1u << 9)) != 0;
   return run_->ready_for_interrupt_injection && (run_->if_flag != 0);
 }
 

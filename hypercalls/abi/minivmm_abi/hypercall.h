@@ -56,7 +56,11 @@ enum mvmm_hypercall_nr {
 
 /* sched_op(cmd, arg) */
 #define MVMM_SCHEDOP_YIELD 0u
-#define MVMM_SCHEDOP_BLOCK 1u    /* until an interrupt is pending */
+/* block: returns once an interrupt is pending, without changing IF and
+ * without delivering it; the guest then sets IF (set_if(1)) to take it. So
+ * `block; set_if(1)` has no lost-wakeup window, like Xen's SCHEDOP_block.
+ * A block that nothing can ever end (no timer armed) stops the VM. */
+#define MVMM_SCHEDOP_BLOCK 1u
 #define MVMM_SCHEDOP_SHUTDOWN 2u /* arg: exit code 0..255 */
 
 /* report(gpa, len): UTF-8 `key=value` lines. */

@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""Draw a minivmm run or bench record (docs/run-record.md) with matplotlib.
+
+    plot_report.py RECORD.json -o report.html   # self-contained page, PNGs inline
+    plot_report.py RECORD.json -o figures.png   # one image of every figure (.svg, .pdf too)
+
+`minivmm report` and `minivmm bench --plot` run this script. Exit status: 0
+done, 1 failed, 2 unreadable or unknown record, 3 matplotlib is missing
+(Debian: apt-get install python3-matplotlib).
+"""
+
+import argparse
+import base64
+import html
+import io
+import json
+import math
+import os
+import sys
+
+CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall", "other"]
+CAUSE_LABELS = {
+    "if_set": "IF set",
+    "if_clear": "IF clear",
+    "cr0_write": "CR0 write",
+    "descriptor_update": "descriptor update",
+    "page_table_update": "page-table update",
+    "multicall": "multicall",
+    "other": "other (stack switch, console, ...)",
+}
+# Colour-blind-safe (Okabe-Ito), one per cause, the same in every figure.
+CAUSE_COLORS = {
+    "if_set": "#E69F00",
+    "if_clear": "#56B4E9",
+    "cr0_write": "#009E73",
+    "descriptor_update": "#D55E00",
+    "page_table_update": "#CC79A7",
+    "multicall": "#0072B2",
+    "other": "#999999",
+}
+CONFIG_COLORS = {"naive": "#7f7f7f", "optimized": "#009E73"}
+SINGLE_COLOR = "#56B4E9"
+HOST_NOTE = (
+    "Exit counts are exact and the same on every host. Timings (guest TSC) are only "
+    "meaningful as ratios within one run; on software KVM with an emulated ring 0 "
+    "(HOST-NOTES.md) they are dominated by instruction emulation."
+)
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"plot_report.py: cannot read {path}: {e}", file=sys.stderr)
+        sys.exit(2)
+    schema = record.get("schema") if isinstance(record, dict) else None
+    if schema not in ("minivmm.run", "minivmm.bench"):
+        print(f"plot_report.py: {path} is neither a run nor a bench record", file=sys.stderr)
+        sys.exit(2)
+    return record
+
+
+def median(result, metric):
+    m = result.get("metrics", {}).get(metric)
+    return None if m is None else m.get("median")
+
+
+def groups_of(bench):
+    """Results grouped by (workload_spec, backend), configurations in bench order."""
+    order = [c["name"] for c in bench.get("settings", {}).get("configurations", [])]
+    groups = {}
+    for r in bench.get("results", []):
+        groups.setdefault((r["workload_spec"], r["backend"]), []).append(r)
+    for rs in groups.values():
+        rs.sort(key=lambda r: order.index(r["configuration"]) if r["configuration"] in order else 99)
+    return groups
+
+
+def config_color(name):
+    return CONFIG_COLORS.get(name, SINGLE_COLOR)
+
+
+def draw_exits(ax, results, title):
+    """Stacked exits by cause, one bar per configuration."""
+    names = [r["configuration"] for r in results]
+    bottoms = [0.0] * len(results)
+    for cause in CAUSES:
+        values = [median(r, "exits." + cause) or 0 for r in results]
+        if not any(values):
+            continue
+        ax.bar(names, values, bottom=bottoms, color=CAUSE_COLORS[cause], label=CAUSE_LABELS[cause],
+               edgecolor="white", linewidth=0.5)
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    for i, total in enumerate(bottoms):
+        ax.annotate(f"{total:.0f}", (i, total), ha="center", va="bottom", fontsize=8,
+                    xytext=(0, 2), textcoords="offset points")
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel(f"exits ({results[0].get('scope', 'workload')})")
+    ax.set_ylim(0, max(bottoms + [1]) * 1.15)
+    ax.tick_params(axis="x", labelrotation=35, labelsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+
+
+def draw_time(ax, results, title):
+    """Guest TSC per operation, median with min-max whiskers."""
+    names = [r["configuration"] for r in results]
+    med, low, high = [], [], []
+    for r in results:
+        m = r.get("metrics", {}).get("guest.tsc_per_op_net")
+        if m is None:
+            med.append(0), low.append(0), high.append(0)
+            continue
+        med.append(m["median"])
+        low.append(m["median"] - m["min"])
+        high.append(m["max"] - m["median"])
+    ax.bar(names, med, yerr=[low, high], capsize=3, color=[config_color(n) for n in names],
+           error_kw={"elinewidth": 0.8})
+    op = results[0].get("timing_operation", "op")
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel(f"guest TSC per {op} (net)")
+    ax.tick_params(axis="x", labelrotation=35, labelsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4))
+
+
+def draw_summary(ax, groups):
+    """Exits per operation, all naive against all optimized, per workload and backend."""
+    labels, naive, optimized = [], [], []
+    for (spec, backend), results in groups.items():
+        by = {r["configuration"]: r for r in results}
+        if "naive" not in by or "optimized" not in by:
+            continue
+        labels.append(f"{spec}\n{backend}")
+        naive.append(median(by["naive"], "exits_per_op") or 0)
+        optimized.append(median(by["optimized"], "exits_per_op") or 0)
+    x = range(len(labels))
+    w = 0.38
+    ax.bar([i - w / 2 for i in x], naive, w, label="all naive", color=CONFIG_COLORS["naive"])
+    ax.bar([i + w / 2 for i in x], optimized, w, label="all optimized", color=CONFIG_COLORS["optimized"])
+    for i, (a, b) in enumerate(zip(naive, optimized)):
+        if a > 0:
+            ax.annotate(f"{(b - a) / a * 100:+.0f}%", (i + w / 2, b), ha="center", va="bottom",
+                        fontsize=8, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(list(x), labels, fontsize=8)
+    ax.set_ylabel("exits per operation")
+    ax.set_title("Exits per operation: all naive vs all optimized", fontsize=11)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+
+
+def bench_figures(plt, bench):
+    groups = groups_of(bench)
+    keys = list(groups)
+    specs = list(dict.fromkeys(k[0] for k in keys))
+    backends = list(dict.fromkeys(k[1] for k in keys))
+    figs = []
+
+    fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(keys) + 2), 4))
+    draw_summary(ax, groups)
+    fig.tight_layout()
+    figs.append(("Exits per operation", fig))
+
+    for name, draw in (("Exits by cause, per configuration", draw_exits),
+                       ("Guest time per operation, per configuration", draw_time)):
+        fig, axes = plt.subplots(len(specs), len(backends), squeeze=False,
+                                 figsize=(5.2 * len(backends), 3.4 * len(specs)))
+        for i, spec in enumerate(specs):
+            for j, backend in enumerate(backends):
+                ax = axes[i][j]
+                if (spec, backend) not in groups:
+                    ax.set_visible(False)
+                    continue
+                draw(ax, groups[(spec, backend)], f"{spec} · backend={backend}")
+        if draw is draw_exits:
+            handles, labels = {}, {}
+            for ax in axes.flat:
+                for h, l in zip(*ax.get_legend_handles_labels()):
+                    handles.setdefault(l, h)
+            order = [CAUSE_LABELS[c] for c in CAUSES if CAUSE_LABELS[c] in handles]
+            fig.tight_layout()
+            # Above the panels; savefig's tight bounding box keeps it in the image.
+            fig.legend([handles[l] for l in order], order, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                       ncol=min(len(order), 2 * len(backends)), fontsize=8, frameon=False)
+        else:
+            fig.tight_layout()
+        figs.append((name, fig))
+    return figs
+
+
+def run_figures(plt, run):
+    causes = run.get("causes", {}).get("causes", {})
+    names = [c for c in CAUSES if c in causes]
+    ops = [causes[c].get("ops", 0) for c in names]
+    exits = [causes[c].get("exits", 0) for c in names]
+    figs = []
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    y = range(len(names))
+    h = 0.38
+    ax.barh([i - h / 2 for i in y], ops, h, label="operations", color="#bbbbbb")
+    ax.barh([i + h / 2 for i in y], exits, h, label="exits", color=[CAUSE_COLORS[c] for c in names])
+    ax.set_yticks(list(y), [CAUSE_LABELS[c] for c in names])
+    ax.invert_yaxis()
+    ax.set_xlabel("count (whole run, source: vmm)")
+    ax.set_title("Operations and the exits they took, by cause: " + run.get("config", {}).get("cmdline", ""),
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    fig.tight_layout()
+    figs.append(("Exits by cause", fig))
+
+    calls = run.get("hypercalls", {}).get("calls", {})
+    if calls:
+        fig, ax = plt.subplots(figsize=(7, 0.35 * len(calls) + 1.2))
+        items = sorted(calls.items(), key=lambda kv: -kv[1].get("ops", 0))
+        y = range(len(items))
+        ax.barh([i - h / 2 for i in y], [v.get("ops", 0) for _, v in items], h, label="operations", color="#bbbbbb")
+        ax.barh([i + h / 2 for i in y], [v.get("exits", 0) for _, v in items], h, label="exits", color="#0072B2")
+        ax.set_yticks(list(y), [k for k, _ in items])
+        ax.invert_yaxis()
+        ax.set_xlabel("count (whole run, source: vmm)")
+        ax.set_title("Hypercalls: operations (direct + multicall entries) and exits", fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        fig.tight_layout()
+        figs.append(("Hypercalls", fig))
+
+    reports = run.get("guest", {}).get("reports", {})
+    timed = sorted({k.split(".")[0] for k in reports if k.endswith(".tsc_net_per_op")})
+    if timed:
+        fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(timed) + 2), 3.4))
+        ax.bar(timed, [float(reports[w + ".tsc_net_per_op"]) for w in timed], color="#0072B2")
+        ax.set_ylabel("guest TSC per operation (net)")
+        ax.set_title("Guest time per operation (one run)", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+        fig.tight_layout()
+        figs.append(("Guest time per operation", fig))
+    return figs
+
+
+def png_base64(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def fmt_value(v):
+    if v is None:
+        return "-"
+    if float(v).is_integer() and abs(v) < 1e7:
+        return f"{v:.0f}"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
+def fmt_change(a, b):
+    if a is None or b is None:
+        return ""
+    if a == b:
+        return "="
+    if a == 0:
+        return "new"
+    return f"{(b - a) / abs(a) * 100:+.1f}%"
+
+
+def table_html(header, rows):
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def bench_tables(bench):
+    parts = []
+    metrics = [("exits.total", "exits")] + [("exits." + c, "exits: " + CAUSE_LABELS[c]) for c in CAUSES] + [
+        ("exits_per_op", "exits per operation"),
+        ("guest.tsc_per_op_net", "guest TSC per operation, net"),
+        ("kvm.insn_emulation_per_op", "emulated instructions per operation (kvm-stats)"),
+    ]
+    for (spec, backend), results in groups_of(bench).items():
+        by = {r["configuration"]: r for r in results}
+        if "naive" not in by or "optimized" not in by:
+            continue
+        rows = []
+        for key, label in metrics:
+            a, b = median(by["naive"], key), median(by["optimized"], key)
+            if a is None and b is None or (key.startswith("exits.") and key != "exits.total" and not a and not b):
+                continue
+            rows.append([label, fmt_value(a), fmt_value(b), fmt_change(a, b)])
+        parts.append(f"<h3>{html.escape(spec)}, backend={html.escape(backend)} "
+                     f"(median of {by['optimized'].get('runs', '?')} runs, {html.escape(by['naive'].get('scope', ''))})</h3>")
+        parts.append(table_html(["metric", "all naive", "all optimized", "change"], rows))
+        rows = []
+        for r in results:
+            rows.append([r["configuration"], fmt_value(median(r, "exits.total")),
+                         fmt_change(median(by["naive"], "exits.total"), median(r, "exits.total")),
+                         fmt_value(median(r, "exits_per_op")), fmt_value(median(r, "guest.tsc_per_op_net")),
+                         fmt_change(median(by["naive"], "guest.tsc_per_op_net"), median(r, "guest.tsc_per_op_net"))])
+        parts.append(table_html(["optimized", "exits", "change", "exits/op", "TSC/op", "change"], rows))
+    return "\n".join(parts)
+
+
+def provenance_html(record):
+    p = record.get("provenance", {})
+    host = p.get("host", {})
+    rows = [
+        ["tool", f"{p.get('tool', '')} {p.get('tool_version', '')}"],
+        ["command line", p.get("command_line", record.get("config", {}).get("cmdline", ""))],
+        ["started at", p.get("started_at", "")],
+        ["guest image", f"{p.get('guest_image', {}).get('path', '')} {p.get('guest_image', {}).get('digest', '')}"],
+        ["host kernel", host.get("kernel", "")],
+        ["CPU", host.get("cpu", "")],
+        ["KVM module", host.get("kvm_module", "")],
+        ["guest ring 0", "emulated (software KVM)" if host.get("ring0_emulated") else "native"],
+    ]
+    return table_html(["", ""], [r for r in rows if r[1].strip()])
+
+
+def write_html(path, record, figs):
+    kind = "bench" if record["schema"] == "minivmm.bench" else "run"
+    body = [f"<h1>minivmm {kind} report</h1>", f"<p class=note>{html.escape(HOST_NOTE)}</p>",
+            provenance_html(record)]
+    for title, fig in figs:
+        body.append(f"<h2>{html.escape(title)}</h2>")
+        body.append(f'<img alt="{html.escape(title)}" src="data:image/png;base64,{png_base64(fig)}">')
+    if kind == "bench":
+        body.append("<h2>Tables</h2>")
+        body.append(bench_tables(record))
+        failures = record.get("failures", 0)
+        if failures:
+            body.insert(1, f"<p class=bad>{failures} runs failed; see the record's runs[].failure.</p>")
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+             "img{max-width:100%}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
+             "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
+             "td:first-child,th:first-child{text-align:left}.note{color:#555}.bad{color:#b00}")
+    with open(path, "w") as f:
+        f.write("<!DOCTYPE html>\n<html><head><meta charset=utf-8><title>minivmm report</title>"
+                f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write_image(path, plt, figs):
+    """All figures stacked into one image."""
+    import matplotlib.image as mpimg
+    images = []
+    for _, fig in figs:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        buf.seek(0)
+        images.append(mpimg.imread(buf))
+    width = max(i.shape[1] for i in images)
+    height = sum(i.shape[0] for i in images)
+    out = plt.figure(figsize=(width / 110, height / 110), dpi=110)
+    top = 0
+    for img in images:
+        ax = out.add_axes([0, 1 - (top + img.shape[0]) / height, img.shape[1] / width, img.shape[0] / height])
+        ax.imshow(img)
+        ax.axis("off")
+        top += img.shape[0]
+    out.savefig(path, dpi=110)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("record")
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot_report.py: matplotlib is missing (Debian: apt-get install python3-matplotlib)",
+              file=sys.stderr)
+        return 3
+    record = load(args.record)
+    figs = bench_figures(plt, record) if record["schema"] == "minivmm.bench" else run_figures(plt, record)
+    try:
+        if args.output.endswith((".html", ".htm")):
+            write_html(args.output, record, figs)
+        else:
+            write_image(args.output, plt, figs)
+    except OSError as e:
+        print(f"plot_report.py: cannot write {args.output}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

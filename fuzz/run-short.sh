@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Short fuzzing for CI: builds the fuzz project (clang-14, ASan + UBSan +
+# libFuzzer) if needed, replays every kept regression input, then fuzzes each
+# target for FUZZ_SECONDS (default 10) starting from its seed corpus. New
+# corpus entries and crash artifacts go to a scratch dir, never the repo.
+#
+#   fuzz/run-short.sh [BUILD_DIR]        default: build-fuzz in the repo root
+#   FUZZ_SECONDS=5 fuzz/run-short.sh     shorter
+#   FUZZ_TARGETS="uart port_bus" ...     a subset
+#
+# Exits non-zero when a regression input or a fuzzer run fails; the failing
+# input is printed (keep it under fuzz/regressions/<target>/ once fixed).
+set -euo pipefail
+
+FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD_DIR="${1:-${FUZZ_DIR}/../build-fuzz}"
+SECONDS_PER_TARGET="${FUZZ_SECONDS:-10}"
+TARGETS="${FUZZ_TARGETS:-hypercall_dispatcher multicall descriptor elf_loader uart port_bus}"
+
+if [[ ! -f "${BUILD_DIR}/build.ninja" && ! -f "${BUILD_DIR}/Makefile" ]]; then
+  generator=()
+  command -v ninja >/dev/null && generator=(-G Ninja)
+  cmake -S "${FUZZ_DIR}" -B "${BUILD_DIR}" "${generator[@]}" >/dev/null
+fi
+cmake --build "${BUILD_DIR}" -j"$(nproc)"
+
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/minivmm-fuzz.XXXXXX")"
+trap 'rm -rf "${SCRATCH}"' EXIT
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+failed=()
+for target in ${TARGETS}; do
+  bin="${BUILD_DIR}/fuzz_${target}"
+  mkdir -p "${SCRATCH}/${target}/corpus" "${SCRATCH}/${target}/artifacts"
+
+  # 1. Every kept regression input must pass.
+  shopt -s nullglob
+  regressions=("${FUZZ_DIR}/regressions/${target}"/*)
+  shopt -u nullglob
+  if ((${#regressions[@]} > 0)); then
+    if ! "${bin}" "${regressions[@]}" >"${SCRATCH}/${target}/replay.log" 2>&1; then
+      echo "FAIL ${target}: a regression input fails again:" >&2
+      tail -n 40 "${SCRATCH}/${target}/replay.log" >&2
+      failed+=("${target}")
+      continue
+    fi
+  fi
+
+  # 2. Fuzz briefly from the seeds (new units land in the scratch corpus).
+  if "${bin}" "${SCRATCH}/${target}/corpus" "${FUZZ_DIR}/corpus/${target}" \
+      -max_total_time="${SECONDS_PER_TARGET}" -print_final_stats=1 \
+      -artifact_prefix="${SCRATCH}/${target}/artifacts/" \
+      >"${SCRATCH}/${target}/fuzz.log" 2>&1; then
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${SCRATCH}/${target}/fuzz.log")
+    echo "ok   ${target}: ${runs:-?} executions, ${#regressions[@]} regression inputs replayed"
+  else
+    echo "FAIL ${target}: the fuzzer found a crash:" >&2
+    tail -n 60 "${SCRATCH}/${target}/fuzz.log" >&2
+    for a in "${SCRATCH}/${target}/artifacts"/*; do
+      [[ -f "$a" ]] && echo "  input (base64): $(base64 -w0 "$a")" >&2
+    done
+    failed+=("${target}")
+  fi
+done
+
+if ((${#failed[@]} > 0)); then
+  echo "fuzz short run FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz short run passed"

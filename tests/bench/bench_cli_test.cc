@@ -1,0 +1,233 @@
+// `minivmm bench`, `compare` and `report` end to end, with tiny workloads
+// and --repeat 1 so that the whole file runs in seconds.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+bool HaveKvm() { return access("/dev/kvm", R_OK | W_OK) == 0; }
+#define SKIP_WITHOUT_KVM() \
+  if (!HaveKvm()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
+
+struct Outcome {
+  int status;
+  std::string out;  // stdout and stderr together
+};
+
+Outcome Shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  Outcome o{-1, ""};
+  if (pipe == nullptr) return o;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) o.out.append(buffer.data(), n);
+  int raw = pclose(pipe);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return o;
+}
+
+Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
+
+// Per process: ctest may run the tests of this file in parallel processes.
+std::string Path(const std::string& name) {
+  return ::testing::TempDir() + "/bench_cli_" + std::to_string(getpid()) + "_" + name;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+json ReadJson(const std::string& path) { return json::parse(Slurp(path), nullptr, false); }
+
+void WriteJson(const std::string& path, const json& j) { std::ofstream(path) << j.dump(1); }
+
+// irq with L loops of depth d under pv: set_if exits are 2 L d with
+// irq_restore naive and L d + L optimized (docs/exit-model.md).
+constexpr int kLoops = 4, kDepth = 2;
+const char kBenchArgs[] = "bench -q --workloads irq:loops=4:depth=2 --backend pv --repeat 1";
+
+const json* Result(const json& bench, const std::string& configuration) {
+  for (const json& r : bench["results"]) {
+    if (r["configuration"] == configuration) return &r;
+  }
+  return nullptr;
+}
+
+// One tiny bench shared by the tests that only read its output.
+class BenchCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!HaveKvm()) return;
+    outcome_ = new Outcome(Minivmm(std::string(kBenchArgs) + " --json " + Path("bench.json") +
+                                   " --csv " + Path("bench.csv")));
+  }
+  static void TearDownTestSuite() { delete outcome_; }
+  static Outcome* outcome_;
+};
+Outcome* BenchCliTest::outcome_ = nullptr;
+
+TEST_F(BenchCliTest, TinyBenchExitsZeroAndPrintsTables) {
+  SKIP_WITHOUT_KVM();
+  ASSERT_EQ(outcome_->status, 0) << outcome_->out;
+  EXPECT_NE(outcome_->out.find("all naive -> all optimized"), std::string::npos) << outcome_->out;
+  EXPECT_NE(outcome_->out.find("exits per restore"), std::string::npos) << outcome_->out;
+}
+
+TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
+  SKIP_WITHOUT_KVM();
+  json bench = ReadJson(Path("bench.json"));
+  ASSERT_FALSE(bench.is_discarded());
+  EXPECT_EQ(bench["schema"], "minivmm.bench");
+  EXPECT_EQ(bench["schema_version"], 1);
+  EXPECT_TRUE(bench["provenance"].contains("guest_image"));
+  EXPECT_EQ(bench["results"].size(), 7u);  // naive, 5 ops alone, optimized
+  EXPECT_EQ(bench["runs"].size(), 14u);    // 7 baselines + 7 runs
+  for (const json& run : bench["runs"]) {
+    EXPECT_TRUE(run["ok"].get<bool>());
+    EXPECT_EQ(run["record"]["schema"], "minivmm.run");
+  }
+}
+
+TEST_F(BenchCliTest, WorkloadExitsAreExactAfterBaselineSubtraction) {
+  SKIP_WITHOUT_KVM();
+  json bench = ReadJson(Path("bench.json"));
+  ASSERT_FALSE(bench.is_discarded());
+  const json* naive = Result(bench, "naive");
+  const json* restore = Result(bench, "irq_restore");
+  ASSERT_NE(naive, nullptr);
+  ASSERT_NE(restore, nullptr);
+  EXPECT_EQ((*naive)["metrics"]["exits.total"]["median"], 2 * kLoops * kDepth);
+  EXPECT_EQ((*restore)["metrics"]["exits.total"]["median"], kLoops * kDepth + kLoops);
+  EXPECT_EQ((*naive)["metrics"]["exits_per_op"]["median"], 2.0);
+}
+
+TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
+  SKIP_WITHOUT_KVM();
+  std::istringstream csv(Slurp(Path("bench.csv")));
+  std::string line;
+  ASSERT_TRUE(std::getline(csv, line));
+  EXPECT_EQ(line.rfind("workload,workload_spec,backend,configuration,", 0), 0u) << line;
+  int rows = 0, exits_rows = 0;
+  while (std::getline(csv, line)) {
+    ++rows;
+    if (line.find(",exits.total,") != std::string::npos) ++exits_rows;
+  }
+  EXPECT_EQ(exits_rows, 7);
+  EXPECT_GT(rows, 7 * 5);
+}
+
+TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
+  SKIP_WITHOUT_KVM();
+  Outcome o = Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench.json"));
+  EXPECT_EQ(o.status, 0) << o.out;
+  EXPECT_NE(o.out.find("0 better, 0 worse"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("regression:"), std::string::npos) << o.out;
+}
+
+TEST_F(BenchCliTest, CompareBenchFailsOnMoreExits) {
+  SKIP_WITHOUT_KVM();
+  json bench = ReadJson(Path("bench.json"));
+  ASSERT_FALSE(bench.is_discarded());
+  for (json& r : bench["results"]) {
+    if (r["configuration"] != "optimized") continue;
+    json& m = r["metrics"]["exits.if_set"];
+    m["values"] = {m["median"].get<double>() + 3};
+  }
+  WriteJson(Path("bench_worse.json"), bench);
+  Outcome o = Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench_worse.json"));
+  EXPECT_EQ(o.status, 1) << o.out;
+  EXPECT_NE(o.out.find("regression: irq"), std::string::npos) << o.out;
+  // The other way round it is an improvement.
+  EXPECT_EQ(Minivmm("compare --fail-on-regression " + Path("bench_worse.json") + " " + Path("bench.json")).status, 0);
+}
+
+TEST(CompareTest, RunWithItselfShowsNoChangeAndExitsZero) {
+  SKIP_WITHOUT_KVM();
+  ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --json " + Path("run.json")).status, 0);
+  Outcome o = Minivmm("compare --fail-on-regression " + Path("run.json") + " " + Path("run.json"));
+  EXPECT_EQ(o.status, 0) << o.out;
+  EXPECT_NE(o.out.find("0 better, 0 worse"), std::string::npos) << o.out;
+}
+
+TEST(CompareTest, RunWithMoreIfClearExitsIsARegression) {
+  SKIP_WITHOUT_KVM();
+  ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --json " + Path("run_a.json")).status, 0);
+  json run = ReadJson(Path("run_a.json"));
+  ASSERT_FALSE(run.is_discarded());
+  run["causes"]["causes"]["if_clear"]["exits"] = run["causes"]["causes"]["if_clear"]["exits"].get<int>() + 5;
+  run["exits"]["total"] = run["exits"]["total"].get<int>() + 5;
+  WriteJson(Path("run_b.json"), run);
+  std::string ab = Path("run_a.json") + " " + Path("run_b.json");
+  Outcome o = Minivmm("compare --fail-on-regression " + ab);
+  EXPECT_EQ(o.status, 1) << o.out;
+  EXPECT_NE(o.out.find("IF clear"), std::string::npos) << o.out;
+  EXPECT_EQ(Minivmm("compare " + ab).status, 0) << "without --fail-on-regression";
+}
+
+TEST(CompareTest, MissingFileIsTrouble) {
+  EXPECT_EQ(Minivmm("compare /nonexistent/a.json /nonexistent/b.json").status, 2);
+}
+
+TEST(CompareTest, NotARecordIsTrouble) {
+  std::ofstream(Path("not_a_record.json")) << "{\"hello\": 1}";
+  EXPECT_EQ(Minivmm("compare " + Path("not_a_record.json") + " " + Path("not_a_record.json")).status, 2);
+}
+
+TEST(BenchTest, BadBackendIsUsageError) { EXPECT_EQ(Minivmm("bench --backend xen").status, 2); }
+
+TEST(BenchTest, FailingGuestMakesBenchExitNonZero) {
+  SKIP_WITHOUT_KVM();
+  // The fault workload ends every run with an unhandled exception (code 3).
+  Outcome o = Minivmm("bench -q --workloads fault --backend native --repeat 1");
+  EXPECT_EQ(o.status, 1) << o.out;
+  EXPECT_NE(o.out.find("FAILED"), std::string::npos) << o.out;
+}
+
+bool HaveMatplotlib() {
+  if (const char* py = getenv("MINIVMM_PYTHON"); py != nullptr && *py != '\0') {
+    return Shell(std::string(py) + " -c 'import matplotlib'").status == 0;
+  }
+  return Shell("python3 -c 'import matplotlib'").status == 0 ||
+         Shell("/usr/bin/python3 -c 'import matplotlib'").status == 0;
+}
+
+TEST_F(BenchCliTest, ReportIsHtmlWithEmbeddedImages) {
+  SKIP_WITHOUT_KVM();
+  if (!HaveMatplotlib()) {
+    GTEST_SKIP() << "matplotlib is not installed (apt-get install python3-matplotlib)";
+  }
+  ASSERT_EQ(outcome_->status, 0) << outcome_->out;
+  Outcome o = Minivmm("report " + Path("bench.json") + " -o " + Path("report.html"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  std::string page = Slurp(Path("report.html"));
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  size_t images = 0;
+  for (size_t at = page.find("data:image/png;base64,"); at != std::string::npos;
+       at = page.find("data:image/png;base64,", at + 1)) {
+    ++images;
+  }
+  EXPECT_GE(images, 2u);
+  EXPECT_EQ(page.find("src=\"http"), std::string::npos) << "the page must be self-contained";
+}
+
+TEST(ReportTest, UnknownRecordIsUsageError) {
+  if (!HaveMatplotlib()) GTEST_SKIP() << "matplotlib is not installed";
+  std::ofstream(Path("not_a_record.json")) << "{\"hello\": 1}";
+  EXPECT_EQ(Minivmm("report " + Path("not_a_record.json") + " -o " + Path("x.html")).status, 2);
+}
+
+}  // namespace
