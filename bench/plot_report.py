@@ -92,6 +92,8 @@ def draw_exits(ax, results, title):
         ax.bar(names, values, bottom=bottoms, color=CAUSE_COLORS[cause], label=CAUSE_LABELS[cause],
                edgecolor="white", linewidth=0.5)
         bottoms = [b + v for b, v in zip(bottoms, values)]
+    if not any(bottoms):
+        ax.bar(names, bottoms)  # no exits at all: keep the configuration axis
     for i, total in enumerate(bottoms):
         ax.annotate(f"{total:.0f}", (i, total), ha="center", va="bottom", fontsize=8,
                     xytext=(0, 2), textcoords="offset points")

@@ -278,8 +278,9 @@ int Bench::Run() {
                                              optimized.runs, naive.scope),
                                  "before", "after", naive, optimized),
                RenderConfigurations(
-                   fmt::format("{}, backend={}: one op optimized at a time, against all naive",
-                               naive.workload, naive.backend),
+                   fmt::format("{} (workload={}), backend={}: one op optimized at a time, "
+                               "against all naive",
+                               naive.workload, naive.workload_spec, naive.backend),
                    group));
   }
   int status = WriteOutputs(results);
