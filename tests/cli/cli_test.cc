@@ -1,5 +1,6 @@
 // The `minivmm` command as a user meets it: exit statuses for every way a
 // run can end and for bad input (README.md "Exit status").
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,6 +135,46 @@ TEST(CliTest, InfoListsCapabilities) {
   Outcome o = Minivmm("info");
   EXPECT_EQ(o.status, 0);
   EXPECT_NE(o.out.find("KVM_CAP_SYNC_REGS"), std::string::npos) << o.out;
+}
+
+}  // namespace
+
+namespace {
+
+// Starts minivmm on a guest that spins forever, sends `signo` after a
+// moment, and returns the exit status and output.
+Outcome StopWithSignal(int signo) {
+  std::string out_path = ::testing::TempDir() + "/signal.out";
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = freopen(out_path.c_str(), "w", stderr);
+    (void)f;
+    execl(MINIVMM_BIN, MINIVMM_BIN, "run", "--timeout", "60", "--kernel",
+          (std::string(MINIVMM_TINY_GUEST_DIR) + "/spin.elf").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(500 * 1000);
+  kill(pid, signo);
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  std::ifstream in(out_path);
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw),
+          std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())};
+}
+
+TEST(CliSignalTest, SigintStopsCleanlyWithStatisticsAnd130) {
+  SKIP_WITHOUT_KVM();
+  Outcome o = StopWithSignal(SIGINT);
+  EXPECT_EQ(o.status, 130);
+  EXPECT_NE(o.out.find("stop requested"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("exits by reason"), std::string::npos) << o.out;
+}
+
+TEST(CliSignalTest, SigtermStopsCleanlyWithStatisticsAnd143) {
+  SKIP_WITHOUT_KVM();
+  Outcome o = StopWithSignal(SIGTERM);
+  EXPECT_EQ(o.status, 143);
+  EXPECT_NE(o.out.find("exits by reason"), std::string::npos) << o.out;
 }
 
 }  // namespace

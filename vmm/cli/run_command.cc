@@ -105,6 +105,12 @@ std::string GuestCommandLine(const RunOptions& o) {
 }
 
 int RunCommand(const RunOptions& o) {
+  // Handlers first, so that a signal during set-up still ends the run
+  // cleanly (RequestStop is called as soon as there is a VM).
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   StdoutConsole console;
   VmConfig config;
   config.kernel_path = o.kernel;
@@ -133,10 +139,7 @@ int RunCommand(const RunOptions& o) {
   }
 
   g_running_vm.store(vm->get());
-  struct sigaction action {};
-  action.sa_handler = OnStopSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  if (g_signal.load() != 0) (*vm)->RequestStop();
   absl::StatusOr<RunResult> result = (*vm)->Run();
   g_running_vm.store(nullptr);
   fflush(stdout);
