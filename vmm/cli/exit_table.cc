@@ -25,11 +25,29 @@ std::string RenderExitTable(const json& record) {
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
                  "exits", "source");
-  for (const auto& [name, c] : record["causes"]["causes"].items()) {
+  // In DESIGN.md's order, not the JSON object's alphabetical one.
+  for (const char* name : {"if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update",
+                           "multicall"}) {
+    const json& c = record["causes"]["causes"][name];
     Row(out, name, c["ops"], c["exits"], "vmm");
   }
   Row(out, "  of which irq window", nullptr, record["causes"]["causes"]["if_set"]["host_dependent_exits"],
       "vmm (host-dependent)");
+  const json& histogram = record["causes"]["multicall_entries_histogram_log2"];
+  std::string buckets;
+  for (size_t i = 0; i < histogram.size(); ++i) {
+    uint64_t n = histogram[i].get<uint64_t>();
+    if (n == 0) continue;
+    std::string range = i == 0 ? "0" : i == 1 ? "1" : fmt::format("{}-{}", 1u << (i - 1), (1u << i) - 1);
+    if (i + 1 == histogram.size()) range = fmt::format("{}+", 1u << (i - 1));
+    buckets += fmt::format("{}{}:{}", buckets.empty() ? "" : " ", range, n);
+  }
+  if (!buckets.empty())
+    fmt::format_to(std::back_inserter(out), "  {:<28} {}  vmm\n", "  entries per multicall", buckets);
+  const json& gdt = record["causes"]["gdt_stores"];
+  if (gdt["applied"].get<uint64_t>() + gdt["rejected"].get<uint64_t>() > 0)
+    fmt::format_to(std::back_inserter(out), "  {:<28} {} applied, {} rejected  vmm\n",
+                   "  trapped GDT stores", gdt["applied"].get<uint64_t>(), gdt["rejected"].get<uint64_t>());
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "hypercalls", "ops",
                  "exits", "source");
@@ -48,6 +66,23 @@ std::string RenderExitTable(const json& record) {
       if (n.get<uint64_t>() == 0) continue;
       Row(out, fmt::format("{} {}", bus[0] == 'p' ? "pio" : "mmio", name), nullptr, n, "vmm");
     }
+  }
+
+  // What the guest says it did (kernel totals), to set beside the VMM's.
+  const json& reports = record["guest"]["reports"];
+  bool header = false;
+  for (const char* key : {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
+                          "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables",
+                          "cr0_writes", "desc_updates", "tls_slots_sent", "pte_updates", "multicalls",
+                          "multicall_entries", "timer_irqs", "check.passed", "check.failed"}) {
+    std::string name = std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
+    if (!reports.contains(name)) continue;
+    if (!header) {
+      fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "guest's own counts", "",
+                     "count", "source");
+      header = true;
+    }
+    Row(out, name, nullptr, std::stoull(reports[name].get<std::string>()), "guest");
   }
 
   const json& host = record["host_counters"]["deltas"];
