@@ -30,9 +30,9 @@ std::string RenderExitTable(const json& record) {
                            "multicall"}) {
     const json& c = record["causes"]["causes"][name];
     Row(out, name, c["ops"], c["exits"], "vmm");
+    if (std::string_view(name) == "if_set")
+      Row(out, "  of which irq window", nullptr, c["host_dependent_exits"], "vmm (host-dependent)");
   }
-  Row(out, "  of which irq window", nullptr, record["causes"]["causes"]["if_set"]["host_dependent_exits"],
-      "vmm (host-dependent)");
   const json& histogram = record["causes"]["multicall_entries_histogram_log2"];
   std::string buckets;
   for (size_t i = 0; i < histogram.size(); ++i) {
