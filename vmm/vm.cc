@@ -14,6 +14,9 @@
 #ifndef MINIVMM_BUILD_GUEST_ELF
 #define MINIVMM_BUILD_GUEST_ELF ""
 #endif
+#ifndef MINIVMM_BUILD_DIR
+#define MINIVMM_BUILD_DIR ""
+#endif
 #ifndef MINIVMM_INSTALLED_GUEST_ELF
 #define MINIVMM_INSTALLED_GUEST_ELF ""
 #endif
@@ -44,13 +47,23 @@ absl::Status ValidateConfig(const VmConfig& config) {
 }  // namespace
 
 std::string DefaultGuestKernelPath() {
-  // Prefer the copy next to an installed binary's prefix, then the build tree.
+  // 1. Beside an installed binary: <prefix>/bin/x -> <prefix>/share/minivmm.
+  // 2. A binary inside the build tree uses the build tree's guest.
+  // 3. The prefix this library was configured to install into.
+  // 4. The build tree's guest, if it is still there.
+  // An embedding program installed elsewhere should pass the path its
+  // package config gives (MINIVMM_GUEST_KERNEL_PATH, docs/API.md).
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     auto installed = exe.parent_path().parent_path() / "share/minivmm/minivmm-guest.elf";
     if (std::filesystem::exists(installed, ec)) return installed.string();
+    std::string_view build_dir = MINIVMM_BUILD_DIR;
+    if (!build_dir.empty() && exe.string().starts_with(std::string(build_dir) + "/") &&
+        std::filesystem::exists(MINIVMM_BUILD_GUEST_ELF, ec))
+      return MINIVMM_BUILD_GUEST_ELF;
   }
+  if (std::filesystem::exists(MINIVMM_INSTALLED_GUEST_ELF, ec)) return MINIVMM_INSTALLED_GUEST_ELF;
   if (std::filesystem::exists(MINIVMM_BUILD_GUEST_ELF, ec)) return MINIVMM_BUILD_GUEST_ELF;
   return MINIVMM_INSTALLED_GUEST_ELF;
 }

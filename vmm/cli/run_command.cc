@@ -1,5 +1,4 @@
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <signal.h>
 
 #include <atomic>
@@ -14,6 +13,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/cli/exit_codes.h"
 #include "vmm/cli/exit_table.h"
+#include "vmm/cli/file_digest.h"
 #include "vmm/cli/run_record.h"
 #include "vmm/cli/trace_writer.h"
 #include "vmm/host_info.h"
@@ -38,17 +38,6 @@ std::atomic<int> g_signal{0};
 void OnStopSignal(int signo) {
   g_signal.store(signo);
   if (Vm* vm = g_running_vm.load()) vm->RequestStop();
-}
-
-std::string FileDigest(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr)) return "";
-  std::string hex = "sha256:";
-  for (unsigned i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
-  return hex;
 }
 
 int StatusFor(const RunResult& result) {
@@ -150,7 +139,7 @@ int RunCommand(const RunOptions& o) {
 
   absl::StatusOr<HostInfo> host = ProbeHost(config.kvm_device);
   nlohmann::json record = MakeRunRecord(config, *result, host.ok() ? &*host : nullptr,
-                                        FileDigest(config.kernel_path));
+                                        FileSha256(config.kernel_path));
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
