@@ -48,14 +48,14 @@ absl::Status Dispatcher::Register(uint32_t nr, std::string name, UserHypercallFn
 
 int64_t Dispatcher::HandleExit(HypercallEnv& env) const {
   VcpuState& vcpu = env.exit.vcpu;
+  const HypercallRegs regs = vcpu.ReadHypercallRegs();
   int64_t result;
-  if (vcpu.Cpl() != 0) {
+  if (regs.cpl != 0) {
     ++env.exit.stats.hc_refused_cpl3;
     result = -MVMM_EPERM;
   } else {
-    const uint64_t nr = vcpu.Get(Reg::kRax) & 0xFFFFFFFFu;  // EAX
-    const HypercallArgs args = {vcpu.Get(Reg::kRdi), vcpu.Get(Reg::kRsi), vcpu.Get(Reg::kRdx),
-                                vcpu.Get(Reg::kR10), vcpu.Get(Reg::kR8)};
+    const uint64_t nr = regs.rax & 0xFFFFFFFFu;  // EAX
+    const HypercallArgs args = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8};
     result = Dispatch(env, nr, args, /*direct=*/true);
   }
   vcpu.Set(Reg::kRax, static_cast<uint64_t>(result));

@@ -15,9 +15,22 @@ enum class Reg : uint8_t {
   kRip, kRflags,
 };
 
+// What a hypercall exit needs, read in one call on the exit path.
+struct HypercallRegs {
+  uint64_t rax, rdi, rsi, rdx, r10, r8;
+  int cpl;
+};
+
 class VcpuState {
  public:
   virtual ~VcpuState() = default;
+
+  // The number, arguments and CPL of a hypercall. The default reads them one
+  // by one; KvmVcpu reads the synced block directly.
+  virtual HypercallRegs ReadHypercallRegs() const {
+    return {Get(Reg::kRax), Get(Reg::kRdi), Get(Reg::kRsi), Get(Reg::kRdx),
+            Get(Reg::kR10), Get(Reg::kR8),  Cpl()};
+  }
 
   virtual uint64_t Get(Reg reg) const = 0;
   virtual void Set(Reg reg, uint64_t value) = 0;

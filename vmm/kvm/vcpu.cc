@@ -203,6 +203,11 @@ uint64_t KvmVcpu::Get(Reg reg) const {
   return 0;
 }
 
+HypercallRegs KvmVcpu::ReadHypercallRegs() const {
+  const kvm_regs& r = run_->s.regs.regs;
+  return {r.rax, r.rdi, r.rsi, r.rdx, r.r10, r.r8, run_->s.regs.sregs.ss.dpl & 3};
+}
+
 void KvmVcpu::Set(Reg reg, uint64_t value) {
   kvm_regs& r = run_->s.regs.regs;
   switch (reg) {

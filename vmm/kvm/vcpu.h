@@ -70,6 +70,7 @@ class KvmVcpu final : public Vcpu {
 
   // VcpuState over the synced registers.
   uint64_t Get(Reg reg) const override;
+  HypercallRegs ReadHypercallRegs() const override;
   void Set(Reg reg, uint64_t value) override;
   uint64_t Cr0() const override;
   void SetCr0(uint64_t value) override;

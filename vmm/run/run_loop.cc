@@ -17,23 +17,18 @@ struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
-ExitReason ReasonOf(const VcpuExit& exit) {
-  return std::visit(Overloaded{
-                        [](const IoIn&) { return ExitReason::kIo; },
-                        [](const IoOut&) { return ExitReason::kIo; },
-                        [](const MmioRead&) { return ExitReason::kMmio; },
-                        [](const MmioWrite&) { return ExitReason::kMmio; },
-                        [](const Hlt&) { return ExitReason::kHlt; },
-                        [](const IrqWindowOpen&) { return ExitReason::kIrqWindowOpen; },
-                        [](const Interrupted&) { return ExitReason::kIntr; },
-                        [](const Shutdown&) { return ExitReason::kShutdown; },
-                        [](const FailEntry&) { return ExitReason::kFailEntry; },
-                        [](const InternalError&) { return ExitReason::kInternalError; },
-                        [](const SystemEvent&) { return ExitReason::kSystemEvent; },
-                        [](const UnknownExit&) { return ExitReason::kUnknown; },
-                    },
-                    exit);
-}
+// The exit reason of each VcpuExit alternative, by variant index.
+constexpr ExitReason kReasonByIndex[] = {
+    ExitReason::kIo,        ExitReason::kIo,           ExitReason::kMmio,
+    ExitReason::kMmio,      ExitReason::kHlt,          ExitReason::kIrqWindowOpen,
+    ExitReason::kIntr,      ExitReason::kShutdown,     ExitReason::kFailEntry,
+    ExitReason::kInternalError, ExitReason::kSystemEvent, ExitReason::kUnknown,
+};
+static_assert(std::size(kReasonByIndex) == std::variant_size_v<VcpuExit>);
+static_assert(std::is_same_v<std::variant_alternative_t<1, VcpuExit>, IoOut>);
+static_assert(std::is_same_v<std::variant_alternative_t<11, VcpuExit>, UnknownExit>);
+
+ExitReason ReasonOf(const VcpuExit& exit) { return kReasonByIndex[exit.index()]; }
 
 using MaybeStop = std::optional<RunStop>;
 
@@ -136,7 +131,11 @@ void RunLoop::Access(const Bus& bus, uint64_t address, uint8_t size, Span data, 
   auto& by_device = pio ? stats_.pio_by_device : stats_.mmio_by_device;
   for (size_t at = 0; size != 0 && at + size <= data.size(); at += size) {
     Span one = data.subspan(at, size);
-    std::optional<BusMatch> m = bus.Find(address, size);
+    // The hypercall port is the hottest device by far: its bus match is
+    // looked up once (it is registered on the bus like any other device).
+    std::optional<BusMatch> m = pio && address == MVMM_HYPERCALL_PORT && size == 4 && hypercall_match_
+                                    ? hypercall_match_
+                                    : bus.Find(address, size);
     if (!m) {
       ++(pio ? stats_.pio_unclaimed : stats_.mmio_unclaimed);
       if constexpr (!kWrite) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hypercalls/hypercall_env.h"
+#include "minivmm_abi/hypercall.h"
 #include "vmm/bus/bus.h"
 #include "vmm/core/exit_context.h"
 #include "vmm/core/vcpu.h"
@@ -40,7 +41,10 @@ struct RunLoopParts {
 
 class RunLoop {
  public:
-  explicit RunLoop(RunLoopParts parts) : p_(std::move(parts)), ctx_{p_.vcpu, control_, stats_} {}
+  explicit RunLoop(RunLoopParts parts)
+      : p_(std::move(parts)),
+        ctx_{p_.vcpu, control_, stats_},
+        hypercall_match_(p_.pio_bus.Find(MVMM_HYPERCALL_PORT, 4)) {}
 
   // Runs until the guest stops; see StopReason.
   RunStop Loop();
@@ -64,6 +68,7 @@ class RunLoop {
   uint64_t sequence_ = 0;
   int64_t last_nr_ = -1;
   HypercallArgs last_args_{};
+  std::optional<BusMatch> hypercall_match_;
 };
 
 }  // namespace minivmm
