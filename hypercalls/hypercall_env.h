@@ -21,9 +21,10 @@ namespace minivmm {
 using HypercallArgs = std::array<uint64_t, MVMM_MAX_HYPERCALL_ARGS>;
 
 // key=value records the guest handed over with `report`, in arrival order.
-// Bounded: the whole store never exceeds kMaxBytes of keys and values.
+// Bounded: keys, values and a per-entry overhead never exceed kMaxBytes.
 struct GuestReports {
   static constexpr size_t kMaxBytes = 1 << 20;
+  static constexpr size_t kEntryOverheadBytes = 2 * sizeof(std::string) + 16;
   std::vector<std::pair<std::string, std::string>> entries;
   size_t bytes = 0;
 };

@@ -29,7 +29,11 @@ absl::StatusOr<uint64_t> report(HypercallEnv& env, const HypercallArgs& raw) {
   HC_ASSIGN_OR_RETURN(const std::vector<ReportEntry> entries, ParseReport(text));
 
   size_t bytes = 0;
-  for (const ReportEntry& e : entries) bytes += e.key.size() + e.value.size();
+  // Each entry is charged its host overhead too (two std::strings and a
+  // vector slot), so that many tiny `a=` lines cannot store far more than
+  // kMaxBytes of host memory.
+  for (const ReportEntry& e : entries)
+    bytes += e.key.size() + e.value.size() + GuestReports::kEntryOverheadBytes;
   GuestReports& store = *env.reports;
   if (bytes > GuestReports::kMaxBytes - store.bytes) {
     return absl::ResourceExhaustedError("report: the report store is full");

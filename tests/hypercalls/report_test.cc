@@ -24,7 +24,7 @@ TEST_F(ReportTest, AppendsEntriesAndReturnsTheirNumber) {
   ASSERT_EQ(vm_.reports.entries.size(), 2u);
   EXPECT_EQ(vm_.reports.entries[0], (std::pair<std::string, std::string>{"backend", "pv"}));
   EXPECT_EQ(vm_.reports.entries[1], (std::pair<std::string, std::string>{"workload", "hello"}));
-  EXPECT_EQ(vm_.reports.bytes, 7u + 2 + 8 + 5);
+  EXPECT_EQ(vm_.reports.bytes, 7u + 2 + 8 + 5 + 2 * GuestReports::kEntryOverheadBytes);
 }
 
 TEST_F(ReportTest, RecordsAccumulateInOrder) {
@@ -70,13 +70,32 @@ TEST_F(ReportTest, BadRecordIsEinvalAndAppendsNothing) {
 }
 
 TEST_F(ReportTest, FullStoreIsE2bigAndAppendsNothing) {
-  vm_.reports.bytes = GuestReports::kMaxBytes - 3;
+  // Each entry costs its key and value plus a fixed host overhead.
+  vm_.reports.bytes = GuestReports::kMaxBytes - 3 - GuestReports::kEntryOverheadBytes;
   EXPECT_EQ(Report("ab=cd"), -MVMM_E2BIG);
   EXPECT_TRUE(vm_.reports.entries.empty());
   EXPECT_EQ(Report("a=bc"), 1);  // exactly fills the store
   EXPECT_EQ(vm_.reports.bytes, GuestReports::kMaxBytes);
   EXPECT_EQ(Report("x="), -MVMM_E2BIG);  // one more byte does not fit
   EXPECT_EQ(Report("\n"), 0);            // nothing to store still fits
+}
+
+TEST_F(ReportTest, ManyEmptyValuesCannotExceedTheStoreBound) {
+  // `a=` lines cost the guest 3 bytes each but the host far more: the
+  // per-entry overhead bounds the number of entries, not just their bytes.
+  std::string text;
+  for (int i = 0; i < 4000; ++i) text += "a=\n";
+  int64_t stored = 0;
+  for (int i = 0; i < 1000; ++i) {
+    int64_t r = Report(text);
+    if (r < 0) {
+      EXPECT_EQ(r, -MVMM_E2BIG);
+      break;
+    }
+    stored += r;
+  }
+  EXPECT_LE(vm_.reports.bytes, GuestReports::kMaxBytes);
+  EXPECT_LE(static_cast<size_t>(stored), GuestReports::kMaxBytes / GuestReports::kEntryOverheadBytes);
 }
 
 }  // namespace
