@@ -2,6 +2,7 @@
 # One command from a fresh Debian 12 machine with /dev/kvm:
 #   scripts/quickstart.sh          install what is missing, build, run the default guest
 #   scripts/quickstart.sh test     install what is missing, build, run every test
+#                                  (debug build, then again under ASan + UBSan)
 # Extra arguments after `run` go to `minivmm run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,11 @@ case "$mode" in
     ;;
   test)
     ctest --preset "$preset" -j "$(nproc)" "$@"
+    # The same suite again with AddressSanitizer and UBSan (the guest and the
+    # fuzzers keep their own flags).
+    cmake --preset asan >/dev/null
+    cmake --build --preset asan
+    ctest --preset asan -j "$(nproc)" "$@"
     ;;
   *)
     echo "usage: scripts/quickstart.sh [run [minivmm run flags...] | test [ctest flags...]]" >&2

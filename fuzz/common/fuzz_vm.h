@@ -262,7 +262,8 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
   // Reports are bounded and their byte count is exact.
   FUZZ_CHECK(vm.reports.bytes <= GuestReports::kMaxBytes);
   size_t bytes = 0;
-  for (const auto& [k, v] : vm.reports.entries) bytes += k.size() + v.size();
+  for (const auto& [k, v] : vm.reports.entries)
+    bytes += k.size() + v.size() + GuestReports::kEntryOverheadBytes;
   FUZZ_CHECK(bytes == vm.reports.bytes);
   if (vm.control.request == VcpuRequest::kShutdown) {
     FUZZ_CHECK(vm.control.exit_code >= 0 && vm.control.exit_code <= 255);
