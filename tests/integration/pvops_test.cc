@@ -218,3 +218,51 @@ TEST(PvopsTest, BatchOnTurnsPageWalkUpdatesIntoMulticalls) {
 
 }  // namespace
 }  // namespace minivmm::testing
+
+namespace minivmm::testing {
+namespace {
+
+// Correctness never depends on the variant: every combination of every op's
+// variants, on both backends, passes the guest's self-checks, and the
+// per-hypercall counts still match. A small ring (TLS, FPU, irq restores and
+// switches) and a small page walk (pte_flags, mmu_update, batching) in one
+// run each.
+struct Combination {
+  std::string backend;
+  std::string pvops;
+};
+
+void PrintTo(const Combination& c, std::ostream* os) { *os << c.backend << " " << c.pvops; }
+
+class PvopsCombinationTest : public ::testing::TestWithParam<Combination> {};
+
+TEST_P(PvopsCombinationTest, SelfChecksPass) {
+  SKIP_WITHOUT_KVM();
+  for (const char* workload : {"ctx,tasks=2,rounds=3,fpu=all,tls=one", "cpa,pages=4,rounds=1"}) {
+    GuestRun run = RunGuest(BuiltinGuest(), "backend=" + GetParam().backend + " pvops=" +
+                                                GetParam().pvops + " workload=" + workload);
+    ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+    EXPECT_EQ(run.result.exit_code, 0) << workload << "\n" << run.console;
+    EXPECT_EQ(run.Report("check.failed"), 0u) << workload;
+    for (const char* name : kHypercalls)
+      EXPECT_EQ(run.HypercallOps(Nr(name)), run.Report(std::string("kernel.hc.") + name)) << name;
+  }
+}
+
+std::vector<Combination> AllCombinations() {
+  std::vector<Combination> out;
+  for (const char* backend : {"pv", "native"})
+    for (const char* irq : {"naive", "optimized"})
+      for (const char* fpu : {"naive", "optimized", "eager"})
+        for (const char* tls : {"naive", "optimized"})
+          for (const char* pte : {"naive", "optimized", "patched"})
+            for (const char* batch : {"off", "on"})
+              out.push_back({backend, std::string("irq_restore:") + irq + ",fpu_switch:" + fpu +
+                                          ",tls:" + tls + ",pte_flags:" + pte + ",batch:" + batch});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Every, PvopsCombinationTest, ::testing::ValuesIn(AllCombinations()));
+
+}  // namespace
+}  // namespace minivmm::testing
