@@ -37,6 +37,7 @@ struct RunResult {
   absl::Duration elapsed;
 
   ExitStats stats;                        // all vCPUs
+  std::vector<ExitStats> per_vcpu;        // indexed by vCPU id (one vCPU today)
   std::vector<std::string> pio_devices;   // names, indexed like stats.pio_by_device
   std::vector<std::string> mmio_devices;  // names, indexed like stats.mmio_by_device
   std::vector<std::string> hypercall_names;  // indexed by number; "" = unregistered

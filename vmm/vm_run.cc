@@ -41,7 +41,8 @@ absl::StatusOr<RunResult> Vm::Run() {
   result.exit_code = stop.exit_code;
   result.detail = stop.detail;
   result.elapsed = absl::Now() - start;
-  result.stats = loop.stats();
+  result.per_vcpu = {loop.stats()};
+  for (const ExitStats& v : result.per_vcpu) result.stats.Add(v);
   for (int i = 0; i < s.pio_bus.device_count(); ++i) result.pio_devices.emplace_back(s.pio_bus.DeviceName(i));
   for (int i = 0; i < s.mmio_bus.device_count(); ++i)
     result.mmio_devices.emplace_back(s.mmio_bus.DeviceName(i));

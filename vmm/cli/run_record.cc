@@ -22,8 +22,19 @@ json Exits(const RunResult& r) {
     mmio[r.mmio_devices[i]] = r.stats.mmio_by_device[i];
   pio["unclaimed"] = r.stats.pio_unclaimed;
   mmio["unclaimed"] = r.stats.mmio_unclaimed;
+  json per_vcpu = json::array();
+  for (size_t v = 0; v < r.per_vcpu.size(); ++v) {
+    json reasons = json::object();
+    uint64_t vcpu_total = 0;
+    for (int i = 0; i < static_cast<int>(ExitReason::kCount); ++i) {
+      uint64_t n = r.per_vcpu[v].by_reason[i];
+      vcpu_total += n;
+      if (n != 0) reasons[std::string(ExitReasonName(static_cast<ExitReason>(i)))] = n;
+    }
+    per_vcpu.push_back({{"vcpu", v}, {"total", vcpu_total}, {"by_reason", reasons}});
+  }
   return {{"source", "vmm"}, {"total", total}, {"by_reason", by_reason},
-          {"pio_by_device", pio}, {"mmio_by_device", mmio}};
+          {"pio_by_device", pio}, {"mmio_by_device", mmio}, {"per_vcpu", per_vcpu}};
 }
 
 json Hypercalls(const RunResult& r) {
