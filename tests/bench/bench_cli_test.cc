@@ -10,32 +10,16 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/common/command.h"
 #include "nlohmann/json.hpp"
 
 namespace {
 
 using nlohmann::json;
 
-bool HaveKvm() { return access("/dev/kvm", R_OK | W_OK) == 0; }
-#define SKIP_WITHOUT_KVM() \
-  if (!HaveKvm()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
-
-struct Outcome {
-  int status;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome Shell(const std::string& command) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  Outcome o{-1, ""};
-  if (pipe == nullptr) return o;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) o.out.append(buffer.data(), n);
-  int raw = pclose(pipe);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return o;
-}
+using ::minivmm::testing::Outcome;
+using ::minivmm::testing::Shell;
+#define SKIP_WITHOUT_KVM() SKIP_WITHOUT_KVM_DEVICE()
 
 Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
 
@@ -71,7 +55,7 @@ const json* Result(const json& bench, const std::string& configuration) {
 class BenchCliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!HaveKvm()) return;
+    if (!::minivmm::testing::HaveKvmDevice()) return;
     outcome_ = new Outcome(Minivmm(std::string(kBenchArgs) + " --json " + Path("bench.json") +
                                    " --csv " + Path("bench.csv")));
   }

@@ -10,30 +10,15 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/common/command.h"
 
 namespace {
 
-bool HaveKvm() { return access("/dev/kvm", R_OK | W_OK) == 0; }
-#define SKIP_WITHOUT_KVM() \
-  if (!HaveKvm()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
+using ::minivmm::testing::Outcome;
+using ::minivmm::testing::Shell;
+#define SKIP_WITHOUT_KVM() SKIP_WITHOUT_KVM_DEVICE()
 
-struct Outcome {
-  int status;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome Minivmm(const std::string& args) {
-  std::string command = std::string(MINIVMM_BIN) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  Outcome o{-1, ""};
-  if (pipe == nullptr) return o;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) o.out.append(buffer.data(), n);
-  int raw = pclose(pipe);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return o;
-}
+Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
 
 std::string TempFile(const std::string& name, const std::string& contents) {
   std::string path = ::testing::TempDir() + "/" + name;

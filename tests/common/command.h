@@ -1,0 +1,41 @@
+// Running a command line from a test and reading its exit status and output.
+#ifndef MINIVMM_TESTS_COMMON_COMMAND_H_
+#define MINIVMM_TESTS_COMMON_COMMAND_H_
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace minivmm::testing {
+
+inline bool HaveKvmDevice() { return access("/dev/kvm", R_OK | W_OK) == 0; }
+
+#define SKIP_WITHOUT_KVM_DEVICE() \
+  if (!::minivmm::testing::HaveKvmDevice()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
+
+struct Outcome {
+  int status;       // exit status, or 128 + signal
+  std::string out;  // stdout and stderr together
+};
+
+// Runs `command` through the shell with stderr folded into stdout.
+inline Outcome Shell(const std::string& command) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  Outcome o{-1, ""};
+  if (pipe == nullptr) return o;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) o.out.append(buffer.data(), n);
+  int raw = pclose(pipe);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return o;
+}
+
+}  // namespace minivmm::testing
+
+#endif  // MINIVMM_TESTS_COMMON_COMMAND_H_
