@@ -54,6 +54,8 @@ class RunLoop {
  private:
   absl::Status InjectPendingInterrupt();
   std::optional<RunStop> Handle(const VcpuExit& exit);
+  bool IsHypercall(const VcpuExit& exit) const;
+  std::optional<RunStop> Hypercall(const IoOut& io);
   template <typename Span>
   void Access(const Bus& bus, uint64_t address, uint8_t size, Span data, bool pio);
   std::optional<RunStop> HonourRequest();
@@ -68,7 +70,7 @@ class RunLoop {
   uint64_t sequence_ = 0;
   int64_t last_nr_ = -1;
   HypercallArgs last_args_{};
-  std::optional<BusMatch> hypercall_match_;
+  std::optional<BusMatch> hypercall_match_;  // the hypercall port, looked up once
 };
 
 }  // namespace minivmm
