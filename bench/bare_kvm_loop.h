@@ -14,8 +14,8 @@
 namespace minivmm::bench {
 
 struct BareRun {
-  uint64_t exits = 0;       // hypercall exits, the final shutdown included
-  double seconds = 0;       // from the first KVM_RUN to the shutdown exit
+  uint64_t exits = 0;  // hypercall exits, the final shutdown included
+  double seconds = 0;  // from the first KVM_RUN to the shutdown exit
 };
 
 // Boots `kernel` (like Vm::Create, 64 MiB) and runs it until it calls

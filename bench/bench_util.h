@@ -20,8 +20,8 @@ inline double Median(std::vector<double> v) {
 }
 
 struct ChildResult {
-  int status = -1;          // exit status, 128 + signal, or -1 if it could not start
-  long max_rss_kib = 0;     // peak resident set (getrusage ru_maxrss)
+  int status = -1;       // exit status, 128 + signal, or -1 if it could not start
+  long max_rss_kib = 0;  // peak resident set (getrusage ru_maxrss)
 };
 
 // Runs argv (PATH searched) with stdout and stderr sent to /dev/null.

@@ -54,7 +54,8 @@ double MiB(long kib) { return kib / 1024.0; }
 int main(int argc, char** argv) {
   uint64_t memory_mib = 64;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--memory") && i + 1 < argc) memory_mib = strtoull(argv[++i], nullptr, 10);
+    if (!strcmp(argv[i], "--memory") && i + 1 < argc)
+      memory_mib = strtoull(argv[++i], nullptr, 10);
     else {
       fmt::print(stderr, "usage: footprint_bench [--memory MiB]\n");
       return 2;
@@ -83,20 +84,22 @@ int main(int argc, char** argv) {
   long beyond = after - guest;
   fmt::print("resident memory, {} MiB guest, workload=none (target <= {} MiB beyond guest RAM)\n\n",
              memory_mib, kTargetMiB);
-  fmt::print("{:<50} {:>8.2f} MiB\n", "this process before Vm::Create (code, libraries)", MiB(before));
+  fmt::print("{:<50} {:>8.2f} MiB\n", "this process before Vm::Create (code, libraries)",
+             MiB(before));
   fmt::print("{:<50} {:>8.2f} MiB\n", "after Vm::Create and Run", MiB(after));
   fmt::print("{:<50} {:>8.2f} MiB\n", "  of which guest RAM pages resident", MiB(guest));
-  fmt::print("{:<50} {:>8.2f} MiB  {} the target\n", "  beyond guest RAM (whole process)", MiB(beyond),
-             MiB(beyond) <= kTargetMiB ? "meets" : "misses");
-  fmt::print("{:<50} {:>8.2f} MiB\n", "  added by the VM itself, beyond guest RAM", MiB(after - before - guest));
+  fmt::print("{:<50} {:>8.2f} MiB  {} the target\n", "  beyond guest RAM (whole process)",
+             MiB(beyond), MiB(beyond) <= kTargetMiB ? "meets" : "misses");
+  fmt::print("{:<50} {:>8.2f} MiB\n", "  added by the VM itself, beyond guest RAM",
+             MiB(after - before - guest));
 
-  auto child = minivmm::bench::RunChild({MINIVMM_BIN, "run", "-q", "--workload", "none", "--memory",
-                                         fmt::format("{}M", memory_mib)});
+  auto child = minivmm::bench::RunChild(
+      {MINIVMM_BIN, "run", "-q", "--workload", "none", "--memory", fmt::format("{}M", memory_mib)});
   if (child.status == 0) {
     long cli_beyond = child.max_rss_kib - guest;
     fmt::print("{:<50} {:>8.2f} MiB\n", "minivmm run: peak resident set", MiB(child.max_rss_kib));
-    fmt::print("{:<50} {:>8.2f} MiB  {} the target\n", "minivmm run: beyond guest RAM", MiB(cli_beyond),
-               MiB(cli_beyond) <= kTargetMiB ? "meets" : "misses");
+    fmt::print("{:<50} {:>8.2f} MiB  {} the target\n", "minivmm run: beyond guest RAM",
+               MiB(cli_beyond), MiB(cli_beyond) <= kTargetMiB ? "meets" : "misses");
   }
   return 0;
 }

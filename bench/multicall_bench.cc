@@ -46,9 +46,12 @@ int main(int argc, char** argv) {
   int reps = 20, repeat = 3;
   std::string csv_path;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::clamp(atoi(argv[++i]), 1, 65535);
-    else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::max(1, atoi(argv[++i]));
-    else if (!strcmp(argv[i], "--csv") && i + 1 < argc) csv_path = argv[++i];
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = std::clamp(atoi(argv[++i]), 1, 65535);
+    else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::max(1, atoi(argv[++i]));
+    else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
+      csv_path = argv[++i];
     else {
       fmt::print(stderr, "usage: multicall_bench [--reps R] [--repeat K] [--csv FILE]\n");
       return 2;
@@ -97,15 +100,16 @@ int main(int argc, char** argv) {
     return 125;
   }
   auto result = (*vm)->Run();
-  if (!result.ok() || result->reason != minivmm::StopReason::kGuestShutdown || next != phases.size()) {
+  if (!result.ok() || result->reason != minivmm::StopReason::kGuestShutdown ||
+      next != phases.size()) {
     fmt::print(stderr, "multicall_bench: the guest did not finish: {}\n",
                result.ok() ? result->detail : std::string(result.status().message()));
     return 1;
   }
 
   fmt::print("multicall of N stack_switch entries vs N single stack_switch hypercalls\n");
-  fmt::print("{} reps per phase, median of {} phases; times per N operations, host clock\n\n",
-             reps, repeat);
+  fmt::print("{} reps per phase, median of {} phases; times per N operations, host clock\n\n", reps,
+             repeat);
   fmt::print("{:>3}  {:>12}  {:>12}  {:>6}  {:>12}  {:>12}  {:>7}\n", "N", "exits single",
              "exits multi", "ratio", "us single", "us multi", "speedup");
   std::ofstream csv;
@@ -122,15 +126,18 @@ int main(int argc, char** argv) {
       double us = absl::ToDoubleMicroseconds(p.time) / p.reps;
       (p.multicall ? multi_us : single_us).push_back(us);
       uint64_t per_rep = p.exits / p.reps;
-      if (p.exits % p.reps != 0 || per_rep != (p.multicall ? 1u : static_cast<uint64_t>(n))) exact = false;
+      if (p.exits % p.reps != 0 || per_rep != (p.multicall ? 1u : static_cast<uint64_t>(n)))
+        exact = false;
       (p.multicall ? multi_exits : single_exits) = per_rep;
     }
     double s = Median(single_us), m = Median(multi_us);
     if (n <= 8 || n % 8 == 0) {
-      fmt::print("{:>3}  {:>12}  {:>12}  {:>5}:1  {:>12.1f}  {:>12.1f}  {:>6.1f}x\n", n, single_exits,
-                 multi_exits, multi_exits ? single_exits / multi_exits : 0, s, m, s / m);
+      fmt::print("{:>3}  {:>12}  {:>12}  {:>5}:1  {:>12.1f}  {:>12.1f}  {:>6.1f}x\n", n,
+                 single_exits, multi_exits, multi_exits ? single_exits / multi_exits : 0, s, m,
+                 s / m);
     }
-    if (csv.is_open()) csv << fmt::format("{},{},{},{:.3f},{:.3f}\n", n, single_exits, multi_exits, s, m);
+    if (csv.is_open())
+      csv << fmt::format("{},{},{},{:.3f},{:.3f}\n", n, single_exits, multi_exits, s, m);
   }
   fmt::print("\nexits exactly N:1 for every N = 1..{}: {}\n", kMaxN, exact ? "yes" : "NO");
   return exact ? 0 : 1;

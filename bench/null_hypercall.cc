@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
   int repeat = 5;
   std::string only;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::max(1, atoi(argv[++i]));
-    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::max(1, atoi(argv[++i]));
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
     else {
       fmt::print(stderr, "usage: {} [--repeat N] [--only minivmm|bare] [--kernel ELF]\n", argv[0]);
       return 2;
@@ -93,7 +95,8 @@ int main(int argc, char** argv) {
     cr0_ns.push_back(cr0->seconds * 1e9 / cr0->exits);
   }
   double vmm = Median(vmm_ns), bare = Median(bare_ns);
-  fmt::print("null hypercall round trip ({} exits per run, median of {} runs each)\n", exits, repeat);
+  fmt::print("null hypercall round trip ({} exits per run, median of {} runs each)\n", exits,
+             repeat);
   fmt::print("  {:<22} {:>10.0f} ns\n", "bare KVM_RUN loop", bare);
   fmt::print("  {:<22} {:>10.0f} ns\n", "minivmm", vmm);
   fmt::print("  {:<22} {:>10.3f}   (target <= 1.05)\n", "ratio minivmm / bare", vmm / bare);

@@ -31,8 +31,8 @@ using minivmm::bench::RunChild;
 constexpr double kTargetMs = 5.0;
 
 struct FirstExit {
-  double create_ms;       // Vm::Create
-  double first_exit_ms;   // Vm::Create start to the first exit
+  double create_ms;      // Vm::Create
+  double first_exit_ms;  // Vm::Create start to the first exit
 };
 
 absl::StatusOr<FirstExit> MeasureFirstExit() {
@@ -54,7 +54,8 @@ absl::StatusOr<FirstExit> MeasureFirstExit() {
   auto result = raw->Run();
   if (!result.ok()) return result.status();
   if (!seen) return absl::InternalError("the guest never exited");
-  return FirstExit{absl::ToDoubleMilliseconds(created - t0), absl::ToDoubleMilliseconds(first - t0)};
+  return FirstExit{absl::ToDoubleMilliseconds(created - t0),
+                   absl::ToDoubleMilliseconds(first - t0)};
 }
 
 std::string Verdict(double ms) { return ms <= kTargetMs ? "meets" : "misses"; }
@@ -64,7 +65,8 @@ std::string Verdict(double ms) { return ms <= kTargetMs ? "meets" : "misses"; }
 int main(int argc, char** argv) {
   int repeat = 20;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::max(1, atoi(argv[++i]));
+    if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+      repeat = std::max(1, atoi(argv[++i]));
     else {
       fmt::print(stderr, "usage: startup_bench [--repeat N]\n");
       return 2;
@@ -82,9 +84,10 @@ int main(int argc, char** argv) {
     create.push_back(m->create_ms);
     first.push_back(m->first_exit_ms);
   }
-  fmt::print("{:<52} {:>8.3f} ms\n", "Vm::Create (KVM VM, vCPU, RAM, ELF, boot structures)", Median(create));
-  fmt::print("{:<52} {:>8.3f} ms  {} the target\n", "Vm::Create to the first guest exit", Median(first),
-             Verdict(Median(first)));
+  fmt::print("{:<52} {:>8.3f} ms\n", "Vm::Create (KVM VM, vCPU, RAM, ELF, boot structures)",
+             Median(create));
+  fmt::print("{:<52} {:>8.3f} ms  {} the target\n", "Vm::Create to the first guest exit",
+             Median(first), Verdict(Median(first)));
 
   // The whole command, as a user runs it; its own record says how long the
   // guest itself ran, so the VMM's share can be told apart.
@@ -105,11 +108,11 @@ int main(int argc, char** argv) {
   }
   unlink(json_path.c_str());
   double w = Median(whole), g = Median(guest);
-  fmt::print("{:<52} {:>8.3f} ms  {} the target\n", "minivmm run --workload none (whole process)", w,
-             Verdict(w));
+  fmt::print("{:<52} {:>8.3f} ms  {} the target\n", "minivmm run --workload none (whole process)",
+             w, Verdict(w));
   fmt::print("{:<52} {:>8.3f} ms\n", "  of which the guest ran (Vm::Run)", g);
-  fmt::print("{:<52} {:>8.3f} ms  {} the target\n", "  of which the rest (exec, create, record, exit)",
-             w - g, Verdict(w - g));
+  fmt::print("{:<52} {:>8.3f} ms  {} the target\n",
+             "  of which the rest (exec, create, record, exit)", w - g, Verdict(w - g));
 
   if (!minivmm::bench::InPath("qemu-system-x86_64")) {
     fmt::print("\nqemu-system-x86_64 is not installed: no side-by-side comparison\n");

@@ -50,14 +50,22 @@ uint8_t Uart16550::ReadRegister(uint64_t offset) {
       if (Dlab()) return dll_;
       data_ready_ = false;
       return rbr_;
-    case kIerDlm: return Dlab() ? dlm_ : ier_;
-    case kIirFcr: return kIirNoInterrupt | (fifo_enabled_ ? kIirFifosEnabled : 0);
-    case kLcr: return lcr_;
-    case kMcr: return mcr_;
-    case kLsr: return kLsrThrEmpty | kLsrTransmitterEmpty | (data_ready_ ? kLsrDataReady : 0);
-    case kMsr: return ModemStatus();
-    case kScr: return scr_;
-    default: return 0xFF;  // past the 8 registers: nothing drives the bus
+    case kIerDlm:
+      return Dlab() ? dlm_ : ier_;
+    case kIirFcr:
+      return kIirNoInterrupt | (fifo_enabled_ ? kIirFifosEnabled : 0);
+    case kLcr:
+      return lcr_;
+    case kMcr:
+      return mcr_;
+    case kLsr:
+      return kLsrThrEmpty | kLsrTransmitterEmpty | (data_ready_ ? kLsrDataReady : 0);
+    case kMsr:
+      return ModemStatus();
+    case kScr:
+      return scr_;
+    default:
+      return 0xFF;  // past the 8 registers: nothing drives the bus
   }
 }
 
@@ -77,11 +85,20 @@ void Uart16550::WriteRegister(uint64_t offset, uint8_t value) {
         ier_ = value & 0x0F;  // the upper bits are reserved on a 16550
       }
       break;
-    case kIirFcr: fifo_enabled_ = (value & 0x01) != 0; break;
-    case kLcr: lcr_ = value; break;
-    case kMcr: mcr_ = value & 0x1F; break;
-    case kScr: scr_ = value; break;
-    default: break;  // LSR and MSR are read-only; past the end is nothing
+    case kIirFcr:
+      fifo_enabled_ = (value & 0x01) != 0;
+      break;
+    case kLcr:
+      lcr_ = value;
+      break;
+    case kMcr:
+      mcr_ = value & 0x1F;
+      break;
+    case kScr:
+      scr_ = value;
+      break;
+    default:
+      break;  // LSR and MSR are read-only; past the end is nothing
   }
 }
 

@@ -31,11 +31,11 @@ struct GuestReports {
 
 struct HypercallEnv {
   const GuestMemory& memory;
-  std::span<uint8_t> gdt;  // host view of the read-only GDT page; may be empty in tests
-  ExitContext& exit;       // vCPU registers, run control, counters
-  ConsoleSink* console = nullptr;  // may be null: output is dropped
-  TimerControl* timer = nullptr;   // may be null: set_timer_op gets -ENOSYS
-  GuestReports* reports = nullptr; // may be null: report gets -ENOSYS
+  std::span<uint8_t> gdt;           // host view of the read-only GDT page; may be empty in tests
+  ExitContext& exit;                // vCPU registers, run control, counters
+  ConsoleSink* console = nullptr;   // may be null: output is dropped
+  TimerControl* timer = nullptr;    // may be null: set_timer_op gets -ENOSYS
+  GuestReports* reports = nullptr;  // may be null: report gets -ENOSYS
 };
 
 }  // namespace minivmm

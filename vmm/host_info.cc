@@ -30,7 +30,8 @@ std::string CpuModel() {
   while (std::getline(cpuinfo, line)) {
     if (absl::StartsWith(line, "model name")) {
       auto colon = line.find(':');
-      if (colon != std::string::npos) return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+      if (colon != std::string::npos)
+        return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
     }
   }
   return "unknown";

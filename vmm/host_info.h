@@ -19,10 +19,10 @@ struct HostCapability {
 struct HostInfo {
   int kvm_api_version = 0;
   std::vector<HostCapability> capabilities;
-  std::string kvm_module;    // kvm_intel, kvm_amd, kvm_pvm, or "unknown"
-  bool ring0_emulated;       // guest ring-0 code runs in KVM's emulator (HOST-NOTES.md)
-  std::string host_kernel;   // uname -srm
-  std::string cpu_model;     // /proc/cpuinfo "model name"
+  std::string kvm_module;   // kvm_intel, kvm_amd, kvm_pvm, or "unknown"
+  bool ring0_emulated;      // guest ring-0 code runs in KVM's emulator (HOST-NOTES.md)
+  std::string host_kernel;  // uname -srm
+  std::string cpu_model;    // /proc/cpuinfo "model name"
 };
 
 // Errors as KvmSystem::Open (NotFound, PermissionDenied, FailedPrecondition).

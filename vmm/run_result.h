@@ -36,14 +36,14 @@ struct RunResult {
   std::string detail;  // one line on why the run stopped
   absl::Duration elapsed;
 
-  ExitStats stats;                        // all vCPUs
-  std::vector<ExitStats> per_vcpu;        // indexed by vCPU id (one vCPU today)
-  std::vector<std::string> pio_devices;   // names, indexed like stats.pio_by_device
-  std::vector<std::string> mmio_devices;  // names, indexed like stats.mmio_by_device
+  ExitStats stats;                           // all vCPUs
+  std::vector<ExitStats> per_vcpu;           // indexed by vCPU id (one vCPU today)
+  std::vector<std::string> pio_devices;      // names, indexed like stats.pio_by_device
+  std::vector<std::string> mmio_devices;     // names, indexed like stats.mmio_by_device
   std::vector<std::string> hypercall_names;  // indexed by number; "" = unregistered
   std::vector<HostCounter> host_counters;
   GuestReports reports;
-  std::vector<std::string> console_tail;  // the last console lines
+  std::vector<std::string> console_tail;                    // the last console lines
   std::vector<std::pair<std::string, uint64_t>> registers;  // at the stop
   std::vector<std::string> notes;  // things logged once during the run (dropped GDT stores, ...)
 };

@@ -37,8 +37,8 @@ absl::Status ValidateConfig(const VmConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrFormat("timer rate %u Hz: at most %u", config.timer_hz, kMaxTimerHz));
   if (config.cmdline.size() > MVMM_CMDLINE_MAX)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "guest command line is %u bytes: at most %u", config.cmdline.size(), MVMM_CMDLINE_MAX));
+    return absl::InvalidArgumentError(absl::StrFormat("guest command line is %u bytes: at most %u",
+                                                      config.cmdline.size(), MVMM_CMDLINE_MAX));
   if (config.timeout <= absl::ZeroDuration())
     return absl::InvalidArgumentError("timeout must be positive");
   return absl::OkStatus();
@@ -95,7 +95,8 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   if (loaded->entry != loaded->entry_gpa)
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: entry point 0x%x is not identity-mapped (physical 0x%x); the direct boot needs "
-        "p_vaddr == p_paddr", config.kernel_path, loaded->entry, loaded->entry_gpa));
+        "p_vaddr == p_paddr",
+        config.kernel_path, loaded->entry, loaded->entry_gpa));
   WriteInitialGdt(state->gdt_page.span());
   ASSIGN_OR_RETURN(uint64_t cr3, WriteIdentityPageTables(memory));
   RETURN_IF_ERROR(WriteTss(memory));
@@ -117,7 +118,8 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   State& s = *state;
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_HYPERCALL_PORT, 4, &s.hypercall_port).status());
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_COM1_PORT, 8, &s.uart).status());
-  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
+  RETURN_IF_ERROR(
+      s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
   RETURN_IF_ERROR(s.mmio_bus.Register(MVMM_GDT_GPA, 4096, &s.gdt_trap).status());
   return std::unique_ptr<Vm>(new Vm(std::move(state)));
 }
@@ -142,19 +144,24 @@ absl::Status Vm::RegisterMmioDevice(uint64_t base, uint64_t length, IoDevice* de
 
 void Vm::SetExitObserver(ExitObserver observer) { state_->observer = std::move(observer); }
 
-void Vm::RequestStop() {
-  state_->signals.RequestStop();
-}
+void Vm::RequestStop() { state_->signals.RequestStop(); }
 
 std::string_view StopReasonName(StopReason reason) {
   switch (reason) {
-    case StopReason::kGuestShutdown: return "guest shutdown";
-    case StopReason::kTripleFault: return "triple fault";
-    case StopReason::kEmulationFailure: return "emulation failure";
-    case StopReason::kHaltedForever: return "halted forever";
-    case StopReason::kTimeout: return "timeout";
-    case StopReason::kStopRequested: return "stop requested";
-    case StopReason::kVmmError: return "VMM error";
+    case StopReason::kGuestShutdown:
+      return "guest shutdown";
+    case StopReason::kTripleFault:
+      return "triple fault";
+    case StopReason::kEmulationFailure:
+      return "emulation failure";
+    case StopReason::kHaltedForever:
+      return "halted forever";
+    case StopReason::kTimeout:
+      return "timeout";
+    case StopReason::kStopRequested:
+      return "stop requested";
+    case StopReason::kVmmError:
+      return "VMM error";
   }
   return "?";
 }

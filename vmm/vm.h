@@ -29,12 +29,13 @@ struct ExitEvent {
   bool is_write;
   int64_t hypercall;  // number, or -1 when the exit was not a hypercall
   HypercallArgs args;
-  int64_t result;     // the hypercall's RAX result
+  int64_t result;  // the hypercall's RAX result
 };
 
 class Vm {
  public:
-  using HypercallHandler = std::function<absl::StatusOr<uint64_t>(HypercallEnv&, const HypercallArgs&)>;
+  using HypercallHandler =
+      std::function<absl::StatusOr<uint64_t>(HypercallEnv&, const HypercallArgs&)>;
   using ExitObserver = std::function<void(const ExitEvent&)>;
 
   // Opens /dev/kvm, creates the VM and its vCPU, maps RAM and the GDT page,

@@ -43,10 +43,12 @@ absl::StatusOr<RunResult> Vm::Run() {
   result.elapsed = absl::Now() - start;
   result.per_vcpu = {loop.stats()};
   for (const ExitStats& v : result.per_vcpu) result.stats.Add(v);
-  for (int i = 0; i < s.pio_bus.device_count(); ++i) result.pio_devices.emplace_back(s.pio_bus.DeviceName(i));
+  for (int i = 0; i < s.pio_bus.device_count(); ++i)
+    result.pio_devices.emplace_back(s.pio_bus.DeviceName(i));
   for (int i = 0; i < s.mmio_bus.device_count(); ++i)
     result.mmio_devices.emplace_back(s.mmio_bus.DeviceName(i));
-  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) result.hypercall_names.emplace_back(s.dispatcher.Name(nr));
+  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
+    result.hypercall_names.emplace_back(s.dispatcher.Name(nr));
   if (auto host_after = s.vcpu->ReadStats(); host_after.ok())
     result.host_counters = Delta(host_before, *host_after);
   result.reports = s.reports;

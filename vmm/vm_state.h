@@ -59,7 +59,6 @@ struct Vm::State {
         hypercall_port(dispatcher, memory, gdt_page.span(), &console, &timer, &reports),
         gdt_trap(gdt_page.span()),
         timer([this] { signals.RaiseInterrupt(); }, [this] { signals.TimeOut(); }) {}
-
 };
 
 }  // namespace minivmm

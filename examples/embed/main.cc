@@ -188,8 +188,9 @@ int main(int argc, char** argv) {
               "custom.sum == 11*n*(n+1)/2 == " + std::to_string(want_sum));
   ok &= Check(ReportValue(reports, "custom.port_read") == n,
               "custom.port_read == " + std::to_string(n));
-  ok &= Check(result->stats.hc_exits[kAddHypercall] == n && result->stats.hc_errors[kAddHypercall] == 0,
-              "the VMM counted " + std::to_string(n) + " add hypercalls, none failed");
+  ok &= Check(
+      result->stats.hc_exits[kAddHypercall] == n && result->stats.hc_errors[kAddHypercall] == 0,
+      "the VMM counted " + std::to_string(n) + " add hypercalls, none failed");
   ok &= Check(observed_add_calls == n, "the exit observer saw " + std::to_string(n) + " of them");
   ok &= Check(counter.writes() == n && counter.reads() == 1 && counter.in_order(),
               "the device got writes 1.." + std::to_string(n) + " in order and one read");

@@ -6,8 +6,8 @@
 #ifndef MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 #define MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -57,9 +57,16 @@ inline constexpr uint64_t kInitialRflags = 0x2;
 
 // The GDT as vmm/boot/boot_layout.cc writes it (entries 0-6), TLS slots empty.
 inline void WriteFakeGdt(std::span<uint8_t> gdt) {
-  const uint64_t entries[MVMM_GDT_ENTRIES] = {
-      0, 0x00AF9A000000FFFF, 0x00CF92000000FFFF, 0x00CFF2000000FFFF, 0x00AFFA000000FFFF,
-      0x0000890030000067, 0, 0, 0, 0};
+  const uint64_t entries[MVMM_GDT_ENTRIES] = {0,
+                                              0x00AF9A000000FFFF,
+                                              0x00CF92000000FFFF,
+                                              0x00CFF2000000FFFF,
+                                              0x00AFFA000000FFFF,
+                                              0x0000890030000067,
+                                              0,
+                                              0,
+                                              0,
+                                              0};
   if (gdt.empty()) return;
   std::memset(gdt.data(), 0, gdt.size());
   std::memcpy(gdt.data(), entries, std::min(gdt.size(), sizeof(entries)));
@@ -80,13 +87,27 @@ struct FuzzVm {
   explicit FuzzVm(Input& in) {
     switch (in.U8() % 8) {
       case 0:
-      case 1: UseRam(0x4000); break;   // boot info, command line, TSS; no page tables
-      case 2: UseRam(0x12000); break;  // also the PML4 and PDPT pages
-      case 3: UseRam(0); break;
-      case 4: UseRam(0x1000); break;   // the TSS is outside RAM
-      case 5: UseRam(MVMM_TSS_GPA + sizeof(mvmm_tss)); break;  // ends right after the TSS
-      case 6: UseRam(MVMM_PAGE_TABLES_END); break;
-      default: UseRam((in.U16() % 0x9000 + 1) * 2); break;  // odd page fraction
+      case 1:
+        UseRam(0x4000);
+        break;  // boot info, command line, TSS; no page tables
+      case 2:
+        UseRam(0x12000);
+        break;  // also the PML4 and PDPT pages
+      case 3:
+        UseRam(0);
+        break;
+      case 4:
+        UseRam(0x1000);
+        break;  // the TSS is outside RAM
+      case 5:
+        UseRam(MVMM_TSS_GPA + sizeof(mvmm_tss));
+        break;  // ends right after the TSS
+      case 6:
+        UseRam(MVMM_PAGE_TABLES_END);
+        break;
+      default:
+        UseRam((in.U16() % 0x9000 + 1) * 2);
+        break;  // odd page fraction
     }
     const uint8_t fill = in.U8();
     if (!ram.empty()) std::memset(ram.data(), fill, ram.size());
@@ -147,33 +168,53 @@ struct FuzzVm {
   // A guest argument: mostly values near the edges that matter.
   uint64_t Arg(Input& in, uint64_t anchor = 0) {
     switch (in.U8() % 20) {
-      case 0: return in.U64();
-      case 1: return in.U8();
-      case 2: return ram_size() - in.U16();                 // at / below the end of RAM
-      case 3: return ram_size() + in.U8();                  // just past RAM
-      case 4: return MVMM_GDT_GPA + in.U16() % 0x1010;      // the GDT page and past it
-      case 5: return MVMM_GDT_GPA + 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4);
-      case 6: return MVMM_PAGE_TABLES_GPA + in.U16() % 0x10000;
-      case 7: return MVMM_TSS_GPA + in.U8();
-      case 8: return ~uint64_t{0} - in.U16();               // wraps with any length
-      case 9: return in.U32();
-      case 10: return anchor + in.U16();                    // relative to a list
-      case 11: return kUserTlsDesc ^ (uint64_t{1} << (in.U8() % 64));
-      case 12: return (uint64_t{in.U32()} << 12 & 0x000FFFFFFFFFF000ull) | in.U8();  // a PTE
-      case 13: return uint64_t{1} << (in.U8() % 64);
-      case 14: return 0;
-      case 15: return 1;
-      case 16: return MVMM_SEL_KERNEL_DS;
-      case 17: return 0xFFFF800000000000ull + in.U16();    // canonical high half
-      case 18: return kInitialCr0 ^ (uint64_t{1} << (in.U8() % 64));
-      default: return MVMM_BOOT_INFO_GPA + in.U16();
+      case 0:
+        return in.U64();
+      case 1:
+        return in.U8();
+      case 2:
+        return ram_size() - in.U16();  // at / below the end of RAM
+      case 3:
+        return ram_size() + in.U8();  // just past RAM
+      case 4:
+        return MVMM_GDT_GPA + in.U16() % 0x1010;  // the GDT page and past it
+      case 5:
+        return MVMM_GDT_GPA + 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4);
+      case 6:
+        return MVMM_PAGE_TABLES_GPA + in.U16() % 0x10000;
+      case 7:
+        return MVMM_TSS_GPA + in.U8();
+      case 8:
+        return ~uint64_t{0} - in.U16();  // wraps with any length
+      case 9:
+        return in.U32();
+      case 10:
+        return anchor + in.U16();  // relative to a list
+      case 11:
+        return kUserTlsDesc ^ (uint64_t{1} << (in.U8() % 64));
+      case 12:
+        return (uint64_t{in.U32()} << 12 & 0x000FFFFFFFFFF000ull) | in.U8();  // a PTE
+      case 13:
+        return uint64_t{1} << (in.U8() % 64);
+      case 14:
+        return 0;
+      case 15:
+        return 1;
+      case 16:
+        return MVMM_SEL_KERNEL_DS;
+      case 17:
+        return 0xFFFF800000000000ull + in.U16();  // canonical high half
+      case 18:
+        return kInitialCr0 ^ (uint64_t{1} << (in.U8() % 64));
+      default:
+        return MVMM_BOOT_INFO_GPA + in.U16();
     }
   }
 
   // A hypercall number: mostly real ones, sometimes anything.
   uint64_t Number(Input& in) {
-    static constexpr uint64_t kKnown[] = {1, 3, 5, 10, 13, 15, 18, 29, 40, 41, 42,
-                                          kUserHypercall, 0, 2, 63, 65, 127, 128};
+    static constexpr uint64_t kKnown[] = {1, 3, 5,  10, 13,  15, 18, 29, 40, 41, 42, kUserHypercall,
+                                          0, 2, 63, 65, 127, 128};
     const uint8_t b = in.U8();
     if (b % 8 == 7) return in.U64();  // EAX truncation, huge numbers
     return kKnown[b / 8 % (sizeof(kKnown) / sizeof(kKnown[0]))];
@@ -193,8 +234,12 @@ struct FuzzVm {
 inline bool IsValidResult(int64_t r) {
   if (r >= 0) return true;
   switch (-r) {
-    case MVMM_EPERM: case MVMM_ENOENT: case MVMM_E2BIG:
-    case MVMM_EFAULT: case MVMM_EINVAL: case MVMM_ENOSYS:
+    case MVMM_EPERM:
+    case MVMM_ENOENT:
+    case MVMM_E2BIG:
+    case MVMM_EFAULT:
+    case MVMM_EINVAL:
+    case MVMM_ENOSYS:
       return true;
     default:
       return false;
@@ -218,8 +263,8 @@ struct Snapshot {
   }
 
   bool Same(const FuzzVm& vm) const {
-    return std::equal(ram.begin(), ram.end(), vm.ram.begin(), vm.ram.end()) && gdt == vm.gdt && cr0 == vm.vcpu.cr0 &&
-           rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
+    return std::equal(ram.begin(), ram.end(), vm.ram.begin(), vm.ram.end()) && gdt == vm.gdt &&
+           cr0 == vm.vcpu.cr0 && rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
            exit_code == vm.control.exit_code && timer_sets == vm.timer.sets;
@@ -247,8 +292,7 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
     FUZZ_CHECK(std::memcmp(vm.gdt.data() + tls_end, vm.initial_gdt.data() + tls_end,
                            vm.gdt.size() - tls_end) == 0);
   }
-  for (uint64_t slot = MVMM_GDT_TLS_FIRST; slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT;
-       ++slot) {
+  for (uint64_t slot = MVMM_GDT_TLS_FIRST; slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT; ++slot) {
     if ((slot + 1) * 8 > vm.gdt.size()) break;
     uint64_t desc;
     std::memcpy(&desc, vm.gdt.data() + slot * 8, 8);
@@ -257,8 +301,8 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
   }
   // CR0: only MP, EM, TS are the guest's. RFLAGS: only IF.
   FUZZ_CHECK(((vm.vcpu.cr0 ^ kInitialCr0) & ~MVMM_CR0_GUEST_WRITABLE) == 0);
-  FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] ^ kInitialRflags) &
-              ~MVMM_RFLAGS_IF) == 0);
+  FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] ^ kInitialRflags) & ~MVMM_RFLAGS_IF) ==
+             0);
   // Reports are bounded and their byte count is exact.
   FUZZ_CHECK(vm.reports.bytes <= GuestReports::kMaxBytes);
   size_t bytes = 0;

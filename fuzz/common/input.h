@@ -54,8 +54,8 @@ class Input {
 
 }  // namespace minivmm::fuzz
 
-#define FUZZ_CHECK(cond) \
-  do {                   \
+#define FUZZ_CHECK(cond)                                           \
+  do {                                                             \
     if (!(cond)) ::minivmm::fuzz::Fail(__FILE__, __LINE__, #cond); \
   } while (0)
 

@@ -5,13 +5,14 @@
 //
 // Input: u64 descriptor, then up to 4 stores: u16 table size (% 4200),
 // u8 offset mode + operand, u8 width (% 17), width bytes of data.
+#include "hypercalls/descriptor.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "common/input.h"
-#include "hypercalls/descriptor.h"
 #include "hypercalls/gdt_store.h"
 #include "minivmm_abi/boot.h"
 
@@ -54,11 +55,21 @@ void CheckStore(Input& in, uint64_t desc_hint) {
   uint64_t offset;
   const uint8_t mode = in.U8();
   switch (mode % 5) {
-    case 0: offset = 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4); break;
-    case 1: offset = in.U16(); break;
-    case 2: offset = ~uint64_t{0} - in.U8(); break;  // offset + 8 wraps
-    case 3: offset = table - in.U8() % 16; break;     // at the table end
-    default: offset = in.U64(); break;
+    case 0:
+      offset = 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4);
+      break;
+    case 1:
+      offset = in.U16();
+      break;
+    case 2:
+      offset = ~uint64_t{0} - in.U8();
+      break;  // offset + 8 wraps
+    case 3:
+      offset = table - in.U8() % 16;
+      break;  // at the table end
+    default:
+      offset = in.U64();
+      break;
   }
   const size_t width = in.U8() % 17;
   std::vector<uint8_t> data(width);
@@ -92,8 +103,8 @@ void CheckStore(Input& in, uint64_t desc_hint) {
   // Exactly the 8 addressed bytes change, and only when applied.
   if (result.applied()) {
     FUZZ_CHECK(std::memcmp(gdt.data(), before.data(), offset) == 0);
-    FUZZ_CHECK(std::memcmp(gdt.data() + offset + 8, before.data() + offset + 8,
-                           table - offset - 8) == 0);
+    FUZZ_CHECK(
+        std::memcmp(gdt.data() + offset + 8, before.data() + offset + 8, table - offset - 8) == 0);
   } else {
     FUZZ_CHECK(gdt == before);
   }

@@ -5,16 +5,17 @@
 // one reports a layout inside RAM at or above the kernel minimum, an entry
 // inside a segment, a PVH entry (if any) inside a PT_LOAD, and RAM below the
 // kernel minimum untouched (poisoned for ASan: any access there is a report).
+#include "vmm/elf/elf_loader.h"
+
+#include <sanitizer/asan_interface.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
-#include <sanitizer/asan_interface.h>
-
 #include "common/input.h"
 #include "minivmm_abi/boot.h"
-#include "vmm/elf/elf_loader.h"
 
 namespace {
 
@@ -53,7 +54,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (image->pvh_entry) {
     FUZZ_CHECK(*image->pvh_entry >= image->lowest_gpa && *image->pvh_entry < image->end_gpa);
   }
-  std::memcpy(ram->data() + MVMM_KERNEL_MIN_GPA, pristine->data() + MVMM_KERNEL_MIN_GPA,
-              kLoadable);
+  std::memcpy(ram->data() + MVMM_KERNEL_MIN_GPA, pristine->data() + MVMM_KERNEL_MIN_GPA, kLoadable);
   return 0;
 }

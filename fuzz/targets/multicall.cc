@@ -27,25 +27,39 @@ uint64_t Placement(FuzzVm& vm, Input& in) {
   const uint8_t p = in.U8();
   const uint16_t k = in.U16();
   switch (p % 8) {
-    case 0: return vm.ram_size() > 0 ? k % vm.ram_size() & ~uint64_t{7} : 0;
-    case 1: return vm.ram_size() > 0 ? k % vm.ram_size() : 0;  // misaligned is allowed
-    case 2: return vm.ram_size() - k % 0x800;                  // crosses the end of RAM
-    case 3: return MVMM_PAGE_TABLES_GPA + k % 0x1000;          // over the page tables
-    case 4: return MVMM_TSS_GPA - k % 0x100;                   // over the TSS
-    case 5: return MVMM_GDT_GPA + k % 0x80;                    // the GDT: outside RAM
-    case 6: return ~uint64_t{0} - k;                           // wraps
-    default: return in.U64();
+    case 0:
+      return vm.ram_size() > 0 ? k % vm.ram_size() & ~uint64_t{7} : 0;
+    case 1:
+      return vm.ram_size() > 0 ? k % vm.ram_size() : 0;  // misaligned is allowed
+    case 2:
+      return vm.ram_size() - k % 0x800;  // crosses the end of RAM
+    case 3:
+      return MVMM_PAGE_TABLES_GPA + k % 0x1000;  // over the page tables
+    case 4:
+      return MVMM_TSS_GPA - k % 0x100;  // over the TSS
+    case 5:
+      return MVMM_GDT_GPA + k % 0x80;  // the GDT: outside RAM
+    case 6:
+      return ~uint64_t{0} - k;  // wraps
+    default:
+      return in.U64();
   }
 }
 
 uint64_t Count(uint64_t n, Input& in) {
   switch (in.U8() % 8) {
-    case 0: return n + 1;  // one more than written
-    case 1: return n > 0 ? n - 1 : 0;
-    case 2: return 0;
-    case 3: return MVMM_MULTICALL_MAX_ENTRIES + in.U8() % 2;  // at / past the limit
-    case 4: return in.U64();
-    default: return n;
+    case 0:
+      return n + 1;  // one more than written
+    case 1:
+      return n > 0 ? n - 1 : 0;
+    case 2:
+      return 0;
+    case 3:
+      return MVMM_MULTICALL_MAX_ENTRIES + in.U8() % 2;  // at / past the limit
+    case 4:
+      return in.U64();
+    default:
+      return n;
   }
 }
 
@@ -72,8 +86,8 @@ void Run(Input& in) {
   while (!in.empty()) vm.Poke(in);
 
   // What runs is what the list holds now; note the ops for the checks.
-  const bool in_ram = count <= MVMM_MULTICALL_MAX_ENTRIES && vm.memory.Contains(
-      GuestAddress(list), count * kEntry);
+  const bool in_ram =
+      count <= MVMM_MULTICALL_MAX_ENTRIES && vm.memory.Contains(GuestAddress(list), count * kEntry);
   if (in_ram) {
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t op;

@@ -67,16 +67,26 @@ uint64_t Value(Input& in, const Model& model) {
   const ModelRange* r =
       model.ranges.empty() ? nullptr : &model.ranges[in.U8() % model.ranges.size()];
   switch (tag % 10) {
-    case 0: return in.U64();
-    case 1: return in.U8();
-    case 2: return in.U16();
-    case 3: return kMax - in.U8();
-    case 4: return r ? r->base - in.U8() % 3 : 0;
-    case 5: return r ? r->last + in.U8() % 3 : 0;  // may wrap to 0 at the top
-    case 6: return r ? r->base + in.U8() : 1;
-    case 7: return uint64_t{1} << (in.U8() % 64);
-    case 8: return 0;
-    default: return kMax;
+    case 0:
+      return in.U64();
+    case 1:
+      return in.U8();
+    case 2:
+      return in.U16();
+    case 3:
+      return kMax - in.U8();
+    case 4:
+      return r ? r->base - in.U8() % 3 : 0;
+    case 5:
+      return r ? r->last + in.U8() % 3 : 0;  // may wrap to 0 at the top
+    case 6:
+      return r ? r->base + in.U8() : 1;
+    case 7:
+      return uint64_t{1} << (in.U8() % 64);
+    case 8:
+      return 0;
+    default:
+      return kMax;
   }
 }
 

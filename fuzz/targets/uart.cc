@@ -38,17 +38,24 @@ struct Model {
         if (dlab()) return dll;
         dr = false;
         return rbr;
-      case 1: return dlab() ? dlm : ier;
-      case 2: return fifo ? 0xC1 : 0x01;
-      case 3: return lcr;
-      case 4: return mcr;
-      case 5: return 0x60 | (dr ? 1 : 0);
+      case 1:
+        return dlab() ? dlm : ier;
+      case 2:
+        return fifo ? 0xC1 : 0x01;
+      case 3:
+        return lcr;
+      case 4:
+        return mcr;
+      case 5:
+        return 0x60 | (dr ? 1 : 0);
       case 6:
         if (!loop()) return 0xB0;
         return (mcr & 2 ? 0x10 : 0) | (mcr & 1 ? 0x20 : 0) | (mcr & 4 ? 0x40 : 0) |
                (mcr & 8 ? 0x80 : 0);
-      case 7: return scr;
-      default: return 0xFF;
+      case 7:
+        return scr;
+      default:
+        return 0xFF;
     }
   }
   void Write(uint64_t off, uint8_t v) {
@@ -64,13 +71,25 @@ struct Model {
         }
         break;
       case 1:
-        if (dlab()) dlm = v; else ier = v & 0x0F;
+        if (dlab())
+          dlm = v;
+        else
+          ier = v & 0x0F;
         break;
-      case 2: fifo = v & 1; break;
-      case 3: lcr = v; break;
-      case 4: mcr = v & 0x1F; break;
-      case 7: scr = v; break;
-      default: break;
+      case 2:
+        fifo = v & 1;
+        break;
+      case 3:
+        lcr = v;
+        break;
+      case 4:
+        mcr = v & 0x1F;
+        break;
+      case 7:
+        scr = v;
+        break;
+      default:
+        break;
     }
   }
 };

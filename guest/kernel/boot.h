@@ -10,7 +10,7 @@
 namespace guest {
 
 struct BootState {
-  bool under_minivmm = false;   // entered through the 64-bit boot with boot_info
+  bool under_minivmm = false;  // entered through the 64-bit boot with boot_info
   bool ring3_nm = false;       // ring-3 SSE with CR0.TS=1 raises #NM on this host
   uint64_t patched_sites = 0;  // pte_flags call sites rewritten at boot
   uint64_t memory_size = 0;

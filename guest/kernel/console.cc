@@ -21,7 +21,8 @@ void FlushLine() {
   ++g_stats.calls;
   g_stats.bytes += g_line_len;
   // The line buffer is identity mapped, so its address is its gpa.
-  Hypercall(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, g_line_len, reinterpret_cast<uintptr_t>(g_line));
+  Hypercall(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, g_line_len,
+            reinterpret_cast<uintptr_t>(g_line));
   g_line_len = 0;
 }
 

@@ -46,7 +46,8 @@ struct KernelCounters {
 extern KernelCounters g_kc;
 
 // Appends "<prefix>.<name>=<now - before>" for every counter.
-void AppendCounterDeltas(StrView prefix, const KernelCounters& before, const KernelCounters& now, TextBuf* out);
+void AppendCounterDeltas(StrView prefix, const KernelCounters& before, const KernelCounters& now,
+                         TextBuf* out);
 
 }  // namespace guest
 

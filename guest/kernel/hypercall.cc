@@ -60,13 +60,15 @@ int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   // Only a list the VMM can accept is read: within the count bound and wholly
   // in RAM (a probe's list outside RAM gets -EFAULT and is never touched).
   const uint64_t end = list_gpa + count * sizeof(mvmm_multicall_entry);
-  bool countable = count <= MVMM_MULTICALL_MAX_ENTRIES && end >= list_gpa && end <= g_boot.memory_size;
+  bool countable =
+      count <= MVMM_MULTICALL_MAX_ENTRIES && end >= list_gpa && end <= g_boot.memory_size;
   if (countable) {
     for (uint64_t i = 0; i < count; ++i) g_issued_ops[i] = e[i].op;
   }
   int64_t rc = RawHypercall(MVMM_HC_multicall, list_gpa, count);
   if (rc >= 0 && countable) {
-    for (uint64_t i = 0; i < count; ++i) CountHypercallOp(g_issued_ops[i], static_cast<int64_t>(e[i].result), false);
+    for (uint64_t i = 0; i < count; ++i)
+      CountHypercallOp(g_issued_ops[i], static_cast<int64_t>(e[i].result), false);
   }
   CountHypercallOp(MVMM_HC_multicall, rc, /*direct=*/true);
   return rc;
@@ -89,7 +91,8 @@ namespace {
 
 }  // namespace
 
-int64_t HypercallOrDie(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
+int64_t HypercallOrDie(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
+                       uint64_t a4) {
   int64_t rc = Hypercall(nr, a0, a1, a2, a3, a4);
   if (rc < 0) HypercallFailed(nr, rc, false);
   return rc;
@@ -104,15 +107,16 @@ void FlushBatch(MulticallBatch* batch) {
   if (rc < 0) HypercallFailed(MVMM_HC_multicall, rc, false);
   for (uint32_t i = 0; i < n; ++i) {
     const mvmm_multicall_entry& e = batch->entries()[i];
-    if (static_cast<int64_t>(e.result) < 0) HypercallFailed(e.op, static_cast<int64_t>(e.result), true);
+    if (static_cast<int64_t>(e.result) < 0)
+      HypercallFailed(e.op, static_cast<int64_t>(e.result), true);
   }
   batch->Clear();
 }
 
 void AppendHypercallCounts(StrView prefix, const HypercallCounts& c, TextBuf* out) {
 #define GUEST_HC_KV_(n, name)                                              \
-  out->Str(prefix).Str(".hc." #name "=").Dec(c.ops[n]).Char('\n');          \
-  out->Str(prefix).Str(".hc_exits." #name "=").Dec(c.exits[n]).Char('\n');  \
+  out->Str(prefix).Str(".hc." #name "=").Dec(c.ops[n]).Char('\n');         \
+  out->Str(prefix).Str(".hc_exits." #name "=").Dec(c.exits[n]).Char('\n'); \
   out->Str(prefix).Str(".hc_errors." #name "=").Dec(c.errors[n]).Char('\n');
   MVMM_HYPERCALL_LIST(GUEST_HC_KV_)
 #undef GUEST_HC_KV_

@@ -36,8 +36,8 @@ bool IsAbiHypercall(uint64_t nr);
 void CountHypercallOp(uint64_t nr, int64_t result, bool direct);
 
 // One `out %eax, $0xEC`: exactly one VM exit. Returns RAX (>= 0 or -errno).
-inline int64_t RawHypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
-                            uint64_t a4 = 0) {
+inline int64_t RawHypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                            uint64_t a3 = 0, uint64_t a4 = 0) {
   uint64_t rax = nr;
   register uint64_t r10 asm("r10") = a3;
   register uint64_t r8 asm("r8") = a4;
@@ -50,13 +50,14 @@ inline int64_t RawHypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint6
 
 // Counted hypercall; the result is returned unchecked. `nr` may carry high
 // bits (the hostile workload's test): the VMM and the count use EAX.
-int64_t Hypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0);
+int64_t Hypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
+                  uint64_t a4 = 0);
 
 // Counted hypercall for a privileged operation the kernel cannot do without:
 // a negative result panics (code 4) naming the hypercall and the errno, so a
 // VMM that lacks it (-ENOSYS) is obvious.
-int64_t HypercallOrDie(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
-                       uint64_t a4 = 0);
+int64_t HypercallOrDie(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                       uint64_t a3 = 0, uint64_t a4 = 0);
 
 // Issues `batch` as one multicall (if not empty), checks every entry's
 // result the same way, counts it and clears it.

@@ -69,7 +69,8 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   g_boot.timer_hz = bi->timer_hz;
   uint64_t len = bi->cmdline_len;
   if (len > MVMM_CMDLINE_MAX) len = MVMM_CMDLINE_MAX;
-  StrView line = bi->cmdline_gpa ? StrView(reinterpret_cast<const char*>(bi->cmdline_gpa), len) : StrView();
+  StrView line =
+      bi->cmdline_gpa ? StrView(reinterpret_cast<const char*>(bi->cmdline_gpa), len) : StrView();
   KernelRun(line);
 }
 
@@ -83,7 +84,8 @@ void guest::KernelRun(StrView cmdline) {
   SendReport();
 
   MemInit(g_boot.first_free, g_boot.memory_size, g_boot.gdt_gpa);
-  if (g_boot.config.Get(PvOp::kPteFlags) == Variant::kPatched) g_boot.patched_sites = PvPatchCallSites();
+  if (g_boot.config.Get(PvOp::kPteFlags) == Variant::kPatched)
+    g_boot.patched_sites = PvPatchCallSites();
   SchedInit();
   SwitchInit();
   ProbeRing3Nm();

@@ -40,7 +40,8 @@ uint64_t* Walk(uint64_t* table, uint64_t va, int shift) {
 uint64_t* Split(uint64_t* pd, uint64_t va, uint64_t extra) {
   uint64_t base = va & ~(kLargePageSize - 1);
   uint64_t* pt = NewTable();
-  for (uint64_t i = 0; i < 512; ++i) pt[i] = (base + i * kPageSize) | kPtePresent | kPteWrite | extra;
+  for (uint64_t i = 0; i < 512; ++i)
+    pt[i] = (base + i * kPageSize) | kPtePresent | kPteWrite | extra;
   pd[(va >> 21) & 511] = Addr(pt) | kTableFlags;
   return pt;
 }
@@ -49,7 +50,8 @@ uint64_t* Split(uint64_t* pd, uint64_t va, uint64_t extra) {
 
 void* AllocPages(size_t count) {
   uint64_t p = g_next;
-  if (count == 0 || p + count * kPageSize > g_end || p + count * kPageSize < p) Panic("out of memory");
+  if (count == 0 || p + count * kPageSize > g_end || p + count * kPageSize < p)
+    Panic("out of memory");
   g_next += count * kPageSize;
   ZeroQwords(reinterpret_cast<void*>(p), count * kPageSize / 8);
   return reinterpret_cast<void*>(p);
@@ -109,12 +111,14 @@ void MemInit(uint64_t first_free, uint64_t memory_size, uint64_t gdt_gpa) {
   // First 2 MiB: 4 KiB pages; page 0 unmapped; .user_* pages user-accessible.
   uint64_t* pt0 = Split(pds[0], 0, 0);
   pt0[0] = 0;
-  for (uint64_t a = Addr(__user_start); a < Addr(__user_end); a += kPageSize) pt0[a >> 12] |= kPteUser;
+  for (uint64_t a = Addr(__user_start); a < Addr(__user_end); a += kPageSize)
+    pt0[a >> 12] |= kPteUser;
 
   uint64_t user = AlignUp(g_next, kLargePageSize);
   g_user_arena = {user, kLargePageSize};
   g_cpa_arena = {user + kLargePageSize, kLargePageSize};
-  if (g_cpa_arena.start + kLargePageSize + kLargePageSize > memory_size) Panic("not enough RAM (need ~8 MiB)");
+  if (g_cpa_arena.start + kLargePageSize + kLargePageSize > memory_size)
+    Panic("not enough RAM (need ~8 MiB)");
   Split(pds[user >> 30], user, kPteUser | kPteNx);
   Split(pds[g_cpa_arena.start >> 30], g_cpa_arena.start, 0);
   g_user_next = user;

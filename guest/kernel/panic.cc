@@ -74,7 +74,12 @@ void Panic(StrView msg) {
 void AssertFailed(const char* expr, const char* file, int line) {
   char storage[200];
   TextBuf msg(storage, sizeof(storage));
-  msg.Str("assertion failed: ").Str(expr).Str(" at ").Str(file).Char(':').Dec(static_cast<uint64_t>(line));
+  msg.Str("assertion failed: ")
+      .Str(expr)
+      .Str(" at ")
+      .Str(file)
+      .Char(':')
+      .Dec(static_cast<uint64_t>(line));
   Fatal(kExitAssert, msg.View());
 }
 

@@ -27,9 +27,9 @@ enum ShutdownCode : int {
 
 }  // namespace guest
 
-#define GUEST_ASSERT(cond)                                                \
-  do {                                                                    \
-    if (!(cond)) ::guest::AssertFailed(#cond, __FILE__, __LINE__);        \
+#define GUEST_ASSERT(cond)                                         \
+  do {                                                             \
+    if (!(cond)) ::guest::AssertFailed(#cond, __FILE__, __LINE__); \
   } while (0)
 
 #endif  // GUEST_KERNEL_PANIC_H_

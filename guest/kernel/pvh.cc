@@ -40,7 +40,8 @@ alignas(16) mvmm_tss g_pvh_tss;
 // RAM contiguous from 1 MiB (where the kernel is) per the memory map;
 // capped like the VMM's RAM, below the 3 GiB hole.
 uint64_t MemorySize(const HvmStartInfo* si) {
-  if (si->version < 1 || si->memmap_paddr == 0) return 64ull << 20;  // QEMU's default -m 128M covers it
+  if (si->version < 1 || si->memmap_paddr == 0)
+    return 64ull << 20;  // QEMU's default -m 128M covers it
   auto* e = reinterpret_cast<const HvmMemmapEntry*>(si->memmap_paddr);
   uint64_t end = 0;
   for (uint32_t i = 0; i < si->memmap_entries; ++i) {
@@ -56,7 +57,8 @@ void InstallTss() {
   uint64_t base = reinterpret_cast<uint64_t>(&g_pvh_tss);
   uint64_t limit = sizeof(g_pvh_tss) - 1;
   g_pvh_tss.iomap_base = sizeof(g_pvh_tss);
-  pvh_gdt[MVMM_GDT_TSS] = (limit & 0xffff) | ((base & 0xffffff) << 16) | (0x89ull << 40) | (((base >> 24) & 0xff) << 56);
+  pvh_gdt[MVMM_GDT_TSS] = (limit & 0xffff) | ((base & 0xffffff) << 16) | (0x89ull << 40) |
+                          (((base >> 24) & 0xff) << 56);
   pvh_gdt[MVMM_GDT_TSS + 1] = base >> 32;
   asm volatile("ltr %w0" ::"r"(MVMM_SEL_TSS));
 }

@@ -41,7 +41,8 @@ void SendReport() {
   g_report.Clear();
 }
 
-void AppendCounterDeltas(StrView prefix, const KernelCounters& before, const KernelCounters& now, TextBuf* out) {
+void AppendCounterDeltas(StrView prefix, const KernelCounters& before, const KernelCounters& now,
+                         TextBuf* out) {
 #define GUEST_COUNTER_KV_(name) out->Kv(prefix, #name, now.name - before.name);
   GUEST_COUNTER_LIST(GUEST_COUNTER_KV_)
 #undef GUEST_COUNTER_KV_

@@ -145,7 +145,8 @@ void SchedInit() {
 Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg) {
   Task* t = NewTask(name, false);
   uint64_t* sp = reinterpret_cast<uint64_t*>(NewKernelStack(t));
-  t->saved_rsp = reinterpret_cast<uint64_t>(PushSwitchFrame(sp, reinterpret_cast<uint64_t>(fn), arg, false));
+  t->saved_rsp =
+      reinterpret_cast<uint64_t>(PushSwitchFrame(sp, reinterpret_cast<uint64_t>(fn), arg, false));
   return t;
 }
 
@@ -160,7 +161,8 @@ Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t us
   f->rsp = (user_stack_top & ~15ull) - 8;
   f->ss = MVMM_SEL_USER_DS;
   f->rdi = arg;
-  t->saved_rsp = reinterpret_cast<uint64_t>(PushSwitchFrame(reinterpret_cast<uint64_t*>(f), 0, 0, true));
+  t->saved_rsp =
+      reinterpret_cast<uint64_t>(PushSwitchFrame(reinterpret_cast<uint64_t*>(f), 0, 0, true));
   return t;
 }
 

@@ -147,7 +147,8 @@ void FpuDeviceNotAvailable(bool from_user) {
   ++g_kc.nm_traps;
   if (from_user) g_ring3_nm_seen = true;
   Task* t = g_current;
-  if (FpuPolicy() == Variant::kEager && !g_probing) Panic("#NM with the eager FPU policy (CR0.TS should be clear)");
+  if (FpuPolicy() == Variant::kEager && !g_probing)
+    Panic("#NM with the eager FPU policy (CR0.TS should be clear)");
   GUEST_ASSERT(!t->has_fpu);
   Clts();
   t->used_math = true;

@@ -82,15 +82,25 @@ namespace {
 
 int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
   switch (nr) {
-    case kSysWrite: return SysWrite(a0, a1, a2);
-    case kSysRead: return SysRead(a0, a1, a2);
-    case kSysPipe: return SysPipe(a0);
-    case kSysYield: Yield(); return 0;
-    case kSysExit: ExitCurrent(a0);
-    case kSysSetTls: return SysSetTls(a0, a1);
-    case kSysGetPid: return static_cast<int64_t>(g_current->pid);
-    case kSysClock: return static_cast<int64_t>(cpu::Rdtsc());
-    case kSysCheckFail: SelfCheckFailed(g_current, a0);
+    case kSysWrite:
+      return SysWrite(a0, a1, a2);
+    case kSysRead:
+      return SysRead(a0, a1, a2);
+    case kSysPipe:
+      return SysPipe(a0);
+    case kSysYield:
+      Yield();
+      return 0;
+    case kSysExit:
+      ExitCurrent(a0);
+    case kSysSetTls:
+      return SysSetTls(a0, a1);
+    case kSysGetPid:
+      return static_cast<int64_t>(g_current->pid);
+    case kSysClock:
+      return static_cast<int64_t>(cpu::Rdtsc());
+    case kSysCheckFail:
+      SelfCheckFailed(g_current, a0);
   }
   return -kENosys;
 }

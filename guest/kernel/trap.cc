@@ -1,7 +1,8 @@
 // Trap dispatch: exceptions, the timer interrupt and system calls all enter
 // through arch/entry.S trap_common and come here with their TrapFrame.
-#include "arch/cpu.h"
 #include "arch/trap.h"
+
+#include "arch/cpu.h"
 #include "kernel/console.h"
 #include "kernel/counters.h"
 #include "kernel/fpu.h"
@@ -21,7 +22,8 @@ const char* ExceptionName(uint64_t v) {
   return v < sizeof(kNames) / sizeof(kNames[0]) ? kNames[v] : "reserved";
 }
 
-void PrintRegs(StrView a, uint64_t va, StrView b, uint64_t vb, StrView c, uint64_t vc, StrView d, uint64_t vd) {
+void PrintRegs(StrView a, uint64_t va, StrView b, uint64_t vb, StrView c, uint64_t vc, StrView d,
+               uint64_t vd) {
   char storage[160];
   TextBuf line(storage, sizeof(storage));
   line.Str(a).Str("=0x").Hex(va).Char(' ').Str(b).Str("=0x").Hex(vb).Char(' ');
@@ -32,7 +34,12 @@ void PrintRegs(StrView a, uint64_t va, StrView b, uint64_t vb, StrView c, uint64
 [[noreturn]] void UnhandledException(const TrapFrame* f) {
   char storage[200];
   TextBuf line(storage, sizeof(storage));
-  line.Str("exception ").Dec(f->vector).Str(" (").Str(ExceptionName(f->vector)).Str(") error=0x").Hex(f->error);
+  line.Str("exception ")
+      .Dec(f->vector)
+      .Str(" (")
+      .Str(ExceptionName(f->vector))
+      .Str(") error=0x")
+      .Hex(f->error);
   line.Str(" rip=0x").Hex(f->rip).Str(" cs=0x").Hex(f->cs).Str(" rflags=0x").Hex(f->rflags);
   line.Str(" rsp=0x").Hex(f->rsp);
   if (f->vector == kVectorPf) line.Str(" cr2=0x").Hex(cpu::ReadCr2());

@@ -23,7 +23,8 @@ class MulticallBatch {
 
   // Queues hypercall `op` with up to five arguments. Returns false when the
   // buffer is full (the caller flushes and retries).
-  bool Add(uint64_t op, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0) {
+  bool Add(uint64_t op, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
+           uint64_t a4 = 0) {
     if (full()) return false;
     mvmm_multicall_entry& e = entries_[count_++];
     e.op = op;

@@ -3,28 +3,36 @@
 namespace guest {
 namespace {
 
-constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch"};
-constexpr const char* kOpChoices[kPvOpCount] = {"naive|optimized", "naive|optimized|eager", "naive|optimized",
-                                                "naive|optimized|patched", "off|on"};
+constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls", "pte_flags",
+                                              "batch"};
+constexpr const char* kOpChoices[kPvOpCount] = {"naive|optimized", "naive|optimized|eager",
+                                                "naive|optimized", "naive|optimized|patched",
+                                                "off|on"};
 constexpr uint64_t kBig = 1000000;
 
 constexpr ParamSpec kHelloParams[] = {{"lines", nullptr, 3, 0, 10000}};
 constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3", 0, 0, 0}};
-constexpr ParamSpec kCtxParams[] = {
-    {"tasks", nullptr, 3, 2, 16},  {"rounds", nullptr, 20, 1, kBig}, {"tls", "same|one|all", 2, 0, 0},
-    {"fpu", "none|all", 1, 0, 0}, {"preempt", nullptr, 0, 0, 1}};
-constexpr ParamSpec kPipeParams[] = {
-    {"rounds", nullptr, 20, 1, kBig}, {"tls", "same|one|all", 2, 0, 0}, {"fpu", "none|all", 1, 0, 0},
-    {"preempt", nullptr, 0, 0, 1}};
+constexpr ParamSpec kCtxParams[] = {{"tasks", nullptr, 3, 2, 16},
+                                    {"rounds", nullptr, 20, 1, kBig},
+                                    {"tls", "same|one|all", 2, 0, 0},
+                                    {"fpu", "none|all", 1, 0, 0},
+                                    {"preempt", nullptr, 0, 0, 1}};
+constexpr ParamSpec kPipeParams[] = {{"rounds", nullptr, 20, 1, kBig},
+                                     {"tls", "same|one|all", 2, 0, 0},
+                                     {"fpu", "none|all", 1, 0, 0},
+                                     {"preempt", nullptr, 0, 0, 1}};
 constexpr ParamSpec kIrqParams[] = {
     {"loops", nullptr, 50, 1, kBig}, {"depth", nullptr, 2, 1, 8}, {"pending", nullptr, 0, 0, 1}};
-constexpr ParamSpec kCpaParams[] = {
-    {"pages", nullptr, 16, 1, 512}, {"rounds", nullptr, 1, 1, kBig}, {"calls", nullptr, 4, 1, kBig}};
-constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8}, {"rounds", nullptr, 20, 1, kBig}};
+constexpr ParamSpec kCpaParams[] = {{"pages", nullptr, 16, 1, 512},
+                                    {"rounds", nullptr, 1, 1, kBig},
+                                    {"calls", nullptr, 4, 1, kBig}};
+constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8},
+                                    {"rounds", nullptr, 20, 1, kBig}};
 constexpr ParamSpec kCustomParams[] = {{"n", nullptr, 3, 0, 255}};
 constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
 
-#define GUEST_SPEC_(name, params) {name, params, sizeof(params) / sizeof(params[0])}
+#define GUEST_SPEC_(name, params) \
+  { name, params, sizeof(params) / sizeof(params[0]) }
 constexpr WorkloadSpec kWorkloads[] = {
     {"none", nullptr, 0},
     GUEST_SPEC_("hello", kHelloParams),
@@ -103,7 +111,9 @@ bool ParsePvops(StrView v, Config* c, TextBuf* err) {
       if (op_name == kOpNames[i]) op = i;
     }
     if (op < 0) {
-      err->Str("unknown pvops op '").Str(op_name).Str("' (irq_restore|fpu_switch|tls|pte_flags|batch)");
+      err->Str("unknown pvops op '")
+          .Str(op_name)
+          .Str("' (irq_restore|fpu_switch|tls|pte_flags|batch)");
       return false;
     }
     // batch also accepts naive/optimized so that an op list can be uniform.
@@ -130,7 +140,13 @@ bool ParseParam(const WorkloadSpec* spec, StrView item, WorkloadArgs* args, Text
     const ParamSpec& p = spec->params[i];
     if (key != p.name) continue;
     if (eq == item.size()) {
-      err->Str("workload parameter '").Str(key).Str("' needs a value (").Str(spec->name).Str(",").Str(key).Str("=...)");
+      err->Str("workload parameter '")
+          .Str(key)
+          .Str("' needs a value (")
+          .Str(spec->name)
+          .Str(",")
+          .Str(key)
+          .Str("=...)");
       return false;
     }
     if (p.choices != nullptr) {
@@ -145,7 +161,13 @@ bool ParseParam(const WorkloadSpec* spec, StrView item, WorkloadArgs* args, Text
     }
     uint64_t n;
     if (!value.ToU64(&n) || n < p.min || n > p.max) {
-      err->Str("bad value '").Str(value).Str("' for ").Str(spec->name).Str(".").Str(key).Str(" (integer ");
+      err->Str("bad value '")
+          .Str(value)
+          .Str("' for ")
+          .Str(spec->name)
+          .Str(".")
+          .Str(key)
+          .Str(" (integer ");
       err->Dec(p.min).Str("..").Dec(p.max).Str(")");
       return false;
     }
@@ -163,7 +185,9 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
   StrView name = SplitAt(&v, ',');
   const WorkloadSpec* spec = FindWorkload(name);
   if (spec == nullptr) {
-    err->Str("unknown workload '").Str(name).Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)");
+    err->Str("unknown workload '")
+        .Str(name)
+        .Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)");
     return false;
   }
   WorkloadArgs args;
@@ -184,10 +208,14 @@ const char* PvOpName(PvOp op) { return kOpNames[static_cast<int>(op)]; }
 const char* VariantName(PvOp op, Variant v) {
   if (op == PvOp::kBatch) return v == Variant::kNaive ? "off" : "on";
   switch (v) {
-    case Variant::kNaive: return "naive";
-    case Variant::kOptimized: return "optimized";
-    case Variant::kEager: return "eager";
-    case Variant::kPatched: return "patched";
+    case Variant::kNaive:
+      return "naive";
+    case Variant::kOptimized:
+      return "optimized";
+    case Variant::kEager:
+      return "eager";
+    case Variant::kPatched:
+      return "patched";
   }
   return "?";
 }
@@ -274,7 +302,11 @@ void AppendConfigReport(const Config& config, TextBuf* out) {
   out->Kv("config.backend", BackendName(config.backend));
   for (int i = 0; i < kPvOpCount; ++i) {
     PvOp op = static_cast<PvOp>(i);
-    out->Str("config.pvops.").Str(PvOpName(op)).Char('=').Str(VariantName(op, config.variant[i])).Char('\n');
+    out->Str("config.pvops.")
+        .Str(PvOpName(op))
+        .Char('=')
+        .Str(VariantName(op, config.variant[i]))
+        .Char('\n');
   }
   const WorkloadSpec* spec = config.workload.spec;
   out->Kv("config.workload", spec->name);

@@ -7,7 +7,7 @@
 namespace guest {
 
 inline constexpr uint64_t kDescPresent = 1ull << 47;
-inline constexpr uint64_t kDescS = 1ull << 44;        // code/data, not system
+inline constexpr uint64_t kDescS = 1ull << 44;         // code/data, not system
 inline constexpr uint64_t kDescTypeCode = 1ull << 43;  // type bit 3
 inline constexpr uint64_t kDescAccessed = 1ull << 40;
 inline constexpr uint64_t kDescDplShift = 45;
@@ -41,7 +41,8 @@ constexpr uint32_t DescriptorBase(uint64_t d) {
 // ask for, and the unit tests pin both sides to the same rule.
 constexpr bool IsAcceptableTlsDescriptor(uint64_t d) {
   if (d == 0) return true;
-  return (d & kDescPresent) && (d & kDescS) && !(d & kDescTypeCode) && ((d >> kDescDplShift) & 3) == 3;
+  return (d & kDescPresent) && (d & kDescS) && !(d & kDescTypeCode) &&
+         ((d >> kDescDplShift) & 3) == 3;
 }
 
 }  // namespace guest

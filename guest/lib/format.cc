@@ -89,9 +89,13 @@ TextBuf& TextBuf::Hex(uint64_t v, int min_digits) {
   return *this;
 }
 
-TextBuf& TextBuf::Kv(StrView key, uint64_t value) { return Str(key).Char('=').Dec(value).Char('\n'); }
+TextBuf& TextBuf::Kv(StrView key, uint64_t value) {
+  return Str(key).Char('=').Dec(value).Char('\n');
+}
 
-TextBuf& TextBuf::Kv(StrView key, StrView value) { return Str(key).Char('=').Str(value).Char('\n'); }
+TextBuf& TextBuf::Kv(StrView key, StrView value) {
+  return Str(key).Char('=').Str(value).Char('\n');
+}
 
 TextBuf& TextBuf::Kv(StrView prefix, StrView key, uint64_t value) {
   return Str(prefix).Char('.').Str(key).Char('=').Dec(value).Char('\n');

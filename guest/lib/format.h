@@ -40,7 +40,8 @@ class StrView {
 // reporting a truncated record.
 class TextBuf {
  public:
-  constexpr TextBuf(char* storage, size_t capacity) : buf_(storage), cap_(capacity), len_(0), overflow_(false) {}
+  constexpr TextBuf(char* storage, size_t capacity)
+      : buf_(storage), cap_(capacity), len_(0), overflow_(false) {}
 
   TextBuf& Str(StrView s);
   TextBuf& Char(char c);

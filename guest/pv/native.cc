@@ -30,7 +30,9 @@ void NativeWriteGdtEntry(unsigned index, uint64_t desc) {
 
 void NativeLoadSp0(uint64_t sp0) { g_boot.tss->rsp[0] = sp0; }
 
-void NativeSetPte(uint64_t* ptep, uint64_t val) { *reinterpret_cast<volatile uint64_t*>(ptep) = val; }
+void NativeSetPte(uint64_t* ptep, uint64_t val) {
+  *reinterpret_cast<volatile uint64_t*>(ptep) = val;
+}
 void NativeFlushTlb() { FlushTlb(); }
 void NoOp() {}
 

@@ -59,6 +59,4 @@ uint64_t PvPatchCallSites() {
 
 // The C body behind PteValCalleeThunk (arch/entry.S). pte values are
 // guest-physical on both backends (no pseudo-physical translation here).
-extern "C" uint64_t PteValC(uint64_t pte) {
-  return pte;
-}
+extern "C" uint64_t PteValC(uint64_t pte) { return pte; }

@@ -12,12 +12,12 @@ struct RingTaskArgs {
   int64_t in_fd;
   int64_t out_fd;
   uint64_t rounds;
-  uint64_t starter;     // 1: writes the token first in each round
-  uint64_t fs_expect;   // the value at %fs:0
-  uint64_t gs_expect;   // the value at %gs:0
-  uint64_t fpu;         // 1: keeps `pattern` in xmm0-7 and checks it
+  uint64_t starter;       // 1: writes the token first in each round
+  uint64_t fs_expect;     // the value at %fs:0
+  uint64_t gs_expect;     // the value at %gs:0
+  uint64_t fpu;           // 1: keeps `pattern` in xmm0-7 and checks it
   uint64_t probe_errors;  // 1: first checks that bad system calls fail cleanly
-  uint64_t checks;      // self-checks passed (also the exit value)
+  uint64_t checks;        // self-checks passed (also the exit value)
   alignas(16) uint8_t pattern[128];
   alignas(16) uint8_t scratch[128];
 };

@@ -51,7 +51,8 @@ uint64_t TimePteFlags(const Arena& arena, uint64_t pages, uint64_t calls, uint64
   uint64_t acc = 0;
   uint64_t t0 = cpu::Rdtsc();
   for (uint64_t c = 0; c < calls; ++c) {
-    for (uint64_t p = 0; p < pages; ++p) acc += PteFlags<V>(*LookupPte(arena.start + p * kPageSize));
+    for (uint64_t p = 0; p < pages; ++p)
+      acc += PteFlags<V>(*LookupPte(arena.start + p * kPageSize));
   }
   *sink = acc;
   return cpu::Rdtsc() - t0;
@@ -63,16 +64,19 @@ struct CpaResult {
 };
 
 template <Variant V>
-CpaResult Run(const Arena& arena, uint64_t pages, uint64_t rounds, uint64_t calls, uint64_t* checks) {
+CpaResult Run(const Arena& arena, uint64_t pages, uint64_t rounds, uint64_t calls,
+              uint64_t* checks) {
   CpaResult r = {0, 0};
   for (uint64_t i = 0; i < rounds; ++i) {
     r.changed += Walk<V>(arena, pages, true);
     for (uint64_t p = 0; p < pages; ++p) {
-      if (!(*LookupPte(arena.start + p * kPageSize) & kPteNx)) Panic("cpa: NX not set after the walk");
+      if (!(*LookupPte(arena.start + p * kPageSize) & kPteNx))
+        Panic("cpa: NX not set after the walk");
     }
     r.changed += Walk<V>(arena, pages, false);
     for (uint64_t p = 0; p < pages; ++p) {
-      if (*LookupPte(arena.start + p * kPageSize) & kPteNx) Panic("cpa: NX still set after the walk");
+      if (*LookupPte(arena.start + p * kPageSize) & kPteNx)
+        Panic("cpa: NX still set after the walk");
     }
     *checks += 2;
   }

@@ -29,7 +29,8 @@ void RunFault(const WorkloadArgs& args) {
     // Page 0 is left unmapped by the kernel's page tables.
     asm volatile("movq 0x8, %%rax" ::: "rax", "memory");
   } else if (kind == "de") {
-    asm volatile("xor %%edx, %%edx; xor %%ecx, %%ecx; mov $1, %%eax; divl %%ecx" ::: "rax", "rcx", "rdx");
+    asm volatile("xor %%edx, %%edx; xor %%ecx, %%ecx; mov $1, %%eax; divl %%ecx" ::
+                     : "rax", "rcx", "rdx");
   } else if (kind == "int3") {
     uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(1)) + kPageSize;
     Task* t = CreateUserTask("fault-int3", reinterpret_cast<uint64_t>(FaultInt3Main), 0, stack);

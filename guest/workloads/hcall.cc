@@ -85,8 +85,8 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   uint64_t rsp0 = g_boot.tss->rsp[0];
   p.Call("stack_switch current rsp0", kNoTag, 0, MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, rsp0);
   p.Call("stack_switch ss 0", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, 0, rsp0);
-  p.Call("stack_switch non-canonical rsp", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS,
-         1ull << 47);
+  p.Call("stack_switch non-canonical rsp", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch,
+         MVMM_SEL_KERNEL_DS, 1ull << 47);
   p.Expect("TSS.rsp0 unchanged", kNoTag, g_boot.tss->rsp[0], rsp0);
 
   // A past deadline fires at once: block returns with it pending, and it is
@@ -107,10 +107,12 @@ void ProbeDescriptors(Prober& p) {
            desc | kDescAccessed);
   p.Call("update_descriptor zero", kNoTag, 0, MVMM_HC_update_descriptor, slot7, 0);
   p.Expect("update_descriptor stored zero", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST), 0);
-  p.Call("update_descriptor misaligned", kNoTag, -MVMM_EINVAL, MVMM_HC_update_descriptor, slot7 + 4, desc);
-  p.Call("update_descriptor below the GDT", kNoTag, -MVMM_EFAULT, MVMM_HC_update_descriptor, 0x1000, desc);
-  p.Call("update_descriptor reserved slot", 3, -MVMM_EPERM, MVMM_HC_update_descriptor, probe::GdtEntryGpa(3),
+  p.Call("update_descriptor misaligned", kNoTag, -MVMM_EINVAL, MVMM_HC_update_descriptor, slot7 + 4,
          desc);
+  p.Call("update_descriptor below the GDT", kNoTag, -MVMM_EFAULT, MVMM_HC_update_descriptor, 0x1000,
+         desc);
+  p.Call("update_descriptor reserved slot", 3, -MVMM_EPERM, MVMM_HC_update_descriptor,
+         probe::GdtEntryGpa(3), desc);
   p.Call("update_descriptor code segment", kNoTag, -MVMM_EINVAL, MVMM_HC_update_descriptor, slot7,
          desc | kDescTypeCode);
   p.Call("update_descriptor restore", kNoTag, 0, MVMM_HC_update_descriptor, slot7, old);
@@ -146,8 +148,8 @@ void ProbeMulticall(Prober& p, uint64_t mem, uint64_t cr0) {
   }
   p.Expect("multicall of 8 mixed entries", kNoTag, Multicall(list, 8), 0);
   for (int i = 0; i < 8; ++i) {
-    p.Expect("multicall entry result", static_cast<uint64_t>(i), static_cast<int64_t>(g_list[i].result),
-             items[i].want);
+    p.Expect("multicall entry result", static_cast<uint64_t>(i),
+             static_cast<int64_t>(g_list[i].result), items[i].want);
   }
   p.Expect("multicall count 0", kNoTag, Multicall(list, 0), 0);
   p.Expect("multicall count 513", kNoTag, Multicall(list, 513), -MVMM_E2BIG);
@@ -157,25 +159,27 @@ void ProbeMulticall(Prober& p, uint64_t mem, uint64_t cr0) {
 void ProbeIo(Prober& p, uint64_t mem) {
   uint64_t text = reinterpret_cast<uintptr_t>(kConsoleText);
   uint64_t len = sizeof(kConsoleText) - 1;
-  p.Call("console_io write", kNoTag, static_cast<int64_t>(len), MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, len,
-         text);
+  p.Call("console_io write", kNoTag, static_cast<int64_t>(len), MVMM_HC_console_io,
+         MVMM_CONSOLEIO_WRITE, len, text);
   p.Call("console_io cmd 1", kNoTag, -MVMM_EINVAL, MVMM_HC_console_io, 1, len, text);
   p.Call("console_io 4097 bytes", kNoTag, -MVMM_E2BIG, MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE,
          MVMM_CONSOLEIO_MAX_BYTES + 1, text);
-  p.Call("console_io outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 1, mem);
+  p.Call("console_io outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE,
+         1, mem);
 
   p.Call("sched_op yield", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD, 0);
   p.Call("sched_op cmd 3", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 3, 0);
-  p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256);
+  p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN,
+         256);
 
   p.Call("report one entry", kNoTag, 1, MVMM_HC_report, reinterpret_cast<uintptr_t>(kReportText),
          sizeof(kReportText) - 1);
   p.Call("report empty", kNoTag, 0, MVMM_HC_report, reinterpret_cast<uintptr_t>(kReportText), 0);
-  p.Call("report too long", kNoTag, -MVMM_E2BIG, MVMM_HC_report, reinterpret_cast<uintptr_t>(kReportText),
-         MVMM_REPORT_MAX_BYTES + 1);
+  p.Call("report too long", kNoTag, -MVMM_E2BIG, MVMM_HC_report,
+         reinterpret_cast<uintptr_t>(kReportText), MVMM_REPORT_MAX_BYTES + 1);
   p.Call("report outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_report, mem, 8);
-  p.Call("report malformed line", kNoTag, -MVMM_EINVAL, MVMM_HC_report, reinterpret_cast<uintptr_t>(kBadReport),
-         sizeof(kBadReport) - 1);
+  p.Call("report malformed line", kNoTag, -MVMM_EINVAL, MVMM_HC_report,
+         reinterpret_cast<uintptr_t>(kBadReport), sizeof(kBadReport) - 1);
 }
 
 }  // namespace

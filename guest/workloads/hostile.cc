@@ -31,12 +31,12 @@ uint64_t g_gdt_stores = 0;  // native stores into the GDT page (all refused)
 
 // What the probes aim at, and the addresses they use.
 struct Env {
-  uint64_t mem;      // RAM size: the first byte outside RAM
-  uint64_t gdt;      // GDT page gpa (outside RAM)
-  uint64_t pml4;     // a live page table (CR3)
+  uint64_t mem;       // RAM size: the first byte outside RAM
+  uint64_t gdt;       // GDT page gpa (outside RAM)
+  uint64_t pml4;      // a live page table (CR3)
   uint64_t* scratch;  // 8 pages of kernel memory for lists and buffers
   uint64_t* aux;      // one more page
-  uint64_t boot_pt;  // the VMM's boot page tables: RAM, unused after boot
+  uint64_t boot_pt;   // the VMM's boot page tables: RAM, unused after boot
 };
 
 uint64_t Addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
@@ -45,7 +45,9 @@ uint64_t Addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 constexpr uint64_t kGoodDesc = MakeTlsDescriptor(0x2000, 0xfff) & ~kDescAccessed;
 constexpr uint64_t kDplMask = 3ull << kDescDplShift;
 
-uint64_t SystemDesc(uint64_t type) { return (kGoodDesc & ~(0xfull << 40) & ~kDescS) | (type << 40); }
+uint64_t SystemDesc(uint64_t type) {
+  return (kGoodDesc & ~(0xfull << 40) & ~kDescS) | (type << 40);
+}
 uint64_t CodeDesc(uint64_t type) { return (kGoodDesc & ~(0xfull << 40)) | ((8 | type) << 40); }
 uint64_t DplDesc(uint64_t dpl) { return (kGoodDesc & ~kDplMask) | (dpl << kDescDplShift); }
 
@@ -62,7 +64,8 @@ int BadDescriptors(uint64_t out[32]) {
 }
 
 void ProbeNumbers(Prober& p) {
-  const uint64_t bad[] = {0, 2, 63, MVMM_HC_USER_FIRST, MVMM_HC_USER_LAST, MVMM_HC_MAX, 0xffffffffull};
+  const uint64_t bad[] = {
+      0, 2, 63, MVMM_HC_USER_FIRST, MVMM_HC_USER_LAST, MVMM_HC_MAX, 0xffffffffull};
   for (uint64_t nr : bad) p.Call("unregistered hypercall number", nr, -MVMM_ENOSYS, nr);
   // The number is EAX: RAX's high bits are ignored either way.
   p.Call("high RAX bits, EAX 0", kNoTag, -MVMM_ENOSYS, 1ull << 32);
@@ -78,27 +81,33 @@ void ProbeConsole(Prober& p, const Env& e, uint64_t floods) {
   p.Call("console_io cmd ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_console_io, kMax, 1, buf);
   p.Call("console_io 4097 bytes", kNoTag, -MVMM_E2BIG, MVMM_HC_console_io, w, 4097, buf);
   p.Call("console_io ~0 bytes", kNoTag, -MVMM_E2BIG, MVMM_HC_console_io, w, kMax, buf);
-  p.Call("console_io 2^63 bytes at ~0", kNoTag, -MVMM_E2BIG, MVMM_HC_console_io, w, 1ull << 63, kMax);
+  p.Call("console_io 2^63 bytes at ~0", kNoTag, -MVMM_E2BIG, MVMM_HC_console_io, w, 1ull << 63,
+         kMax);
   p.Call("console_io outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 1, e.mem);
-  p.Call("console_io crossing the end of RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 4, e.mem - 2);
+  p.Call("console_io crossing the end of RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 4,
+         e.mem - 2);
   p.Call("console_io gpa + count wraps", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 16, kMax - 7);
   p.Call("console_io from the GDT page", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 8, e.gdt);
   p.Call("console_io 0 bytes at the end of RAM", kNoTag, 0, MVMM_HC_console_io, w, 0, e.mem);
-  p.Call("console_io 0 bytes past the end of RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 0, e.mem + 1);
+  p.Call("console_io 0 bytes past the end of RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_console_io, w, 0,
+         e.mem + 1);
   // Floods of the largest write: lines of dots, 4096 bytes a call.
   char* text = reinterpret_cast<char*>(e.scratch);
   for (int i = 0; i < 4096; ++i) text[i] = (i % 64 == 63) ? '\n' : '.';
   for (uint64_t i = 0; i < floods; ++i) {
-    p.Call("console_io 4096 bytes", i, MVMM_CONSOLEIO_MAX_BYTES, MVMM_HC_console_io, w, MVMM_CONSOLEIO_MAX_BYTES,
-           buf);
+    p.Call("console_io 4096 bytes", i, MVMM_CONSOLEIO_MAX_BYTES, MVMM_HC_console_io, w,
+           MVMM_CONSOLEIO_MAX_BYTES, buf);
   }
 }
 
 void ProbeReport(Prober& p, const Env& e) {
-  static const char kBad[][24] = {"no equals sign\n", "bad key=1\n", "k=tab\tok\rcr\n", "k=\xff\xfe\n", "=empty key\n"};
-  static const int64_t kWant[] = {-MVMM_EINVAL, -MVMM_EINVAL, -MVMM_EINVAL, -MVMM_EINVAL, -MVMM_EINVAL};
+  static const char kBad[][24] = {"no equals sign\n", "bad key=1\n", "k=tab\tok\rcr\n",
+                                  "k=\xff\xfe\n", "=empty key\n"};
+  static const int64_t kWant[] = {-MVMM_EINVAL, -MVMM_EINVAL, -MVMM_EINVAL, -MVMM_EINVAL,
+                                  -MVMM_EINVAL};
   for (int i = 0; i < 5; ++i) {
-    p.Call("report malformed", static_cast<uint64_t>(i), kWant[i], MVMM_HC_report, Addr(kBad[i]), StrLen(kBad[i]));
+    p.Call("report malformed", static_cast<uint64_t>(i), kWant[i], MVMM_HC_report, Addr(kBad[i]),
+           StrLen(kBad[i]));
   }
   const uint64_t buf = Addr(e.scratch);
   p.Call("report 16385 bytes", kNoTag, -MVMM_E2BIG, MVMM_HC_report, buf, MVMM_REPORT_MAX_BYTES + 1);
@@ -114,8 +123,10 @@ void ProbeReport(Prober& p, const Env& e) {
 void ProbeSchedAndTimer(Prober& p) {
   p.Call("sched_op cmd 3", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 3, 0);
   p.Call("sched_op cmd ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, kMax, 0);
-  p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256);
-  p.Call("sched_op shutdown ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, kMax);
+  p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN,
+         256);
+  p.Call("sched_op shutdown ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN,
+         kMax);
   p.Call("sched_op yield", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD, kMax);
   p.Call("set_timer_op ~0", kNoTag, 0, MVMM_HC_set_timer_op, kMax);
   p.Call("set_timer_op cancel", kNoTag, 0, MVMM_HC_set_timer_op, 0);
@@ -123,11 +134,15 @@ void ProbeSchedAndTimer(Prober& p) {
 
 void ProbeCpuState(Prober& p, uint64_t cr0) {
   uint64_t flags = ArchLocalIrqSave();
-  const uint64_t bits[] = {probe::kCr0Pg, probe::kCr0Pe, probe::kCr0Wp, 1ull << 5 /* NE */, 1ull << 4 /* ET */,
-                           1ull << 29 /* NW */, 1ull << 30 /* CD */, 1ull << 18 /* AM */, 1ull << 32, 1ull << 63};
+  const uint64_t bits[] = {probe::kCr0Pg,       probe::kCr0Pe,       probe::kCr0Wp,
+                           1ull << 5 /* NE */,  1ull << 4 /* ET */,  1ull << 29 /* NW */,
+                           1ull << 30 /* CD */, 1ull << 18 /* AM */, 1ull << 32,
+                           1ull << 63};
   int i = 0;
-  for (uint64_t bit : bits) p.Call("write_cr0 flips a VMM-owned bit", i++, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 ^ bit);
-  p.Call("write_cr0 PE and PG off", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 & ~(probe::kCr0Pe | probe::kCr0Pg));
+  for (uint64_t bit : bits)
+    p.Call("write_cr0 flips a VMM-owned bit", i++, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 ^ bit);
+  p.Call("write_cr0 PE and PG off", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0,
+         cr0 & ~(probe::kCr0Pe | probe::kCr0Pg));
   p.Call("write_cr0 0", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, 0);
   p.Call("write_cr0 ~0", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, kMax);
   p.Call("write_cr0 unchanged", kNoTag, 0, MVMM_HC_write_cr0, cr0);
@@ -145,8 +160,10 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   const uint64_t rsp0 = g_boot.tss->rsp[0];
   const uint64_t kds = MVMM_SEL_KERNEL_DS;
   p.Call("stack_switch ss 0", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, 0, rsp0);
-  p.Call("stack_switch ss user data", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, MVMM_SEL_USER_DS, rsp0);
-  p.Call("stack_switch ss with high bits", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, kds | (1ull << 32), rsp0);
+  p.Call("stack_switch ss user data", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, MVMM_SEL_USER_DS,
+         rsp0);
+  p.Call("stack_switch ss with high bits", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch,
+         kds | (1ull << 32), rsp0);
   p.Call("stack_switch rsp 2^47", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, kds, 1ull << 47);
   p.Call("stack_switch rsp 2^63", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, kds, 1ull << 63);
   p.Call("stack_switch current rsp0", kNoTag, 0, MVMM_HC_stack_switch, kds, rsp0);
@@ -162,20 +179,23 @@ void ProbeDescriptors(Prober& p, const Env& e) {
 
   uint64_t bad[32];
   int n = BadDescriptors(bad);
-  for (int i = 0; i < n; ++i) p.Call("update_descriptor refused kind", i, -MVMM_EINVAL, nr, slot7, bad[i]);
+  for (int i = 0; i < n; ++i)
+    p.Call("update_descriptor refused kind", i, -MVMM_EINVAL, nr, slot7, bad[i]);
   for (uint64_t s = 0; s < MVMM_GDT_TLS_FIRST; ++s) {
     p.Call("update_descriptor reserved slot", s, -MVMM_EPERM, nr, GdtEntryGpa(s), kGoodDesc);
   }
   p.Call("update_descriptor slot 10", kNoTag, -MVMM_EPERM, nr, GdtEntryGpa(10), kGoodDesc);
   p.Call("update_descriptor slot 511", kNoTag, -MVMM_EPERM, nr, GdtEntryGpa(511), kGoodDesc);
-  p.Call("update_descriptor past the GDT page", kNoTag, -MVMM_EFAULT, nr, GdtEntryGpa(512), kGoodDesc);
+  p.Call("update_descriptor past the GDT page", kNoTag, -MVMM_EFAULT, nr, GdtEntryGpa(512),
+         kGoodDesc);
   p.Call("update_descriptor misaligned", kNoTag, -MVMM_EINVAL, nr, slot7 + 1, kGoodDesc);
   p.Call("update_descriptor ~0", kNoTag, -MVMM_EINVAL, nr, kMax, kGoodDesc);
   p.Call("update_descriptor 2^64 - 8", kNoTag, -MVMM_EFAULT, nr, kMax - 7, kGoodDesc);
   p.Call("update_descriptor gpa 0", kNoTag, -MVMM_EFAULT, nr, 0, kGoodDesc);
   p.Call("update_descriptor into the page tables", kNoTag, -MVMM_EFAULT, nr, e.pml4, kGoodDesc);
   p.Call("update_descriptor into RAM's last slot", kNoTag, -MVMM_EFAULT, nr, e.mem - 8, kGoodDesc);
-  for (uint64_t s = 0; s < MVMM_GDT_ENTRIES; ++s) p.Expect("GDT entry unchanged by refusals", s, ReadGdt(s), before[s]);
+  for (uint64_t s = 0; s < MVMM_GDT_ENTRIES; ++s)
+    p.Expect("GDT entry unchanged by refusals", s, ReadGdt(s), before[s]);
 
   // The same refused kinds as plain stores (the native path): each exits as
   // an MMIO write that the VMM drops. Wrong sizes and a misaligned store too.
@@ -191,11 +211,13 @@ void ProbeDescriptors(Prober& p, const Env& e) {
   asm volatile("movw %1, (%0)" ::"r"(slot7), "r"(static_cast<uint16_t>(kGoodDesc)) : "memory");
   asm volatile("movb %1, (%0)" ::"r"(slot7), "q"(static_cast<uint8_t>(kGoodDesc)) : "memory");
   g_gdt_stores += 3;
-  for (uint64_t s = 0; s < MVMM_GDT_ENTRIES; ++s) p.Expect("GDT entry unchanged by stores", s, ReadGdt(s), before[s]);
+  for (uint64_t s = 0; s < MVMM_GDT_ENTRIES; ++s)
+    p.Expect("GDT entry unchanged by stores", s, ReadGdt(s), before[s]);
 
   // A good one, then the slot back as it was.
   p.Call("update_descriptor good", kNoTag, 0, nr, slot7, kGoodDesc);
-  p.Expect("stored with the accessed bit", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST), kGoodDesc | kDescAccessed);
+  p.Expect("stored with the accessed bit", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST),
+           kGoodDesc | kDescAccessed);
   p.Call("update_descriptor restore", kNoTag, 0, nr, slot7, before[MVMM_GDT_TLS_FIRST]);
   p.Expect("TLS slot 7 restored", kNoTag, ReadGdt(MVMM_GDT_TLS_FIRST), before[MVMM_GDT_TLS_FIRST]);
 }
@@ -230,7 +252,8 @@ void ProbeMmuUpdate(Prober& p, const Env& e) {
   const Case cases[] = {
       {"mmu_update misaligned ptr", Addr(target) + 1, 0, -MVMM_EINVAL},
       {"mmu_update ptr outside RAM", e.mem, 0, -MVMM_EFAULT},
-      {"mmu_update ptr crossing the end of RAM", e.mem - 4, 0, -MVMM_EINVAL},  // misalignment is checked first
+      {"mmu_update ptr crossing the end of RAM", e.mem - 4, 0,
+       -MVMM_EINVAL},  // misalignment is checked first
       {"mmu_update ptr into the GDT page", e.gdt + 8 * MVMM_GDT_TLS_FIRST, 0, -MVMM_EFAULT},
       {"mmu_update ptr 2^64 - 8", kMax - 7, 0, -MVMM_EFAULT},
       {"mmu_update PS bit", Addr(target), pw | kPteHuge, -MVMM_EINVAL},
@@ -239,7 +262,8 @@ void ProbeMmuUpdate(Prober& p, const Env& e) {
       {"mmu_update highest frame", Addr(target), kPteAddrMask | pw, -MVMM_EPERM},
       {"mmu_update live PTE to outside RAM", Addr(live), e.mem | pw, -MVMM_EPERM},
       {"mmu_update GDT PTE rewritten", Addr(gdt_pte), gdt_pte_val, -MVMM_EPERM},
-      {"mmu_update live PML4 entry to outside RAM", e.pml4, (e.mem + (1ull << 30)) | pw, -MVMM_EPERM},
+      {"mmu_update live PML4 entry to outside RAM", e.pml4, (e.mem + (1ull << 30)) | pw,
+       -MVMM_EPERM},
       {"mmu_update last RAM page", Addr(target), (e.mem - kPageSize) | pw | kPteNx, 1},
       {"mmu_update not present, any bits", Addr(target) + 8, kMax - 1, 1},
   };
@@ -247,7 +271,8 @@ void ProbeMmuUpdate(Prober& p, const Env& e) {
     reqs[0] = {c.ptr, c.val};
     p.Call(c.what, kNoTag, c.want, nr, list, 1);
   }
-  p.Expect("the accepted values landed", 0, target[0], static_cast<int64_t>((e.mem - kPageSize) | pw | kPteNx));
+  p.Expect("the accepted values landed", 0, target[0],
+           static_cast<int64_t>((e.mem - kPageSize) | pw | kPteNx));
   p.Expect("the accepted values landed", 1, target[1], static_cast<int64_t>(kMax - 1));
   p.Expect("live PTE unchanged", kNoTag, *live, live_val);
   p.Expect("GDT PTE unchanged", kNoTag, *gdt_pte, gdt_pte_val);
@@ -269,7 +294,8 @@ void ProbeMmuUpdate(Prober& p, const Env& e) {
 }
 
 // Fills entry `i` of `list`.
-void SetEntry(mvmm_multicall_entry* list, int i, uint64_t op, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0) {
+void SetEntry(mvmm_multicall_entry* list, int i, uint64_t op, uint64_t a0 = 0, uint64_t a1 = 0,
+              uint64_t a2 = 0) {
   list[i] = {};
   list[i].op = op;
   list[i].result = 0x5a5a5a5a5a5a5a5aull;
@@ -322,10 +348,12 @@ void ProbeMulticall(Prober& p, const Env& e, uint64_t cr0) {
       {MVMM_HC_set_timer_op, 0, 0, 0, 0},
   };
   constexpr int kItems = sizeof(items) / sizeof(items[0]);
-  for (int i = 0; i < kItems; ++i) SetEntry(list, i, items[i].op, items[i].a0, items[i].a1, items[i].a2);
+  for (int i = 0; i < kItems; ++i)
+    SetEntry(list, i, items[i].op, items[i].a0, items[i].a1, items[i].a2);
   mc("multicall of mixed entries", l, kItems, 0);
   for (int i = 0; i < kItems; ++i) {
-    p.Expect("multicall entry result", static_cast<uint64_t>(i), static_cast<int64_t>(list[i].result), items[i].want);
+    p.Expect("multicall entry result", static_cast<uint64_t>(i),
+             static_cast<int64_t>(list[i].result), items[i].want);
   }
 
   // The list is copied once: entry 0 rewrites entry 1's op in guest memory
@@ -337,7 +365,8 @@ void ProbeMulticall(Prober& p, const Env& e, uint64_t cr0) {
   SetEntry(list, 1, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD, 0);
   mc("multicall that rewrites itself", l, 2, 0);
   p.Expect("self-rewrite: entry 0 done", kNoTag, static_cast<int64_t>(list[0].result), 1);
-  p.Expect("self-rewrite: entry 1 ran from the copy", kNoTag, static_cast<int64_t>(list[1].result), 0);
+  p.Expect("self-rewrite: entry 1 ran from the copy", kNoTag, static_cast<int64_t>(list[1].result),
+           0);
   p.Expect("self-rewrite: entry 1's op was rewritten", kNoTag, static_cast<int64_t>(list[1].op), 2);
 
   // The largest list: 512 harmless entries (empty console writes).
@@ -353,7 +382,8 @@ void ProbeMulticall(Prober& p, const Env& e, uint64_t cr0) {
   SetEntry(boot_list, 1, MVMM_HC_multicall, l, 1);
   mc("multicall list in the boot page tables", Addr(boot_list), 2, 0);
   p.Expect("boot-page-table list entry 0", kNoTag, static_cast<int64_t>(boot_list[0].result), 0);
-  p.Expect("boot-page-table list entry 1", kNoTag, static_cast<int64_t>(boot_list[1].result), -MVMM_EINVAL);
+  p.Expect("boot-page-table list entry 1", kNoTag, static_cast<int64_t>(boot_list[1].result),
+           -MVMM_EINVAL);
 }
 
 }  // namespace

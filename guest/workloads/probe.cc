@@ -14,18 +14,30 @@ void AppendResult(int64_t v, TextBuf* out) {
   out->SDec(v);
   const char* name = nullptr;
   switch (-v) {
-    case MVMM_EPERM: name = "EPERM"; break;
-    case MVMM_ENOENT: name = "ENOENT"; break;
-    case MVMM_E2BIG: name = "E2BIG"; break;
-    case MVMM_EFAULT: name = "EFAULT"; break;
-    case MVMM_EINVAL: name = "EINVAL"; break;
-    case MVMM_ENOSYS: name = "ENOSYS"; break;
+    case MVMM_EPERM:
+      name = "EPERM";
+      break;
+    case MVMM_ENOENT:
+      name = "ENOENT";
+      break;
+    case MVMM_E2BIG:
+      name = "E2BIG";
+      break;
+    case MVMM_EFAULT:
+      name = "EFAULT";
+      break;
+    case MVMM_EINVAL:
+      name = "EINVAL";
+      break;
+    case MVMM_ENOSYS:
+      name = "ENOSYS";
+      break;
   }
   if (name != nullptr) out->Str(" (").Str(name).Str(")");
 }
 
-int64_t Prober::Call(const char* what, uint64_t tag, int64_t want, uint64_t nr, uint64_t a0, uint64_t a1,
-                     uint64_t a2, uint64_t a3, uint64_t a4) {
+int64_t Prober::Call(const char* what, uint64_t tag, int64_t want, uint64_t nr, uint64_t a0,
+                     uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
   int64_t rc = Hypercall(nr, a0, a1, a2, a3, a4);
   Expect(what, tag, rc, want);
   return rc;
@@ -53,11 +65,11 @@ bool Prober::Expect(const char* what, uint64_t tag, int64_t got, int64_t want) {
 
 void PutHypercallDeltas(WorkloadRecord* rec, const HypercallCounts& before) {
   char storage[48];
-#define GUEST_HC_DELTA_(n, name)                                        \
-  {                                                                     \
-    TextBuf key(storage, sizeof(storage));                              \
-    rec->Put(key.Clear().Str(#name ".calls").View(), g_hc.exits[n] - before.exits[n]);   \
-    rec->Put(key.Clear().Str(#name ".ops").View(), g_hc.ops[n] - before.ops[n]);         \
+#define GUEST_HC_DELTA_(n, name)                                                          \
+  {                                                                                       \
+    TextBuf key(storage, sizeof(storage));                                                \
+    rec->Put(key.Clear().Str(#name ".calls").View(), g_hc.exits[n] - before.exits[n]);    \
+    rec->Put(key.Clear().Str(#name ".ops").View(), g_hc.ops[n] - before.ops[n]);          \
     rec->Put(key.Clear().Str(#name ".errors").View(), g_hc.errors[n] - before.errors[n]); \
   }
   MVMM_HYPERCALL_LIST(GUEST_HC_DELTA_)
@@ -69,7 +81,9 @@ namespace probe {
 
 uint64_t GdtEntryGpa(uint64_t slot) { return g_boot.gdt_gpa + 8 * slot; }
 
-uint64_t ReadGdt(uint64_t slot) { return *reinterpret_cast<const volatile uint64_t*>(GdtEntryGpa(slot)); }
+uint64_t ReadGdt(uint64_t slot) {
+  return *reinterpret_cast<const volatile uint64_t*>(GdtEntryGpa(slot));
+}
 
 uint64_t CurrentIf() { return (cpu::SaveFlags() & cpu::kRflagsIf) ? 1 : 0; }
 

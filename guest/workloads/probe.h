@@ -24,12 +24,14 @@ class Prober {
   // Issues hypercall `nr` (counted) and checks that it returned `want`.
   // `what` names the case; `tag` (if not kNoTag) is appended to it in the
   // failure message (a slot, a type, an index...). Returns the result.
-  int64_t Call(const char* what, uint64_t tag, int64_t want, uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0,
-               uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0);
+  int64_t Call(const char* what, uint64_t tag, int64_t want, uint64_t nr, uint64_t a0 = 0,
+               uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0, uint64_t a4 = 0);
   // Checks a value the probe computed (a result written back, memory the
   // VMM must not have touched, ...).
   bool Expect(const char* what, uint64_t tag, int64_t got, int64_t want);
-  bool ExpectTrue(const char* what, uint64_t tag, bool ok) { return Expect(what, tag, ok ? 1 : 0, 1); }
+  bool ExpectTrue(const char* what, uint64_t tag, bool ok) {
+    return Expect(what, tag, ok ? 1 : 0, 1);
+  }
 
   uint64_t checks() const { return checks_; }
   uint64_t failures() const { return failures_; }

@@ -3,6 +3,7 @@
 // starts each round. Every task has its own TLS blocks (tls=same|one|all
 // says how many of the 3 slots differ between tasks) and, with fpu=all,
 // its own values in xmm0-7. Each task self-checks after every read.
+#include "arch/cpu.h"
 #include "kernel/mem.h"
 #include "kernel/pipe.h"
 #include "kernel/sched.h"
@@ -10,7 +11,6 @@
 #include "lib/desc.h"
 #include "user/ring_task.h"
 #include "workloads/workload.h"
-#include "arch/cpu.h"
 
 namespace guest {
 namespace {
@@ -43,8 +43,10 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   Task* t[kMaxRing];
   for (uint64_t i = 0; i < tasks; ++i) {
     auto* a = static_cast<RingTaskArgs*>(AllocUserPages(1));
-    uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(kUserStackPages)) + kUserStackPages * kPageSize;
-    t[i] = CreateUserTask(name, reinterpret_cast<uint64_t>(RingTaskMain), reinterpret_cast<uint64_t>(a), stack);
+    uint64_t stack =
+        reinterpret_cast<uint64_t>(AllocUserPages(kUserStackPages)) + kUserStackPages * kPageSize;
+    t[i] = CreateUserTask(name, reinterpret_cast<uint64_t>(RingTaskMain),
+                          reinterpret_cast<uint64_t>(a), stack);
     uint64_t own_tls = tls_mode == 0 ? shared_tls : NewTlsPage(t[i]->pid);
     uint64_t base[3] = {own_tls, tls_mode == 2 ? own_tls + 64 : shared_tls + 64,
                         tls_mode == 2 ? own_tls + 128 : shared_tls + 128};

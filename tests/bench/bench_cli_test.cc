@@ -10,8 +10,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/common/command.h"
 #include "nlohmann/json.hpp"
+#include "tests/common/command.h"
 
 namespace {
 
@@ -116,7 +116,8 @@ TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
 
 TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
   SKIP_WITHOUT_KVM();
-  Outcome o = Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench.json"));
+  Outcome o =
+      Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench.json"));
   EXPECT_EQ(o.status, 0) << o.out;
   EXPECT_NE(o.out.find("0 better, 0 worse"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("regression:"), std::string::npos) << o.out;
@@ -132,11 +133,15 @@ TEST_F(BenchCliTest, CompareBenchFailsOnMoreExits) {
     m["values"] = {m["median"].get<double>() + 3};
   }
   WriteJson(Path("bench_worse.json"), bench);
-  Outcome o = Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench_worse.json"));
+  Outcome o = Minivmm("compare --fail-on-regression " + Path("bench.json") + " " +
+                      Path("bench_worse.json"));
   EXPECT_EQ(o.status, 1) << o.out;
   EXPECT_NE(o.out.find("regression: irq"), std::string::npos) << o.out;
   // The other way round it is an improvement.
-  EXPECT_EQ(Minivmm("compare --fail-on-regression " + Path("bench_worse.json") + " " + Path("bench.json")).status, 0);
+  EXPECT_EQ(
+      Minivmm("compare --fail-on-regression " + Path("bench_worse.json") + " " + Path("bench.json"))
+          .status,
+      0);
 }
 
 TEST(CompareTest, RunWithItselfShowsNoChangeAndExitsZero) {
@@ -152,7 +157,8 @@ TEST(CompareTest, RunWithMoreIfClearExitsIsARegression) {
   ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --json " + Path("run_a.json")).status, 0);
   json run = ReadJson(Path("run_a.json"));
   ASSERT_FALSE(run.is_discarded());
-  run["causes"]["causes"]["if_clear"]["exits"] = run["causes"]["causes"]["if_clear"]["exits"].get<int>() + 5;
+  run["causes"]["causes"]["if_clear"]["exits"] =
+      run["causes"]["causes"]["if_clear"]["exits"].get<int>() + 5;
   run["exits"]["total"] = run["exits"]["total"].get<int>() + 5;
   WriteJson(Path("run_b.json"), run);
   std::string ab = Path("run_a.json") + " " + Path("run_b.json");
@@ -168,7 +174,8 @@ TEST(CompareTest, MissingFileIsTrouble) {
 
 TEST(CompareTest, NotARecordIsTrouble) {
   std::ofstream(Path("not_a_record.json")) << "{\"hello\": 1}";
-  EXPECT_EQ(Minivmm("compare " + Path("not_a_record.json") + " " + Path("not_a_record.json")).status, 2);
+  EXPECT_EQ(
+      Minivmm("compare " + Path("not_a_record.json") + " " + Path("not_a_record.json")).status, 2);
 }
 
 TEST(BenchTest, BadBackendIsUsageError) { EXPECT_EQ(Minivmm("bench --backend xen").status, 2); }

@@ -26,7 +26,9 @@ std::string TempFile(const std::string& name, const std::string& contents) {
   return path;
 }
 
-std::string Tiny(const std::string& name) { return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf"; }
+std::string Tiny(const std::string& name) {
+  return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
+}
 
 TEST(CliTest, UnknownFlagIsUsageError) { EXPECT_EQ(Minivmm("run --no-such-flag").status, 2); }
 TEST(CliTest, NoSubcommandIsUsageError) { EXPECT_EQ(Minivmm("").status, 2); }
@@ -41,7 +43,9 @@ TEST(CliTest, MissingKernelIsVmmErrorNamingThePath) {
 
 TEST(CliTest, TruncatedElfIsVmmError) {
   SKIP_WITHOUT_KVM();
-  Outcome o = Minivmm("run --kernel " + TempFile("truncated.elf", "\x7f" "ELF\x02\x01"));
+  Outcome o = Minivmm("run --kernel " + TempFile("truncated.elf",
+                                                 "\x7f"
+                                                 "ELF\x02\x01"));
   EXPECT_EQ(o.status, 125);
   EXPECT_NE(o.out.find("ELF"), std::string::npos) << o.out;
 }
@@ -58,7 +62,9 @@ TEST(CliTest, MemoryTooSmallIsVmmError) {
 }
 
 TEST(CliTest, MemoryTooLargeIsVmmError) { EXPECT_EQ(Minivmm("run --memory 64G").status, 125); }
-TEST(CliTest, MemoryNotA2MiBMultipleIsVmmError) { EXPECT_EQ(Minivmm("run --memory 9M").status, 125); }
+TEST(CliTest, MemoryNotA2MiBMultipleIsVmmError) {
+  EXPECT_EQ(Minivmm("run --memory 9M").status, 125);
+}
 
 TEST(CliTest, HelloRunsAndPrintsTheExitTable) {
   SKIP_WITHOUT_KVM();

@@ -32,7 +32,8 @@ TEST(MulticallBatchTest, MmuUpdatePointsAtItsOwnRequest) {
 
 TEST(MulticallBatchTest, FullBufferRefusesAndClearEmpties) {
   MulticallBatch b;
-  for (uint32_t i = 0; i < MulticallBatch::kCapacity; ++i) ASSERT_TRUE(b.Add(MVMM_HC_stack_switch, 0x10, i));
+  for (uint32_t i = 0; i < MulticallBatch::kCapacity; ++i)
+    ASSERT_TRUE(b.Add(MVMM_HC_stack_switch, 0x10, i));
   EXPECT_TRUE(b.full());
   EXPECT_FALSE(b.Add(MVMM_HC_stack_switch, 0x10, 0));
   EXPECT_FALSE(b.AddMmuUpdate(0, 0));

@@ -100,18 +100,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"backend=kvm", "unknown backend 'kvm' (pv|native)"},
         BadCase{"pvops=", "empty pvops= value (naive|optimized|<op>:<variant>,...)"},
         BadCase{"pvops=fast", "bad pvops item 'fast' (naive, optimized or <op>:<variant>)"},
-        BadCase{"pvops=zz:naive", "unknown pvops op 'zz' (irq_restore|fpu_switch|tls|pte_flags|batch)"},
+        BadCase{"pvops=zz:naive",
+                "unknown pvops op 'zz' (irq_restore|fpu_switch|tls|pte_flags|batch)"},
         BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
         BadCase{"pvops=fpu_switch:patched",
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
-        BadCase{"workload=nope", "unknown workload 'nope' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)"},
-        BadCase{"workload=ctx,bogus=1", "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt)"},
+        BadCase{"workload=nope",
+                "unknown workload 'nope' "
+                "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)"},
+        BadCase{"workload=ctx,bogus=1",
+                "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
         BadCase{"workload=ctx,rounds=0", "bad value '0' for ctx.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,tasks=17", "bad value '17' for ctx.tasks (integer 2..16)"},
         BadCase{"workload=hello,lines=x", "bad value 'x' for hello.lines (integer 0..10000)"},
         BadCase{"workload=ctx,tls=two", "bad value 'two' for ctx.tls (same|one|all)"},
-        BadCase{"workload=hello,lines", "workload parameter 'lines' needs a value (hello,lines=...)"}));
+        BadCase{"workload=hello,lines",
+                "workload parameter 'lines' needs a value (hello,lines=...)"}));
 
 TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
   Parsed p = Parse("backend=native pvops=naive,batch:on workload=ctx,tasks=4,tls=one");

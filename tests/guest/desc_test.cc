@@ -30,11 +30,11 @@ TEST(DescTest, AcceptsWhatTheVmmAccepts) {
 
 TEST(DescTest, RefusesCodeSystemKernelAndNotPresent) {
   uint64_t ok = MakeTlsDescriptor(0x1000, 0xfff);
-  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok | kDescTypeCode));              // code segment
-  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok & ~kDescS));                    // system descriptor
-  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok & ~(3ull << kDescDplShift)));   // DPL 0
-  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok & ~kDescPresent));              // not present, not zero
-  EXPECT_FALSE(IsAcceptableTlsDescriptor(0x00af9b000000ffffull));           // kernel code
+  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok | kDescTypeCode));             // code segment
+  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok & ~kDescS));                   // system descriptor
+  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok & ~(3ull << kDescDplShift)));  // DPL 0
+  EXPECT_FALSE(IsAcceptableTlsDescriptor(ok & ~kDescPresent));             // not present, not zero
+  EXPECT_FALSE(IsAcceptableTlsDescriptor(0x00af9b000000ffffull));          // kernel code
 }
 
 }  // namespace

@@ -12,7 +12,15 @@ std::string S(StrView v) { return std::string(v.data(), v.size()); }
 TEST(TextBufTest, FormatsDecimalHexAndSigned) {
   char storage[64];
   TextBuf b(storage, sizeof(storage));
-  b.Dec(0).Char(' ').Dec(18446744073709551615ull).Char(' ').Hex(0xabc).Char(' ').Hex(5, 4).Char(' ').SDec(-42);
+  b.Dec(0)
+      .Char(' ')
+      .Dec(18446744073709551615ull)
+      .Char(' ')
+      .Hex(0xabc)
+      .Char(' ')
+      .Hex(5, 4)
+      .Char(' ')
+      .SDec(-42);
   EXPECT_EQ(S(b.View()), "0 18446744073709551615 abc 0005 -42");
 }
 

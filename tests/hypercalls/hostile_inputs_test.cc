@@ -23,21 +23,53 @@ constexpr uint8_t kGdtPattern = 0x5A;
 class HostileInputsTest : public ::testing::Test {
  protected:
   uint64_t Value() {
-    static constexpr uint64_t kEdges[] = {
-        0, 1, 2, 3, 7, 8, 0x10, 0x1B, 255, 256, 511, 512, 513, 4096, 4097,
-        kRamSize - 64, kRamSize - 8, kRamSize, kRamSize + 8, MVMM_GDT_GPA, MVMM_GDT_GPA + 56,
-        MVMM_GDT_GPA + 64, MVMM_GDT_GPA + 4096, ~0ull, ~0ull - 63, 1ull << 58, 1ull << 63,
-        0x0000800000000000ull, testing::kUserTlsDesc, 0x00AF9B000000FFFFull, kBootCr0,
-        kBootCr0 | MVMM_CR0_TS, 0x5001, 0x200083, MVMM_TSS_GPA};
+    static constexpr uint64_t kEdges[] = {0,
+                                          1,
+                                          2,
+                                          3,
+                                          7,
+                                          8,
+                                          0x10,
+                                          0x1B,
+                                          255,
+                                          256,
+                                          511,
+                                          512,
+                                          513,
+                                          4096,
+                                          4097,
+                                          kRamSize - 64,
+                                          kRamSize - 8,
+                                          kRamSize,
+                                          kRamSize + 8,
+                                          MVMM_GDT_GPA,
+                                          MVMM_GDT_GPA + 56,
+                                          MVMM_GDT_GPA + 64,
+                                          MVMM_GDT_GPA + 4096,
+                                          ~0ull,
+                                          ~0ull - 63,
+                                          1ull << 58,
+                                          1ull << 63,
+                                          0x0000800000000000ull,
+                                          testing::kUserTlsDesc,
+                                          0x00AF9B000000FFFFull,
+                                          kBootCr0,
+                                          kBootCr0 | MVMM_CR0_TS,
+                                          0x5001,
+                                          0x200083,
+                                          MVMM_TSS_GPA};
     switch (rng_() % 4) {
-      case 0: return rng_();
-      case 1: return rng_() % 0x20000;  // likely inside RAM, near the lists
-      default: return kEdges[rng_() % std::size(kEdges)];
+      case 0:
+        return rng_();
+      case 1:
+        return rng_() % 0x20000;  // likely inside RAM, near the lists
+      default:
+        return kEdges[rng_() % std::size(kEdges)];
     }
   }
   uint64_t Number() {
-    static constexpr uint64_t kNumbers[] = {1, 3, 5, 10, 13, 15, 18, 29, 40, 41, 42,
-                                            0, 2, 64, 127, 128, 1ull << 32};
+    static constexpr uint64_t kNumbers[] = {1,  3,  5, 10, 13, 15,  18,  29,        40,
+                                            41, 42, 0, 2,  64, 127, 128, 1ull << 32};
     return rng_() % 8 == 0 ? rng_() : kNumbers[rng_() % std::size(kNumbers)];
   }
   // Scatters random multicall entries and mmu_update requests near 0x10000.

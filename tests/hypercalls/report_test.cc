@@ -95,7 +95,8 @@ TEST_F(ReportTest, ManyEmptyValuesCannotExceedTheStoreBound) {
     stored += r;
   }
   EXPECT_LE(vm_.reports.bytes, GuestReports::kMaxBytes);
-  EXPECT_LE(static_cast<size_t>(stored), GuestReports::kMaxBytes / GuestReports::kEntryOverheadBytes);
+  EXPECT_LE(static_cast<size_t>(stored),
+            GuestReports::kMaxBytes / GuestReports::kEntryOverheadBytes);
 }
 
 }  // namespace

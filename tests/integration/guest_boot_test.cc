@@ -13,7 +13,8 @@ class HelloTest : public ::testing::TestWithParam<int> {};
 TEST_P(HelloTest, PvConsoleIsOneConsoleIoPerLine) {
   SKIP_WITHOUT_KVM();
   const int lines = GetParam();
-  GuestRun run = RunGuest(BuiltinGuest(), "backend=pv workload=hello,lines=" + std::to_string(lines));
+  GuestRun run =
+      RunGuest(BuiltinGuest(), "backend=pv workload=hello,lines=" + std::to_string(lines));
   ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
   EXPECT_EQ(run.result.exit_code, 0);
   // The hello workload prints exactly `lines` lines and nothing else, one

@@ -18,7 +18,8 @@ struct RingCase {
 };
 
 void PrintTo(const RingCase& c, std::ostream* os) {
-  *os << c.workload << " T=" << c.tasks << " N=" << c.rounds << " " << c.backend << " hz=" << c.timer_hz;
+  *os << c.workload << " T=" << c.tasks << " N=" << c.rounds << " " << c.backend
+      << " hz=" << c.timer_hz;
 }
 
 class GuestRingTest : public ::testing::TestWithParam<RingCase> {};
@@ -84,9 +85,9 @@ TEST(GuestKernelTest, PreemptionKeepsEveryTaskCorrect) {
   // With preemption the interleaving depends on when ticks land, so only
   // the self-checks and lower bounds are exact.
   for (const char* b : {"pv", "native"}) {
-    GuestRun run = RunGuest(BuiltinGuest(),
-                            std::string("backend=") + b + " workload=ctx,tasks=3,rounds=5,preempt=1",
-                            absl::Seconds(60), 1000);
+    GuestRun run = RunGuest(
+        BuiltinGuest(), std::string("backend=") + b + " workload=ctx,tasks=3,rounds=5,preempt=1",
+        absl::Seconds(60), 1000);
     ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
     EXPECT_EQ(run.result.exit_code, 0) << run.console;
     EXPECT_EQ(run.Report("check.failed"), 0u);

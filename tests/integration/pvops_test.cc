@@ -48,8 +48,8 @@ class PvopsMatrixTest : public ::testing::TestWithParam<Case> {};
 TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
   SKIP_WITHOUT_KVM();
   const Case& c = GetParam();
-  GuestRun run = RunGuest(BuiltinGuest(), "backend=" + c.backend + " pvops=" + c.pvops +
-                                              " workload=" + c.workload);
+  GuestRun run = RunGuest(BuiltinGuest(),
+                          "backend=" + c.backend + " pvops=" + c.pvops + " workload=" + c.workload);
   ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
   ASSERT_EQ(run.result.exit_code, 0) << run.console;
   EXPECT_EQ(run.Report("check.failed"), 0u);
@@ -58,7 +58,8 @@ TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
   // Per hypercall: the VMM's ops and exits are the guest's issued calls.
   for (const char* name : kHypercalls) {
     EXPECT_EQ(run.HypercallOps(Nr(name)), run.Report(std::string("kernel.hc.") + name)) << name;
-    EXPECT_EQ(run.HypercallExits(Nr(name)), run.Report(std::string("kernel.hc_exits.") + name)) << name;
+    EXPECT_EQ(run.HypercallExits(Nr(name)), run.Report(std::string("kernel.hc_exits.") + name))
+        << name;
   }
   // Nothing refused, nothing unknown: the guest only makes valid calls.
   EXPECT_EQ(run.result.stats.hc_bad_number, 0u);
@@ -67,9 +68,9 @@ TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
   EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)], 0u);
   const bool naive_restore = run.reports["config.pvops.irq_restore"] == "naive";
   if (c.backend == "pv") {
-    EXPECT_EQ(CauseOf(run, Cause::kIfSet).ops,
-              run.Report("kernel.irq_enables") + run.Report("kernel.idle_blocks") +
-                  run.Report("kernel.irq_restores_if_set"));
+    EXPECT_EQ(CauseOf(run, Cause::kIfSet).ops, run.Report("kernel.irq_enables") +
+                                                   run.Report("kernel.idle_blocks") +
+                                                   run.Report("kernel.irq_restores_if_set"));
     EXPECT_EQ(CauseOf(run, Cause::kIfClear).ops,
               run.Report("kernel.irq_disables") +
                   (naive_restore ? run.Report("kernel.irq_restores_if_clear") : 0));
@@ -96,7 +97,8 @@ std::vector<Case> Matrix() {
   std::vector<Case> cases;
   for (const char* w : {"ctx", "pipe", "irq", "cpa", "fpu"})
     for (const char* b : {"pv", "native"})
-      for (const char* p : {"naive", "optimized", "optimized,fpu_switch:eager,pte_flags:patched,batch:off"})
+      for (const char* p :
+           {"naive", "optimized", "optimized,fpu_switch:eager,pte_flags:patched,batch:off"})
         cases.push_back({w, b, p});
   return cases;
 }
@@ -165,8 +167,10 @@ TEST(PvopsTest, IrqRestoreNaiveAddsOneExitPerRestoreWithIfClear) {
   // them costs naive one set_if(0) exit that optimized skips.
   const uint64_t if_clear = naive.Report("kernel.irq_restores_if_clear");
   EXPECT_EQ(if_clear, optimized.Report("kernel.irq_restores_if_clear"));
-  EXPECT_EQ(naive.HypercallExits(MVMM_HC_set_if) - optimized.HypercallExits(MVMM_HC_set_if), if_clear);
-  EXPECT_EQ(CauseOf(naive, Cause::kIfClear).exits - CauseOf(optimized, Cause::kIfClear).exits, if_clear);
+  EXPECT_EQ(naive.HypercallExits(MVMM_HC_set_if) - optimized.HypercallExits(MVMM_HC_set_if),
+            if_clear);
+  EXPECT_EQ(CauseOf(naive, Cause::kIfClear).exits - CauseOf(optimized, Cause::kIfClear).exits,
+            if_clear);
   EXPECT_EQ(CauseOf(naive, Cause::kIfSet).exits, CauseOf(optimized, Cause::kIfSet).exits);
 }
 
@@ -239,8 +243,9 @@ class PvopsCombinationTest : public ::testing::TestWithParam<Combination> {};
 TEST_P(PvopsCombinationTest, SelfChecksPass) {
   SKIP_WITHOUT_KVM();
   for (const char* workload : {"ctx,tasks=2,rounds=3,fpu=all,tls=one", "cpa,pages=4,rounds=1"}) {
-    GuestRun run = RunGuest(BuiltinGuest(), "backend=" + GetParam().backend + " pvops=" +
-                                                GetParam().pvops + " workload=" + workload);
+    GuestRun run =
+        RunGuest(BuiltinGuest(), "backend=" + GetParam().backend + " pvops=" + GetParam().pvops +
+                                     " workload=" + workload);
     ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
     EXPECT_EQ(run.result.exit_code, 0) << workload << "\n" << run.console;
     EXPECT_EQ(run.Report("check.failed"), 0u) << workload;

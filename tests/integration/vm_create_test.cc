@@ -24,7 +24,8 @@ TEST(VmCreateTest, UnreadableKvmDeviceIsPermissionDeniedOrNotAKvm) {
   config.kvm_device = "/dev/null";  // opens, but is not KVM
   auto vm = Vm::Create(config);
   EXPECT_FALSE(vm.ok());
-  EXPECT_NE(vm.status().message().find("KVM_GET_API_VERSION"), absl::string_view::npos) << vm.status();
+  EXPECT_NE(vm.status().message().find("KVM_GET_API_VERSION"), absl::string_view::npos)
+      << vm.status();
 }
 
 TEST(VmCreateTest, MemoryBelowMinimumIsInvalidArgument) {
@@ -66,7 +67,8 @@ TEST(VmCreateTest, ExtraPioDeviceMayNotOverlapTheUart) {
   } device;
   EXPECT_EQ((*vm)->RegisterPioDevice(0x3F8, 1, &device).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_TRUE((*vm)->RegisterPioDevice(0x500, 4, &device).ok());
-  EXPECT_EQ((*vm)->RegisterMmioDevice(0x1000, 4, &device).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*vm)->RegisterMmioDevice(0x1000, 4, &device).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -86,8 +86,8 @@ bool Excluded(std::string_view key) {
   // lazy #NM traps instead of preloads, which moves the FPU counters and the
   // CR0 writes (clts per trap, stts/clts around preloads).
   if (key == "kernel.ring3_nm") return true;
-  for (std::string_view fpu :
-       {".nm_traps", ".fpu_preloads", ".fpu_owner_preloads", ".fpu_saves", ".fpu_restores", ".cr0_writes"}) {
+  for (std::string_view fpu : {".nm_traps", ".fpu_preloads", ".fpu_owner_preloads", ".fpu_saves",
+                               ".fpu_restores", ".cr0_writes"}) {
     if (EndsWith(key, fpu)) return true;
   }
   // Whether `int 0x80` reaches its DPL-3 gate or raises #UD (the guest's
@@ -115,39 +115,46 @@ class QemuAgreementTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
   if (std::string_view(MINIVMM_QEMU).empty()) {
-    GTEST_SKIP() << "qemu-system-x86_64 was not found when this build was configured "
-                    "(install Debian's qemu-system-x86, e.g. scripts/quickstart.sh, and re-run cmake)";
+    GTEST_SKIP()
+        << "qemu-system-x86_64 was not found when this build was configured "
+           "(install Debian's qemu-system-x86, e.g. scripts/quickstart.sh, and re-run cmake)";
   }
   const Case c = GetParam();
   const bool kvm = KvmUsable();
-  if (std::string_view(c.accel) == "kvm" && !kvm) GTEST_SKIP() << "no usable /dev/kvm for QEMU -accel kvm";
+  if (std::string_view(c.accel) == "kvm" && !kvm)
+    GTEST_SKIP() << "no usable /dev/kvm for QEMU -accel kvm";
   const std::string cmdline = std::string("backend=native workload=") + c.workload;
 
-  const Output qemu = RunCommand(std::string(MINIVMM_QEMU) + " -kernel " + Quote(MINIVMM_GUEST_ELF) + " -append " +
-                              Quote(cmdline) +
-                              " -nographic -nic none -no-reboot -m 128M"
-                              " -device isa-debug-exit,iobase=0xf4,iosize=4 -accel " +
-                              c.accel,
-                          60);
+  const Output qemu = RunCommand(std::string(MINIVMM_QEMU) + " -kernel " +
+                                     Quote(MINIVMM_GUEST_ELF) + " -append " + Quote(cmdline) +
+                                     " -nographic -nic none -no-reboot -m 128M"
+                                     " -device isa-debug-exit,iobase=0xf4,iosize=4 -accel " +
+                                     c.accel,
+                                 60);
   // isa-debug-exit: QEMU exits with (code << 1) | 1, so guest code 0 is 1.
   ASSERT_EQ(qemu.status, 1) << "QEMU did not see guest code 0:\n" << qemu.text;
   const Reports q = ConsoleReports(qemu.text);
   ASSERT_FALSE(q.empty()) << qemu.text;
-  EXPECT_EQ(q.count("config.backend"), 1u) << "the first report line was not recognised:\n" << qemu.text;
+  EXPECT_EQ(q.count("config.backend"), 1u) << "the first report line was not recognised:\n"
+                                           << qemu.text;
   EXPECT_EQ(q.at("kernel.exit_code"), "0");
   EXPECT_EQ(q.at("check.failed"), "0");
 
-  if (!kvm) GTEST_SKIP() << "QEMU run passed its self-checks; no /dev/kvm, so minivmm cannot run for the comparison";
+  if (!kvm)
+    GTEST_SKIP()
+        << "QEMU run passed its self-checks; no /dev/kvm, so minivmm cannot run for the comparison";
   const std::string json = ::testing::TempDir() + "qemu_agreement_" + CaseName({c, 0}) + ".json";
-  const Output vmm = RunCommand(std::string(MINIVMM_BIN) + " run --kernel " + Quote(MINIVMM_GUEST_ELF) + " --cmdline " +
-                             Quote(cmdline) + " --json " + Quote(json) + " --timeout 60",
-                         90);
+  const Output vmm =
+      RunCommand(std::string(MINIVMM_BIN) + " run --kernel " + Quote(MINIVMM_GUEST_ELF) +
+                     " --cmdline " + Quote(cmdline) + " --json " + Quote(json) + " --timeout 60",
+                 90);
   ASSERT_EQ(vmm.status, 0) << vmm.text;
   std::ifstream in(json);
   ASSERT_TRUE(in.good()) << json;
   const nlohmann::json record = nlohmann::json::parse(in);
   Reports m;
-  for (const auto& [key, value] : record.at("guest").at("reports").items()) m[key] = value.get<std::string>();
+  for (const auto& [key, value] : record.at("guest").at("reports").items())
+    m[key] = value.get<std::string>();
   EXPECT_EQ(m.at("kernel.exit_code"), "0");
   EXPECT_EQ(m.at("check.failed"), "0");
 
@@ -174,11 +181,12 @@ TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
 // Tiny sizes: QEMU TCG and the software-KVM hosts both run ring 0 slowly.
 // -accel kvm boots the firmware in emulated ring 0 on the software-KVM
 // hosts (~9 s), so only two workloads use it.
-INSTANTIATE_TEST_SUITE_P(Workloads, QemuAgreementTest,
-                         ::testing::Values(Case{"hello,lines=2", "tcg"}, Case{"ctx,tasks=2,rounds=3", "tcg"},
-                                           Case{"pipe,rounds=3", "tcg"}, Case{"irq,loops=5", "tcg"},
-                                           Case{"cpa,pages=8", "tcg"}, Case{"fpu,threads=2,rounds=8", "tcg"},
-                                           Case{"hello,lines=2", "kvm"}, Case{"ctx,tasks=2,rounds=3", "kvm"}),
-                         CaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Workloads, QemuAgreementTest,
+    ::testing::Values(Case{"hello,lines=2", "tcg"}, Case{"ctx,tasks=2,rounds=3", "tcg"},
+                      Case{"pipe,rounds=3", "tcg"}, Case{"irq,loops=5", "tcg"},
+                      Case{"cpa,pages=8", "tcg"}, Case{"fpu,threads=2,rounds=8", "tcg"},
+                      Case{"hello,lines=2", "kvm"}, Case{"ctx,tasks=2,rounds=3", "kvm"}),
+    CaseName);
 
 }  // namespace

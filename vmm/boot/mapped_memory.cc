@@ -10,7 +10,8 @@ namespace minivmm {
 
 absl::StatusOr<MappedMemory> MappedMemory::Create(uint64_t size) {
   if (size == 0 || size % 4096 != 0)
-    return absl::InvalidArgumentError(absl::StrFormat("mapping size %u is not a page multiple", size));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("mapping size %u is not a page multiple", size));
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED)

@@ -143,11 +143,11 @@ absl::Status Bench::Execute(const PlannedRun& p) {
 void Bench::PrintProgress(size_t i, size_t n, const PlannedRun& p, absl::Duration took) {
   absl::Duration elapsed = absl::Now() - start_;
   absl::Duration left = elapsed / static_cast<double>(i) * static_cast<double>(n - i);
-  fmt::print(stderr, "bench [{:>{}}/{}] {:<12} {:<6} {:<11} {:<9} {:6.2f} s  elapsed {}  left ~{}\n",
-             i, std::to_string(n).size(), n, p.workload ? p.workload->name : "none (base)",
-             p.backend, p.config->name,
-             p.workload ? fmt::format("rep {}/{}", p.repetition + 1, o_.repeat) : "",
-             absl::ToDoubleSeconds(took), Clock(elapsed), Clock(left));
+  fmt::print(
+      stderr, "bench [{:>{}}/{}] {:<12} {:<6} {:<11} {:<9} {:6.2f} s  elapsed {}  left ~{}\n", i,
+      std::to_string(n).size(), n, p.workload ? p.workload->name : "none (base)", p.backend,
+      p.config->name, p.workload ? fmt::format("rep {}/{}", p.repetition + 1, o_.repeat) : "",
+      absl::ToDoubleSeconds(took), Clock(elapsed), Clock(left));
 }
 
 std::vector<ConfigResult> Bench::Aggregate() const {
@@ -166,9 +166,11 @@ std::vector<ConfigResult> Bench::Aggregate() const {
         for (const Executed& e : runs_) {
           if (e.plan.workload != &w || e.plan.backend != b || e.plan.config != &c) continue;
           ++runs;
-          for (const auto& [name, v] : RunMetrics(e.record, baseline, w.name)) values[name].push_back(v);
+          for (const auto& [name, v] : RunMetrics(e.record, baseline, w.name))
+            values[name].push_back(v);
         }
-        ConfigResult r{w.name, w.spec, b, c.name, c.pvops, baseline ? "workload" : "whole run", runs, {}};
+        ConfigResult r{w.name, w.spec, b, c.name, c.pvops, baseline ? "workload" : "whole run",
+                       runs,   {}};
         for (auto& [name, v] : values) r.metrics[name] = Summarize(std::move(v));
         results.push_back(std::move(r));
       }
@@ -207,10 +209,14 @@ json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
   return {{"schema", "minivmm.bench"},
           {"schema_version", kBenchRecordSchemaVersion},
           {"provenance", provenance},
-          {"settings", {{"workloads", workloads}, {"backends", backends_}, {"repeat", o_.repeat},
-                        {"memory_bytes", o_.memory}, {"timeout_seconds", o_.timeout_seconds},
-                        {"order", "baselines, then repetitions alternately forwards and backwards"},
-                        {"configurations", configurations}}},
+          {"settings",
+           {{"workloads", workloads},
+            {"backends", backends_},
+            {"repeat", o_.repeat},
+            {"memory_bytes", o_.memory},
+            {"timeout_seconds", o_.timeout_seconds},
+            {"order", "baselines, then repetitions alternately forwards and backwards"},
+            {"configurations", configurations}}},
           {"failures", failures_},
           {"results", out_results},
           {"runs", runs}};
@@ -232,7 +238,8 @@ int Bench::WriteOutputs(const std::vector<ConfigResult>& results) {
     if (fd >= 0) close(fd);
     json_path = tmpl;
   }
-  if (!json_path.empty() && !WriteFile(json_path, BenchRecord(results).dump(1) + "\n")) return kExitVmmError;
+  if (!json_path.empty() && !WriteFile(json_path, BenchRecord(results).dump(1) + "\n"))
+    return kExitVmmError;
   if (!o_.csv_path.empty() && !WriteFile(o_.csv_path, ResultsCsv(results))) return kExitVmmError;
   if (!o_.plot_path.empty()) {
     int status = RunPlotScript(json_path, o_.plot_path);
@@ -252,7 +259,8 @@ int Bench::Run() {
                                    : std::vector<std::string>{o_.backend};
   kernel_ = o_.kernel.empty() ? DefaultGuestKernelPath() : o_.kernel;
   digest_ = FileSha256(kernel_);
-  if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok()) host_ = std::make_unique<HostInfo>(*host);
+  if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok())
+    host_ = std::make_unique<HostInfo>(*host);
 
   std::vector<PlannedRun> plan = Plan(workloads_, backends_, o_.repeat);
   start_ = absl::Now();
@@ -306,9 +314,11 @@ void AddBenchFlags(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--json", o.json_path, "Write the bench record (JSON) here");
   app.add_option("--csv", o.csv_path, "Write one row per result and metric (CSV) here");
-  app.add_option("--plot", o.plot_path, "Draw the figures into this image (.png, .svg, .pdf) or page (.html)");
+  app.add_option("--plot", o.plot_path,
+                 "Draw the figures into this image (.png, .svg, .pdf) or page (.html)");
   app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
-  app.add_option("--memory", o.memory, "Guest RAM per run, e.g. 64M")->transform(CLI::AsSizeValue(false));
+  app.add_option("--memory", o.memory, "Guest RAM per run, e.g. 64M")
+      ->transform(CLI::AsSizeValue(false));
   app.add_option("--timeout", o.timeout_seconds, "Stop a run after this many seconds (0 = never)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();

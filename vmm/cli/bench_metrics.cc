@@ -12,8 +12,8 @@ namespace {
 using nlohmann::json;
 
 // The causes of DESIGN.md "What the VMM counts", in table order.
-constexpr std::string_view kCauses[] = {"if_set", "if_clear", "cr0_write", "descriptor_update",
-                                        "page_table_update", "multicall"};
+constexpr std::string_view kCauses[] = {
+    "if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"};
 
 std::string CauseLabel(std::string_view cause) {
   if (cause == "if_set") return "IF set";
@@ -108,12 +108,12 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
                     MetricKind::kInfo, false});
   }
   defs.push_back({"ops", ops.op_name + "s", "guest", MetricKind::kInfo, false});
-  defs.push_back({"guest.tsc_per_op", "guest TSC per " + ops.time_op_name, "guest",
-                  MetricKind::kTime, false});
+  defs.push_back(
+      {"guest.tsc_per_op", "guest TSC per " + ops.time_op_name, "guest", MetricKind::kTime, false});
   defs.push_back({"guest.hc_exits", "hypercall exits counted by the guest", "guest",
                   MetricKind::kInfo, false});
-  defs.push_back({"kvm.insn_emulation", "emulated instructions", "kvm-stats", MetricKind::kInfo,
-                  false});
+  defs.push_back(
+      {"kvm.insn_emulation", "emulated instructions", "kvm-stats", MetricKind::kInfo, false});
   return defs;
 }
 
@@ -142,7 +142,8 @@ std::map<std::string, double> RunMetrics(const json& run, const json* baseline,
   if (have_ops && count > 0) {
     m["ops"] = count;
     m["exits_per_op"] = m["exits.total"] / count;
-    if (m.count("kvm.insn_emulation")) m["kvm.insn_emulation_per_op"] = m["kvm.insn_emulation"] / count;
+    if (m.count("kvm.insn_emulation"))
+      m["kvm.insn_emulation_per_op"] = m["kvm.insn_emulation"] / count;
   }
   double v;
   if (Report(run, w + ".tsc_net_per_op", &v)) m["guest.tsc_per_op_net"] = v;
@@ -166,7 +167,10 @@ Stats Summarize(std::vector<double> values) {
 }
 
 json StatsToJson(const Stats& s) {
-  return {{"values", s.values}, {"median", s.median}, {"min", s.min}, {"max", s.max},
+  return {{"values", s.values},
+          {"median", s.median},
+          {"min", s.min},
+          {"max", s.max},
           {"spread_pct", s.spread_pct}};
 }
 
@@ -213,7 +217,8 @@ std::string RenderTable(const std::string& title, const std::vector<std::string>
                         const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(header.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], row[i].size());
   };
   measure(header);
   for (const auto& row : rows) measure(row);
@@ -221,7 +226,8 @@ std::string RenderTable(const std::string& title, const std::vector<std::string>
     std::string out = " ";
     for (size_t i = 0; i < width.size(); ++i) {
       const std::string cell = i < row.size() ? row[i] : "";
-      out += i == 0 ? fmt::format(" {:<{}}", cell, width[i]) : fmt::format("  {:>{}}", cell, width[i]);
+      out +=
+          i == 0 ? fmt::format(" {:<{}}", cell, width[i]) : fmt::format("  {:>{}}", cell, width[i]);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";

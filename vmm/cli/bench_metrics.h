@@ -34,7 +34,7 @@ struct MetricDef {
   std::string label;   // for tables: "exits"
   std::string source;  // vmm, guest, kvm-stats, host
   MetricKind kind;
-  bool in_table;       // shown in the before/after table
+  bool in_table;  // shown in the before/after table
 };
 
 // Every metric of a workload, in table order. `workload` names the unit in

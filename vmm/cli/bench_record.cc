@@ -132,7 +132,8 @@ std::string RenderBeforeAfter(const std::string& title, const std::string& befor
     if (is_cause && (b == nullptr || b->median == 0) && (a == nullptr || a->median == 0)) continue;
     std::string change;
     if (a && b) {
-      change = def.kind == MetricKind::kTime ? FormatTimeChange(*b, *a) : FormatChange(b->median, a->median);
+      change = def.kind == MetricKind::kTime ? FormatTimeChange(*b, *a)
+                                             : FormatChange(b->median, a->median);
     }
     rows.push_back({def.label, def.source, b ? FormatStats(*b, def.kind) : "-",
                     a ? FormatStats(*a, def.kind) : "-", change});
@@ -157,16 +158,18 @@ std::string RenderConfigurations(const std::string& title,
       const Stats* b = base.Find(metric);
       const Stats* a = r->Find(metric);
       if (first || a == nullptr || b == nullptr) return std::string();
-      return metric == "guest.tsc_per_op_net" ? FormatTimeChange(*b, *a) : FormatChange(b->median, a->median);
+      return metric == "guest.tsc_per_op_net" ? FormatTimeChange(*b, *a)
+                                              : FormatChange(b->median, a->median);
     };
     rows.push_back({r->configuration, FormatValue(median(*r, "exits.total")), change("exits.total"),
                     FormatValue(median(*r, "exits_per_op")),
-                    tsc ? FormatStats(*tsc, MetricKind::kTime) : "-", change("guest.tsc_per_op_net")});
+                    tsc ? FormatStats(*tsc, MetricKind::kTime) : "-",
+                    change("guest.tsc_per_op_net")});
   }
-  return RenderTable(title,
-                     {"optimized", "exits", "change", "exits/" + ops.op_name,
-                      "TSC/" + ops.time_op_name, "change"},
-                     rows);
+  return RenderTable(
+      title,
+      {"optimized", "exits", "change", "exits/" + ops.op_name, "TSC/" + ops.time_op_name, "change"},
+      rows);
 }
 
 }  // namespace minivmm::cli

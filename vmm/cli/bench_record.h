@@ -33,7 +33,7 @@ struct ConfigResult {
   std::string backend;        // pv, native
   std::string configuration;  // a BenchConfiguration name
   std::string pvops;
-  std::string scope;          // "workload" (boot subtracted) or "whole run"
+  std::string scope;  // "workload" (boot subtracted) or "whole run"
   int runs = 0;
   std::map<std::string, Stats> metrics;
 

@@ -39,7 +39,8 @@ class Comparison {
   explicit Comparison(const CompareOptions& o) : o_(o) {}
 
   // Judges one metric; returns its change cell, marked when it regressed.
-  std::string Judge(const std::string& where, const MetricDef& def, const Stats& a, const Stats& b) {
+  std::string Judge(const std::string& where, const MetricDef& def, const Stats& a,
+                    const Stats& b) {
     std::string cell = FormatChange(a.median, b.median);
     double pct = ChangePct(a.median, b.median);
     bool worse = false, better = false;
@@ -53,8 +54,8 @@ class Comparison {
     if (def.kind == MetricKind::kInfo) return cell;
     ++compared_;
     if (worse) {
-      regressions_.push_back(fmt::format("{}: {} {} -> {} ({})", where, def.label.substr(
-                                             def.label.find_first_not_of(' ')),
+      regressions_.push_back(fmt::format("{}: {} {} -> {} ({})", where,
+                                         def.label.substr(def.label.find_first_not_of(' ')),
                                          FormatValue(a.median), FormatValue(b.median), cell));
       return cell + " !";
     }
@@ -73,8 +74,8 @@ class Comparison {
       if (!def.in_table) continue;
       bool is_cause = def.name.rfind("exits.", 0) == 0 && def.name != "exits.total";
       if (is_cause && sa->median == 0 && sb->median == 0) continue;
-      rows.push_back({def.label, def.source, FormatStats(*sa, def.kind), FormatStats(*sb, def.kind),
-                      change});
+      rows.push_back(
+          {def.label, def.source, FormatStats(*sa, def.kind), FormatStats(*sb, def.kind), change});
     }
     return RenderTable(title, {"metric", "source", "A", "B", "change"}, rows);
   }
@@ -117,7 +118,8 @@ int CompareRuns(Comparison& c, const json& a, const json& b) {
     return r.contains("config") && r["config"].is_object() ? r["config"].value("cmdline", "") : "";
   };
   fmt::print("A: {}\nB: {}\n\n", cmdline(a), cmdline(b));
-  if (wa != wb) fmt::print("note: different workloads ({} and {}); per-operation rows use A's\n", wa, wb);
+  if (wa != wb)
+    fmt::print("note: different workloads ({} and {}); per-operation rows use A's\n", wa, wb);
   fmt::print("{}\n", c.Table(fmt::format("{}: A -> B (one run each, whole run)", wa), wa,
                              FromRun(a, wa), FromRun(b, wa)));
   if (wa == "all") {
@@ -136,7 +138,8 @@ int CompareRuns(Comparison& c, const json& a, const json& b) {
 int CompareBenches(Comparison& c, const json& a, const json& b) {
   auto results = [](const json& bench) {
     std::vector<ConfigResult> out;
-    for (const json& r : bench.value("results", json::array())) out.push_back(ConfigResultFromJson(r));
+    for (const json& r : bench.value("results", json::array()))
+      out.push_back(ConfigResultFromJson(r));
     return out;
   };
   std::vector<ConfigResult> ra = results(a), rb = results(b);
@@ -154,7 +157,8 @@ int CompareBenches(Comparison& c, const json& a, const json& b) {
     if (it == by_key.end()) continue;
     ++matched;
     const ConfigResult& s = *it->second;
-    std::string group = fmt::format("{} (workload={}), backend={}", r.workload, r.workload_spec, r.backend);
+    std::string group =
+        fmt::format("{} (workload={}), backend={}", r.workload, r.workload_spec, r.backend);
     if (!rows.count(group)) groups.push_back(group);
     std::string where = group + ", " + r.configuration;
     std::vector<std::string> row = {r.configuration};
@@ -172,13 +176,14 @@ int CompareBenches(Comparison& c, const json& a, const json& b) {
     rows[group].push_back(row);
   }
   if (matched == 0) {
-    fmt::print(stderr, "minivmm compare: the two benches share no workload, backend and configuration\n");
+    fmt::print(stderr,
+               "minivmm compare: the two benches share no workload, backend and configuration\n");
     return kCompareTrouble;
   }
   for (const std::string& g : groups) {
     fmt::print("{}\n", RenderTable(g + ": A -> B (medians)",
-                                   {"optimized", "exits A", "exits B", "change", "TSC/op A", "TSC/op B",
-                                    "change"},
+                                   {"optimized", "exits A", "exits B", "change", "TSC/op A",
+                                    "TSC/op B", "change"},
                                    rows[g]));
   }
   if (matched < ra.size() || matched < rb.size()) {

@@ -26,8 +26,8 @@ std::string RenderExitTable(const json& record) {
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
                  "exits", "source");
   // In DESIGN.md's order, not the JSON object's alphabetical one.
-  for (const char* name : {"if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update",
-                           "multicall"}) {
+  for (const char* name :
+       {"if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"}) {
     const json& c = record["causes"]["causes"][name];
     Row(out, name, c["ops"], c["exits"], "vmm");
     if (std::string_view(name) == "if_set")
@@ -38,28 +38,34 @@ std::string RenderExitTable(const json& record) {
   for (size_t i = 0; i < histogram.size(); ++i) {
     uint64_t n = histogram[i].get<uint64_t>();
     if (n == 0) continue;
-    std::string range = i == 0 ? "0" : i == 1 ? "1" : fmt::format("{}-{}", 1u << (i - 1), (1u << i) - 1);
+    std::string range = i == 0   ? "0"
+                        : i == 1 ? "1"
+                                 : fmt::format("{}-{}", 1u << (i - 1), (1u << i) - 1);
     if (i + 1 == histogram.size()) range = fmt::format("{}+", 1u << (i - 1));
     buckets += fmt::format("{}{}:{}", buckets.empty() ? "" : " ", range, n);
   }
   if (!buckets.empty())
-    fmt::format_to(std::back_inserter(out), "  {:<28} {}  vmm\n", "  entries per multicall", buckets);
+    fmt::format_to(std::back_inserter(out), "  {:<28} {}  vmm\n", "  entries per multicall",
+                   buckets);
   const json& gdt = record["causes"]["gdt_stores"];
   if (gdt["applied"].get<uint64_t>() + gdt["rejected"].get<uint64_t>() > 0)
     fmt::format_to(std::back_inserter(out), "  {:<28} {} applied, {} rejected  vmm\n",
-                   "  trapped GDT stores", gdt["applied"].get<uint64_t>(), gdt["rejected"].get<uint64_t>());
+                   "  trapped GDT stores", gdt["applied"].get<uint64_t>(),
+                   gdt["rejected"].get<uint64_t>());
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "hypercalls", "ops",
                  "exits", "source");
   for (const auto& [name, c] : record["hypercalls"]["calls"].items()) {
-    Row(out, name, c["ops"], c["exits"], c["errors"].get<uint64_t>() > 0
-                                             ? fmt::format("vmm ({} errors)", c["errors"].get<uint64_t>())
-                                             : std::string("vmm"));
+    Row(out, name, c["ops"], c["exits"],
+        c["errors"].get<uint64_t>() > 0
+            ? fmt::format("vmm ({} errors)", c["errors"].get<uint64_t>())
+            : std::string("vmm"));
   }
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by reason", "",
                  "exits", "source");
-  for (const auto& [name, n] : record["exits"]["by_reason"].items()) Row(out, name, nullptr, n, "vmm");
+  for (const auto& [name, n] : record["exits"]["by_reason"].items())
+    Row(out, name, nullptr, n, "vmm");
   Row(out, "total", nullptr, record["exits"]["total"], "vmm");
   for (const char* bus : {"pio_by_device", "mmio_by_device"}) {
     for (const auto& [name, n] : record["exits"][bus].items()) {
@@ -71,15 +77,17 @@ std::string RenderExitTable(const json& record) {
   // What the guest says it did (kernel totals), to set beside the VMM's.
   const json& reports = record["guest"]["reports"];
   bool header = false;
-  for (const char* key : {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
-                          "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables",
-                          "cr0_writes", "desc_updates", "tls_slots_sent", "pte_updates", "multicalls",
-                          "multicall_entries", "timer_irqs", "check.passed", "check.failed"}) {
-    std::string name = std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
+  for (const char* key :
+       {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
+        "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables", "cr0_writes",
+        "desc_updates", "tls_slots_sent", "pte_updates", "multicalls", "multicall_entries",
+        "timer_irqs", "check.passed", "check.failed"}) {
+    std::string name =
+        std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
     if (!reports.contains(name)) continue;
     if (!header) {
-      fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "guest's own counts", "",
-                     "count", "source");
+      fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n",
+                     "guest's own counts", "", "count", "source");
       header = true;
     }
     Row(out, name, nullptr, std::stoull(reports[name].get<std::string>()), "guest");

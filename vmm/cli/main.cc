@@ -15,10 +15,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   minivmm::cli::RunOptions run;
-  CLI::App* run_cmd = app.add_subcommand("run", "Boot a guest, stream its console, print its exits");
+  CLI::App* run_cmd =
+      app.add_subcommand("run", "Boot a guest, stream its console, print its exits");
   minivmm::cli::AddRunFlags(*run_cmd, run);
 
-  CLI::App* info_cmd = app.add_subcommand("info", "Show this host's KVM and what minivmm needs of it");
+  CLI::App* info_cmd =
+      app.add_subcommand("info", "Show this host's KVM and what minivmm needs of it");
 
   minivmm::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(

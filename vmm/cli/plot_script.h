@@ -9,8 +9,8 @@ namespace minivmm::cli {
 
 // The script's exit statuses (bench/plot_report.py).
 inline constexpr int kPlotOk = 0;
-inline constexpr int kPlotFailed = 1;      // the script failed
-inline constexpr int kPlotBadInput = 2;    // unreadable or unknown input record
+inline constexpr int kPlotFailed = 1;        // the script failed
+inline constexpr int kPlotBadInput = 2;      // unreadable or unknown input record
 inline constexpr int kPlotNoMatplotlib = 3;  // no Python with matplotlib found
 
 // Where plot_report.py is, in this order: $MINIVMM_PLOT_SCRIPT; the

@@ -42,13 +42,20 @@ void OnStopSignal(int signo) {
 
 int StatusFor(const RunResult& result) {
   switch (result.reason) {
-    case StopReason::kGuestShutdown: return result.exit_code & 0xff;
-    case StopReason::kTripleFault: return kExitTripleFault;
-    case StopReason::kEmulationFailure: return kExitEmulationFailure;
-    case StopReason::kHaltedForever: return kExitHaltedForever;
-    case StopReason::kTimeout: return kExitTimeout;
-    case StopReason::kStopRequested: return g_signal.load() == SIGTERM ? kExitSigterm : kExitSigint;
-    case StopReason::kVmmError: return kExitVmmError;
+    case StopReason::kGuestShutdown:
+      return result.exit_code & 0xff;
+    case StopReason::kTripleFault:
+      return kExitTripleFault;
+    case StopReason::kEmulationFailure:
+      return kExitEmulationFailure;
+    case StopReason::kHaltedForever:
+      return kExitHaltedForever;
+    case StopReason::kTimeout:
+      return kExitTimeout;
+    case StopReason::kStopRequested:
+      return g_signal.load() == SIGTERM ? kExitSigterm : kExitSigint;
+    case StopReason::kVmmError:
+      return kExitVmmError;
   }
   return kExitVmmError;
 }
@@ -138,8 +145,8 @@ int RunCommand(const RunOptions& o) {
   }
 
   absl::StatusOr<HostInfo> host = ProbeHost(config.kvm_device);
-  nlohmann::json record = MakeRunRecord(config, *result, host.ok() ? &*host : nullptr,
-                                        FileSha256(config.kernel_path));
+  nlohmann::json record =
+      MakeRunRecord(config, *result, host.ok() ? &*host : nullptr, FileSha256(config.kernel_path));
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
@@ -169,7 +176,8 @@ int InfoCommand() {
   fmt::print("CPU                  {}\n", host->cpu_model);
   fmt::print("capabilities:\n");
   for (const HostCapability& cap : host->capabilities) {
-    fmt::print("  {:<26} {:<8} {}\n", cap.name, cap.value != 0 ? fmt::format("yes ({})", cap.value) : "no",
+    fmt::print("  {:<26} {:<8} {}\n", cap.name,
+               cap.value != 0 ? fmt::format("yes ({})", cap.value) : "no",
                cap.required ? "required" : "optional");
   }
   fmt::print("default guest        {}\n", DefaultGuestKernelPath());

@@ -17,7 +17,8 @@ json Exits(const RunResult& r) {
     if (n != 0) by_reason[std::string(ExitReasonName(static_cast<ExitReason>(i)))] = n;
   }
   json pio = json::object(), mmio = json::object();
-  for (size_t i = 0; i < r.pio_devices.size(); ++i) pio[r.pio_devices[i]] = r.stats.pio_by_device[i];
+  for (size_t i = 0; i < r.pio_devices.size(); ++i)
+    pio[r.pio_devices[i]] = r.stats.pio_by_device[i];
   for (size_t i = 0; i < r.mmio_devices.size(); ++i)
     mmio[r.mmio_devices[i]] = r.stats.mmio_by_device[i];
   pio["unclaimed"] = r.stats.pio_unclaimed;
@@ -33,7 +34,7 @@ json Exits(const RunResult& r) {
     }
     per_vcpu.push_back({{"vcpu", v}, {"total", vcpu_total}, {"by_reason", reasons}});
   }
-  return {{"source", "vmm"}, {"total", total}, {"by_reason", by_reason},
+  return {{"source", "vmm"},      {"total", total},         {"by_reason", by_reason},
           {"pio_by_device", pio}, {"mmio_by_device", mmio}, {"per_vcpu", per_vcpu}};
 }
 
@@ -42,11 +43,14 @@ json Hypercalls(const RunResult& r) {
   for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
     const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
     if (r.stats.hc_ops[nr] == 0 && r.stats.hc_exits[nr] == 0) continue;
-    out[name.empty() ? "nr" + std::to_string(nr) : name] = {
-        {"nr", nr}, {"exits", r.stats.hc_exits[nr]}, {"ops", r.stats.hc_ops[nr]},
-        {"errors", r.stats.hc_errors[nr]}};
+    out[name.empty() ? "nr" + std::to_string(nr) : name] = {{"nr", nr},
+                                                            {"exits", r.stats.hc_exits[nr]},
+                                                            {"ops", r.stats.hc_ops[nr]},
+                                                            {"errors", r.stats.hc_errors[nr]}};
   }
-  return {{"source", "vmm"}, {"calls", out}, {"bad_number", r.stats.hc_bad_number},
+  return {{"source", "vmm"},
+          {"calls", out},
+          {"bad_number", r.stats.hc_bad_number},
           {"refused_cpl3", r.stats.hc_refused_cpl3}};
 }
 
@@ -65,8 +69,8 @@ json Causes(const RunResult& r) {
   return {{"source", "vmm"},
           {"causes", out},
           {"multicall_entries_histogram_log2", histogram},
-          {"gdt_stores", {{"applied", r.stats.gdt_stores_applied},
-                          {"rejected", r.stats.gdt_stores_rejected}}},
+          {"gdt_stores",
+           {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}},
           {"timer_injections", r.stats.timer_injections}};
 }
 
@@ -74,14 +78,18 @@ json Causes(const RunResult& r) {
 
 json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* host,
                    const std::string& kernel_digest) {
-  json provenance = {{"tool", "minivmm"}, {"tool_version", MINIVMM_VERSION},
+  json provenance = {{"tool", "minivmm"},
+                     {"tool_version", MINIVMM_VERSION},
                      {"guest_image", {{"path", config.kernel_path}, {"digest", kernel_digest}}}};
   if (host != nullptr) {
     json caps = json::object();
     for (const HostCapability& c : host->capabilities) caps[c.name] = c.value;
-    provenance["host"] = {{"kernel", host->host_kernel},        {"cpu", host->cpu_model},
-                          {"kvm_module", host->kvm_module},     {"ring0_emulated", host->ring0_emulated},
-                          {"kvm_api_version", host->kvm_api_version}, {"kvm_capabilities", caps}};
+    provenance["host"] = {{"kernel", host->host_kernel},
+                          {"cpu", host->cpu_model},
+                          {"kvm_module", host->kvm_module},
+                          {"ring0_emulated", host->ring0_emulated},
+                          {"kvm_api_version", host->kvm_api_version},
+                          {"kvm_capabilities", caps}};
   }
   json host_counters = json::object();
   for (const HostCounter& c : r.host_counters) host_counters[c.name] = c.delta;
@@ -93,15 +101,23 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
       {"schema", "minivmm.run"},
       {"schema_version", kRunRecordSchemaVersion},
       {"provenance", provenance},
-      {"config", {{"memory_bytes", config.memory_bytes}, {"kernel", config.kernel_path},
-                  {"cmdline", config.cmdline}, {"timer_hz", config.timer_hz}}},
-      {"result", {{"stop_reason", std::string(StopReasonName(r.reason))}, {"exit_code", r.exit_code},
-                  {"detail", r.detail}, {"elapsed_ns", absl::ToInt64Nanoseconds(r.elapsed)},
-                  {"registers", registers}, {"notes", r.notes}}},
+      {"config",
+       {{"memory_bytes", config.memory_bytes},
+        {"kernel", config.kernel_path},
+        {"cmdline", config.cmdline},
+        {"timer_hz", config.timer_hz}}},
+      {"result",
+       {{"stop_reason", std::string(StopReasonName(r.reason))},
+        {"exit_code", r.exit_code},
+        {"detail", r.detail},
+        {"elapsed_ns", absl::ToInt64Nanoseconds(r.elapsed)},
+        {"registers", registers},
+        {"notes", r.notes}}},
       {"exits", Exits(r)},
       {"hypercalls", Hypercalls(r)},
       {"causes", Causes(r)},
-      {"host_counters", {{"source", "kvm-stats"}, {"host_dependent", true}, {"deltas", host_counters}}},
+      {"host_counters",
+       {{"source", "kvm-stats"}, {"host_dependent", true}, {"deltas", host_counters}}},
       {"guest", {{"source", "guest"}, {"reports", reports}}},
   };
 }

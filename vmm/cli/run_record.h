@@ -14,8 +14,8 @@ namespace minivmm::cli {
 
 inline constexpr int kRunRecordSchemaVersion = 1;
 
-nlohmann::json MakeRunRecord(const VmConfig& config, const RunResult& result,
-                             const HostInfo* host, const std::string& kernel_digest);
+nlohmann::json MakeRunRecord(const VmConfig& config, const RunResult& result, const HostInfo* host,
+                             const std::string& kernel_digest);
 
 }  // namespace minivmm::cli
 

@@ -13,7 +13,8 @@ namespace {
 std::string HypercallName(int64_t nr) {
   switch (nr) {
 #define MVMM_TRACE_NAME_(n, name) \
-  case n: return #name;
+  case n:                         \
+    return #name;
     MVMM_HYPERCALL_LIST(MVMM_TRACE_NAME_)
 #undef MVMM_TRACE_NAME_
   }
@@ -25,7 +26,8 @@ std::string HypercallName(int64_t nr) {
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path) {
   FILE* f = fopen(path.c_str(), "w");
   if (f == nullptr)
-    return absl::InvalidArgumentError(absl::StrFormat("cannot open trace file %s: %s", path, strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cannot open trace file %s: %s", path, strerror(errno)));
   return std::unique_ptr<TraceWriter>(new TraceWriter(f));
 }
 

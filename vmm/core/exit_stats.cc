@@ -12,30 +12,48 @@ void AddArray(std::array<T, N>& into, const std::array<T, N>& from) {
 
 std::string_view ExitReasonName(ExitReason reason) {
   switch (reason) {
-    case ExitReason::kIo: return "io";
-    case ExitReason::kMmio: return "mmio";
-    case ExitReason::kHlt: return "hlt";
-    case ExitReason::kIrqWindowOpen: return "irq_window_open";
-    case ExitReason::kIntr: return "intr";
-    case ExitReason::kShutdown: return "shutdown";
-    case ExitReason::kFailEntry: return "fail_entry";
-    case ExitReason::kInternalError: return "internal_error";
-    case ExitReason::kSystemEvent: return "system_event";
-    case ExitReason::kUnknown: return "unknown";
-    case ExitReason::kCount: break;
+    case ExitReason::kIo:
+      return "io";
+    case ExitReason::kMmio:
+      return "mmio";
+    case ExitReason::kHlt:
+      return "hlt";
+    case ExitReason::kIrqWindowOpen:
+      return "irq_window_open";
+    case ExitReason::kIntr:
+      return "intr";
+    case ExitReason::kShutdown:
+      return "shutdown";
+    case ExitReason::kFailEntry:
+      return "fail_entry";
+    case ExitReason::kInternalError:
+      return "internal_error";
+    case ExitReason::kSystemEvent:
+      return "system_event";
+    case ExitReason::kUnknown:
+      return "unknown";
+    case ExitReason::kCount:
+      break;
   }
   return "?";
 }
 
 std::string_view CauseName(Cause cause) {
   switch (cause) {
-    case Cause::kIfSet: return "if_set";
-    case Cause::kIfClear: return "if_clear";
-    case Cause::kCr0Write: return "cr0_write";
-    case Cause::kDescriptorUpdate: return "descriptor_update";
-    case Cause::kPageTableUpdate: return "page_table_update";
-    case Cause::kMulticall: return "multicall";
-    case Cause::kCount: break;
+    case Cause::kIfSet:
+      return "if_set";
+    case Cause::kIfClear:
+      return "if_clear";
+    case Cause::kCr0Write:
+      return "cr0_write";
+    case Cause::kDescriptorUpdate:
+      return "descriptor_update";
+    case Cause::kPageTableUpdate:
+      return "page_table_update";
+    case Cause::kMulticall:
+      return "multicall";
+    case Cause::kCount:
+      break;
   }
   return "?";
 }

@@ -14,8 +14,17 @@ namespace minivmm {
 
 // Why the VM exited, as decoded from kvm_run (see vmm/core/vcpu_exit.h).
 enum class ExitReason : uint8_t {
-  kIo, kMmio, kHlt, kIrqWindowOpen, kIntr, kShutdown, kFailEntry,
-  kInternalError, kSystemEvent, kUnknown, kCount
+  kIo,
+  kMmio,
+  kHlt,
+  kIrqWindowOpen,
+  kIntr,
+  kShutdown,
+  kFailEntry,
+  kInternalError,
+  kSystemEvent,
+  kUnknown,
+  kCount
 };
 std::string_view ExitReasonName(ExitReason reason);
 
@@ -46,10 +55,10 @@ struct ExitStats {
   uint64_t pio_unclaimed = 0;
   uint64_t mmio_unclaimed = 0;
 
-  std::array<uint64_t, MVMM_HC_MAX> hc_exits{};  // direct calls
-  std::array<uint64_t, MVMM_HC_MAX> hc_ops{};    // direct calls + multicall entries
-  std::array<uint64_t, MVMM_HC_MAX> hc_errors{}; // operations that returned < 0
-  uint64_t hc_bad_number = 0;                    // out of [0, MVMM_HC_MAX) or unregistered
+  std::array<uint64_t, MVMM_HC_MAX> hc_exits{};   // direct calls
+  std::array<uint64_t, MVMM_HC_MAX> hc_ops{};     // direct calls + multicall entries
+  std::array<uint64_t, MVMM_HC_MAX> hc_errors{};  // operations that returned < 0
+  uint64_t hc_bad_number = 0;                     // out of [0, MVMM_HC_MAX) or unregistered
   uint64_t hc_refused_cpl3 = 0;
 
   std::array<CauseCount, static_cast<int>(Cause::kCount)> causes{};

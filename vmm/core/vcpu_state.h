@@ -10,9 +10,24 @@
 namespace minivmm {
 
 enum class Reg : uint8_t {
-  kRax, kRbx, kRcx, kRdx, kRsi, kRdi, kRsp, kRbp,
-  kR8, kR9, kR10, kR11, kR12, kR13, kR14, kR15,
-  kRip, kRflags,
+  kRax,
+  kRbx,
+  kRcx,
+  kRdx,
+  kRsi,
+  kRdi,
+  kRsp,
+  kRbp,
+  kR8,
+  kR9,
+  kR10,
+  kR11,
+  kR12,
+  kR13,
+  kR14,
+  kR15,
+  kRip,
+  kRflags,
 };
 
 // What a hypercall exit needs, read in one call on the exit path.

@@ -13,14 +13,20 @@
 namespace minivmm {
 
 inline absl::Status KvmError(std::string_view call, int err = errno) {
-  std::string message = absl::StrFormat("%s failed: %s (errno %d)", call, strerrordesc_np(err), err);
+  std::string message =
+      absl::StrFormat("%s failed: %s (errno %d)", call, strerrordesc_np(err), err);
   switch (err) {
-    case ENOENT: return absl::NotFoundError(message);
+    case ENOENT:
+      return absl::NotFoundError(message);
     case EACCES:
-    case EPERM: return absl::PermissionDeniedError(message);
-    case EINVAL: return absl::InvalidArgumentError(message);
-    case ENOMEM: return absl::ResourceExhaustedError(message);
-    default: return absl::InternalError(message);
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    case EINVAL:
+      return absl::InvalidArgumentError(message);
+    case ENOMEM:
+      return absl::ResourceExhaustedError(message);
+    default:
+      return absl::InternalError(message);
   }
 }
 

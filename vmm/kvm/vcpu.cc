@@ -20,8 +20,8 @@
 namespace minivmm {
 namespace {
 
-constexpr uint64_t kCr0Pe = 1ull << 0, kCr0Mp = 1ull << 1, kCr0Et = 1ull << 4,
-                   kCr0Ne = 1ull << 5, kCr0Wp = 1ull << 16, kCr0Pg = 1ull << 31;
+constexpr uint64_t kCr0Pe = 1ull << 0, kCr0Mp = 1ull << 1, kCr0Et = 1ull << 4, kCr0Ne = 1ull << 5,
+                   kCr0Wp = 1ull << 16, kCr0Pg = 1ull << 31;
 constexpr uint64_t kCr4Pae = 1ull << 5, kCr4Osfxsr = 1ull << 9, kCr4Osxmmexcpt = 1ull << 10;
 constexpr uint64_t kEferSce = 1ull << 0, kEferLme = 1ull << 8, kEferLma = 1ull << 10,
                    kEferNxe = 1ull << 11;
@@ -140,14 +140,22 @@ absl::StatusOr<VcpuExit> KvmVcpu::Run() {
       if (r->mmio.is_write) return MmioWrite{r->mmio.phys_addr, {r->mmio.data, len}};
       return MmioRead{r->mmio.phys_addr, {r->mmio.data, len}};
     }
-    case KVM_EXIT_HLT: return Hlt{};
-    case KVM_EXIT_IRQ_WINDOW_OPEN: return IrqWindowOpen{};
-    case KVM_EXIT_INTR: return Interrupted{};
-    case KVM_EXIT_SHUTDOWN: return Shutdown{};
-    case KVM_EXIT_FAIL_ENTRY: return FailEntry{r->fail_entry.hardware_entry_failure_reason};
-    case KVM_EXIT_INTERNAL_ERROR: return InternalError{r->internal.suberror};
-    case KVM_EXIT_SYSTEM_EVENT: return SystemEvent{r->system_event.type};
-    default: return UnknownExit{r->exit_reason};
+    case KVM_EXIT_HLT:
+      return Hlt{};
+    case KVM_EXIT_IRQ_WINDOW_OPEN:
+      return IrqWindowOpen{};
+    case KVM_EXIT_INTR:
+      return Interrupted{};
+    case KVM_EXIT_SHUTDOWN:
+      return Shutdown{};
+    case KVM_EXIT_FAIL_ENTRY:
+      return FailEntry{r->fail_entry.hardware_entry_failure_reason};
+    case KVM_EXIT_INTERNAL_ERROR:
+      return InternalError{r->internal.suberror};
+    case KVM_EXIT_SYSTEM_EVENT:
+      return SystemEvent{r->system_event.type};
+    default:
+      return UnknownExit{r->exit_reason};
   }
 }
 
@@ -157,8 +165,7 @@ bool KvmVcpu::ReadyForInterrupt() const {
   // an `out` there is no interrupt shadow, so the new IF decides, and the
   // interrupt is delivered right after the hypercall instead of one
   // interrupt-window exit later.
-  if (run_->kvm_dirty_regs & KVM_SYNC_X86_REGS)
-    return (run_->s.regs.regs.rflags & (1u << 9)) != 0;
+  if (run_->kvm_dirty_regs & KVM_SYNC_X86_REGS) return (run_->s.regs.regs.rflags & (1u << 9)) != 0;
   return run_->ready_for_interrupt_injection && (run_->if_flag != 0);
 }
 
@@ -181,24 +188,42 @@ void KvmVcpu::ClearKick() { __atomic_store_n(&run_->immediate_exit, 0, __ATOMIC_
 uint64_t KvmVcpu::Get(Reg reg) const {
   const kvm_regs& r = run_->s.regs.regs;
   switch (reg) {
-    case Reg::kRax: return r.rax;
-    case Reg::kRbx: return r.rbx;
-    case Reg::kRcx: return r.rcx;
-    case Reg::kRdx: return r.rdx;
-    case Reg::kRsi: return r.rsi;
-    case Reg::kRdi: return r.rdi;
-    case Reg::kRsp: return r.rsp;
-    case Reg::kRbp: return r.rbp;
-    case Reg::kR8: return r.r8;
-    case Reg::kR9: return r.r9;
-    case Reg::kR10: return r.r10;
-    case Reg::kR11: return r.r11;
-    case Reg::kR12: return r.r12;
-    case Reg::kR13: return r.r13;
-    case Reg::kR14: return r.r14;
-    case Reg::kR15: return r.r15;
-    case Reg::kRip: return r.rip;
-    case Reg::kRflags: return r.rflags;
+    case Reg::kRax:
+      return r.rax;
+    case Reg::kRbx:
+      return r.rbx;
+    case Reg::kRcx:
+      return r.rcx;
+    case Reg::kRdx:
+      return r.rdx;
+    case Reg::kRsi:
+      return r.rsi;
+    case Reg::kRdi:
+      return r.rdi;
+    case Reg::kRsp:
+      return r.rsp;
+    case Reg::kRbp:
+      return r.rbp;
+    case Reg::kR8:
+      return r.r8;
+    case Reg::kR9:
+      return r.r9;
+    case Reg::kR10:
+      return r.r10;
+    case Reg::kR11:
+      return r.r11;
+    case Reg::kR12:
+      return r.r12;
+    case Reg::kR13:
+      return r.r13;
+    case Reg::kR14:
+      return r.r14;
+    case Reg::kR15:
+      return r.r15;
+    case Reg::kRip:
+      return r.rip;
+    case Reg::kRflags:
+      return r.rflags;
   }
   return 0;
 }
@@ -211,24 +236,60 @@ HypercallRegs KvmVcpu::ReadHypercallRegs() const {
 void KvmVcpu::Set(Reg reg, uint64_t value) {
   kvm_regs& r = run_->s.regs.regs;
   switch (reg) {
-    case Reg::kRax: r.rax = value; break;
-    case Reg::kRbx: r.rbx = value; break;
-    case Reg::kRcx: r.rcx = value; break;
-    case Reg::kRdx: r.rdx = value; break;
-    case Reg::kRsi: r.rsi = value; break;
-    case Reg::kRdi: r.rdi = value; break;
-    case Reg::kRsp: r.rsp = value; break;
-    case Reg::kRbp: r.rbp = value; break;
-    case Reg::kR8: r.r8 = value; break;
-    case Reg::kR9: r.r9 = value; break;
-    case Reg::kR10: r.r10 = value; break;
-    case Reg::kR11: r.r11 = value; break;
-    case Reg::kR12: r.r12 = value; break;
-    case Reg::kR13: r.r13 = value; break;
-    case Reg::kR14: r.r14 = value; break;
-    case Reg::kR15: r.r15 = value; break;
-    case Reg::kRip: r.rip = value; break;
-    case Reg::kRflags: r.rflags = value; break;
+    case Reg::kRax:
+      r.rax = value;
+      break;
+    case Reg::kRbx:
+      r.rbx = value;
+      break;
+    case Reg::kRcx:
+      r.rcx = value;
+      break;
+    case Reg::kRdx:
+      r.rdx = value;
+      break;
+    case Reg::kRsi:
+      r.rsi = value;
+      break;
+    case Reg::kRdi:
+      r.rdi = value;
+      break;
+    case Reg::kRsp:
+      r.rsp = value;
+      break;
+    case Reg::kRbp:
+      r.rbp = value;
+      break;
+    case Reg::kR8:
+      r.r8 = value;
+      break;
+    case Reg::kR9:
+      r.r9 = value;
+      break;
+    case Reg::kR10:
+      r.r10 = value;
+      break;
+    case Reg::kR11:
+      r.r11 = value;
+      break;
+    case Reg::kR12:
+      r.r12 = value;
+      break;
+    case Reg::kR13:
+      r.r13 = value;
+      break;
+    case Reg::kR14:
+      r.r14 = value;
+      break;
+    case Reg::kR15:
+      r.r15 = value;
+      break;
+    case Reg::kRip:
+      r.rip = value;
+      break;
+    case Reg::kRflags:
+      r.rflags = value;
+      break;
   }
   run_->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 }
@@ -248,13 +309,13 @@ int KvmVcpu::Cpl() const {
 std::vector<std::pair<std::string, uint64_t>> KvmVcpu::DumpRegisters() const {
   const kvm_regs& r = run_->s.regs.regs;
   const kvm_sregs& s = run_->s.regs.sregs;
-  return {{{"rip", r.rip},   {"rflags", r.rflags}, {"rsp", r.rsp}, {"rbp", r.rbp},
-                       {"rax", r.rax},   {"rbx", r.rbx},       {"rcx", r.rcx}, {"rdx", r.rdx},
-                       {"rsi", r.rsi},   {"rdi", r.rdi},       {"r8", r.r8},   {"r9", r.r9},
-                       {"r10", r.r10},   {"r11", r.r11},       {"r12", r.r12}, {"r13", r.r13},
-                       {"r14", r.r14},   {"r15", r.r15},       {"cr0", s.cr0}, {"cr2", s.cr2},
-                       {"cr3", s.cr3},   {"cr4", s.cr4},       {"efer", s.efer},
-                       {"cs", s.cs.selector}, {"ss", s.ss.selector}}};
+  return {{{"rip", r.rip},       {"rflags", r.rflags}, {"rsp", r.rsp},   {"rbp", r.rbp},
+           {"rax", r.rax},       {"rbx", r.rbx},       {"rcx", r.rcx},   {"rdx", r.rdx},
+           {"rsi", r.rsi},       {"rdi", r.rdi},       {"r8", r.r8},     {"r9", r.r9},
+           {"r10", r.r10},       {"r11", r.r11},       {"r12", r.r12},   {"r13", r.r13},
+           {"r14", r.r14},       {"r15", r.r15},       {"cr0", s.cr0},   {"cr2", s.cr2},
+           {"cr3", s.cr3},       {"cr4", s.cr4},       {"efer", s.efer}, {"cs", s.cs.selector},
+           {"ss", s.ss.selector}}};
 }
 
 absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> KvmVcpu::ReadStats() const {
@@ -278,8 +339,7 @@ absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> KvmVcpu::ReadStats
     std::memcpy(&offset, desc + 8, sizeof(offset));
     if (size != 1) continue;  // histograms are left out
     uint64_t value = 0;
-    if (pread(stats_fd_.get(), &value, sizeof(value), header.data_offset + offset) !=
-        sizeof(value))
+    if (pread(stats_fd_.get(), &value, sizeof(value), header.data_offset + offset) != sizeof(value))
       return KvmError("pread(stats data)");
     const char* name = reinterpret_cast<const char*>(desc + kKvmStatsDescHeaderBytes);
     out.emplace_back(std::string(name, strnlen(name, header.name_size)), value);

@@ -19,8 +19,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "vmm/core/vcpu.h"
-#include "vmm/kvm/fd.h"
 #include "vmm/core/vcpu_exit.h"
+#include "vmm/kvm/fd.h"
 
 struct kvm_run;
 

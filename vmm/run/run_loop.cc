@@ -19,10 +19,12 @@ struct Overloaded : Ts... {
 
 // The exit reason of each VcpuExit alternative, by variant index.
 constexpr ExitReason kReasonByIndex[] = {
-    ExitReason::kIo,        ExitReason::kIo,           ExitReason::kMmio,
-    ExitReason::kMmio,      ExitReason::kHlt,          ExitReason::kIrqWindowOpen,
-    ExitReason::kIntr,      ExitReason::kShutdown,     ExitReason::kFailEntry,
-    ExitReason::kInternalError, ExitReason::kSystemEvent, ExitReason::kUnknown,
+    ExitReason::kIo,          ExitReason::kIo,
+    ExitReason::kMmio,        ExitReason::kMmio,
+    ExitReason::kHlt,         ExitReason::kIrqWindowOpen,
+    ExitReason::kIntr,        ExitReason::kShutdown,
+    ExitReason::kFailEntry,   ExitReason::kInternalError,
+    ExitReason::kSystemEvent, ExitReason::kUnknown,
 };
 static_assert(std::size(kReasonByIndex) == std::variant_size_v<VcpuExit>);
 static_assert(std::is_same_v<std::variant_alternative_t<1, VcpuExit>, IoOut>);
@@ -32,7 +34,9 @@ ExitReason ReasonOf(const VcpuExit& exit) { return kReasonByIndex[exit.index()];
 
 using MaybeStop = std::optional<RunStop>;
 
-MaybeStop StopWith(StopReason reason, std::string detail) { return RunStop{reason, std::move(detail)}; }
+MaybeStop StopWith(StopReason reason, std::string detail) {
+  return RunStop{reason, std::move(detail)};
+}
 
 }  // namespace
 
@@ -60,8 +64,8 @@ RunStop RunLoop::Loop() {
 // counted exactly as Access() would count it.
 bool RunLoop::IsHypercall(const VcpuExit& exit) const {
   const IoOut* io = std::get_if<IoOut>(&exit);
-  return io != nullptr && io->port == MVMM_HYPERCALL_PORT && io->size == 4 && io->data.size() == 4 &&
-         hypercall_match_.has_value();
+  return io != nullptr && io->port == MVMM_HYPERCALL_PORT && io->size == 4 &&
+         io->data.size() == 4 && hypercall_match_.has_value();
 }
 
 std::optional<RunStop> RunLoop::Hypercall(const IoOut& io) {
@@ -117,16 +121,19 @@ MaybeStop RunLoop::Handle(const VcpuExit& exit) {
             p_.vcpu.ClearKick();
             return std::nullopt;
           },
-          [&](const Shutdown&) { return StopWith(StopReason::kTripleFault, "the guest triple-faulted"); },
+          [&](const Shutdown&) {
+            return StopWith(StopReason::kTripleFault, "the guest triple-faulted");
+          },
           [&](const FailEntry& f) {
             return StopWith(StopReason::kVmmError,
                             absl::StrFormat("KVM could not enter the guest (hardware reason 0x%x)",
                                             f.hardware_reason));
           },
           [&](const InternalError& e) {
-            return StopWith(StopReason::kEmulationFailure,
-                            absl::StrFormat("KVM could not emulate a guest instruction (suberror %u)",
-                                            e.suberror));
+            return StopWith(
+                StopReason::kEmulationFailure,
+                absl::StrFormat("KVM could not emulate a guest instruction (suberror %u)",
+                                e.suberror));
           },
           [&](const SystemEvent& e) {
             return StopWith(StopReason::kVmmError,

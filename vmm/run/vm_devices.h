@@ -21,7 +21,11 @@ class HypercallPort final : public IoDevice {
  public:
   HypercallPort(const Dispatcher& dispatcher, const GuestMemory& memory, std::span<uint8_t> gdt,
                 ConsoleSink* console, TimerControl* timer, GuestReports* reports)
-      : dispatcher_(dispatcher), memory_(memory), gdt_(gdt), console_(console), timer_(timer),
+      : dispatcher_(dispatcher),
+        memory_(memory),
+        gdt_(gdt),
+        console_(console),
+        timer_(timer),
         reports_(reports) {}
 
   std::string_view Name() const override { return "hypercall"; }
