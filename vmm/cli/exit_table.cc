@@ -22,6 +22,19 @@ std::string RenderExitTable(const json& record) {
   fmt::format_to(std::back_inserter(out), "minivmm: {} ({}), {:.3f} s\n",
                  result["stop_reason"].get<std::string>(), result["detail"].get<std::string>(),
                  result["elapsed_ns"].get<int64_t>() / 1e9);
+  // The configuration the guest says it used (it parses the command line).
+  const json& guest = record["guest"]["reports"];
+  if (guest.contains("config.backend")) {
+    std::string pvops;
+    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch"}) {
+      std::string key = std::string("config.pvops.") + op;
+      if (guest.contains(key))
+        pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, guest[key].get<std::string>());
+    }
+    fmt::format_to(std::back_inserter(out), "guest:   backend={} workload={} pvops={}\n",
+                   guest["config.backend"].get<std::string>(),
+                   guest.value("config.workload", std::string("?")), pvops);
+  }
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
                  "exits", "source");
