@@ -35,6 +35,9 @@ absl::StatusOr<RunResult> Vm::Run() {
   RunLoop loop(RunLoopParts{*s.vcpu, s.pio_bus, s.mmio_bus, s.signals,
                             [&s] { return s.timer.CanFire(); }, &s.hypercall_port, &s.observer});
   RunStop stop = loop.Loop();
+  // No timer may kick the thread once it is given back to the caller.
+  s.timer.Stop();
+  s.vcpu->UnbindFromThread();
 
   RunResult result;
   result.reason = stop.reason;

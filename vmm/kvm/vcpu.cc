@@ -116,6 +116,12 @@ absl::Status KvmVcpu::BindToCurrentThread() {
   return absl::OkStatus();
 }
 
+void KvmVcpu::UnbindFromThread() {
+  thread_known_.store(false, std::memory_order_release);
+  DrainKickSignal();
+  ClearKick();
+}
+
 absl::StatusOr<VcpuExit> KvmVcpu::Run() {
   int rc = ioctl(fd_.get(), KVM_RUN, 0);
   run_->kvm_dirty_regs = 0;

@@ -54,6 +54,9 @@ class KvmVcpu final : public Vcpu {
   // Makes the calling thread this vCPU's thread: Kick() signals it, and the
   // kick signal is blocked outside KVM_RUN (see kick.h). Call before Run().
   absl::Status BindToCurrentThread();
+  // Stops kicking the thread and consumes a kick that is still pending, so
+  // that no blocked kick signal outlives the run in the caller's thread.
+  void UnbindFromThread();
 
   // Enters the guest once. Returns the decoded exit, or an error naming
   // KVM_RUN and errno (EINTR is not an error: it decodes as Interrupted).

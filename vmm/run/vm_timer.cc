@@ -7,7 +7,9 @@ namespace minivmm {
 VmTimer::VmTimer(std::function<void()> on_interrupt, std::function<void()> on_timeout)
     : on_interrupt_(std::move(on_interrupt)), on_timeout_(std::move(on_timeout)) {}
 
-VmTimer::~VmTimer() {
+VmTimer::~VmTimer() { Stop(); }
+
+void VmTimer::Stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;

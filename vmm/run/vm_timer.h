@@ -31,6 +31,9 @@ class VmTimer final : public TimerControl {
   uint64_t NowNs() const override;
   void SetOneShot(uint64_t deadline_ns) override;
 
+  // Stops the thread; nothing fires afterwards. Idempotent.
+  void Stop();
+
   // True while something (periodic or one-shot) can still raise an interrupt.
   bool CanFire() const;
 
