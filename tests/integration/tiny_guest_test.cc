@@ -99,11 +99,13 @@ namespace {
 TEST(TinyGuestTimerTest, TimerWakesBlockedAndHaltedVcpu) {
   SKIP_WITHOUT_KVM();
   // sched_op(block) with a one-shot timer already due, then HLT woken by the
-  // periodic timer: exactly two interrupts are taken before the shutdown.
+  // periodic timer: at least two interrupts are taken before the shutdown (a
+  // periodic tick may land in the instruction or two where IF is set), and
+  // the guest took exactly the interrupts the VMM injected.
   GuestRun run = RunGuest(TinyGuest("block_wake"), "", absl::Seconds(20), /*timer_hz=*/200);
   ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
-  EXPECT_EQ(run.result.exit_code, 2);
-  EXPECT_EQ(run.result.stats.timer_injections, 2u);
+  EXPECT_GE(run.result.exit_code, 2);
+  EXPECT_EQ(run.result.stats.timer_injections, static_cast<uint64_t>(run.result.exit_code));
   EXPECT_EQ(run.HypercallOps(MVMM_HC_set_timer_op), 1u);
   EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHlt)], 1u);
 }
