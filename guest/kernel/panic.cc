@@ -6,6 +6,7 @@
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
 #include "kernel/report.h"
+#include "pv/pv_ops.h"
 #include "minivmm_abi/boot.h"
 #include "workloads/workload.h"
 
@@ -46,6 +47,15 @@ void SendFinalReport(int code) {
 void Shutdown(int code) {
   if (!g_shutting_down) {
     g_shutting_down = true;  // a fault while reporting must not recurse
+    // No interrupt may land once the counters are being read: formatting the
+    // record takes tens of milliseconds of emulated ring 0, and a timer tick
+    // taken then would be injected (and counted) by the VMM but missing from
+    // the record. Through pv_ops when installed, so the disable is counted.
+    if (pv_ops.irq_disable != nullptr) {
+      ArchIrqDisable();
+    } else {
+      cpu::Cli();
+    }
     SendFinalReport(code);
   }
   if (g_boot.under_minivmm) {

@@ -304,6 +304,12 @@ uint64_t KvmVcpu::Cr0() const { return run_->s.regs.sregs.cr0; }
 
 void KvmVcpu::SetCr0(uint64_t value) {
   run_->s.regs.sregs.cr0 = value;
+  // KVM's sregs snapshot lists an interrupt it has queued but not yet
+  // delivered in interrupt_bitmap, and writing the sregs back re-queues
+  // whatever that bitmap names. Injection is ours (KVM_INTERRUPT), so the
+  // write-back must not carry it: a stale bit delivered the same timer
+  // interrupt twice.
+  std::memset(run_->s.regs.sregs.interrupt_bitmap, 0, sizeof(run_->s.regs.sregs.interrupt_bitmap));
   run_->kvm_dirty_regs |= KVM_SYNC_X86_SREGS;
 }
 
