@@ -18,6 +18,6 @@ count() {  # binary side -> instructions
 printf '%-10s %14s %14s %12s\n' side "1k run" "20k run" "per exit"
 for side in bare minivmm; do
   a=$(count "$small" "$side"); b=$(count "$bench" "$side")
-  printf '%-10s %14s %14s %12.1f\n' "$side" "$a" "$b" "$(echo "($b - $a) / 19000" | bc -l)"
+  printf '%-10s %14s %14s %12.1f\n' "$side" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print (b - a) / 19000 }')"
 done
 echo "target: minivmm <= 150 instructions per exit"
