@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
-#include "hypercalls/internal/status_macros.h"
+#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 
@@ -26,7 +26,7 @@ absl::StatusOr<uint64_t> console_io(HypercallEnv& env, const HypercallArgs& raw)
   // bytes between our copy and the sink.
   std::array<uint8_t, MVMM_CONSOLEIO_MAX_BYTES> buffer;
   const std::span<uint8_t> bytes(buffer.data(), args.count);
-  HC_RETURN_IF_ERROR(env.memory.Read(args.buffer, bytes));
+  RETURN_IF_ERROR(env.memory.Read(args.buffer, bytes));
   if (env.console != nullptr && !bytes.empty()) {
     env.console->Write(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   }

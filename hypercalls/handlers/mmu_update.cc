@@ -18,8 +18,8 @@
 #include "hypercalls/descriptor.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
-#include "hypercalls/internal/status_macros.h"
 #include "hypercalls/pte_policy.h"
+#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 
@@ -33,7 +33,7 @@ absl::StatusOr<uint64_t> mmu_update(HypercallEnv& env, const HypercallArgs& raw)
   std::array<mvmm_mmu_update, MVMM_MMU_UPDATE_MAX_REQS> reqs;  // 8 KiB, bounded
   const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(reqs.data()),
                                  args.count * sizeof(mvmm_mmu_update));
-  HC_RETURN_IF_ERROR(env.memory.Read(args.reqs, bytes));
+  RETURN_IF_ERROR(env.memory.Read(args.reqs, bytes));
 
   const uint64_t ram_size = env.memory.size();
   for (uint64_t done = 0; done < args.count; ++done) {
@@ -43,8 +43,8 @@ absl::StatusOr<uint64_t> mmu_update(HypercallEnv& env, const HypercallArgs& raw)
       if (done == 0) return status;
       return done;
     }
-    HC_ASSIGN_OR_RETURN(const std::span<uint8_t> pte,
-                        env.memory.GetSpan(GuestAddress(req.ptr), sizeof(uint64_t)));
+    ASSIGN_OR_RETURN(const std::span<uint8_t> pte,
+                     env.memory.GetSpan(GuestAddress(req.ptr), sizeof(uint64_t)));
     Store64(pte, 0, req.val);
   }
   return args.count;

@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
-#include "hypercalls/internal/status_macros.h"
+#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 
@@ -33,7 +33,7 @@ absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, 
   std::array<mvmm_multicall_entry, MVMM_MULTICALL_MAX_ENTRIES> entries;
   const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(entries.data()),
                                  args.count * sizeof(mvmm_multicall_entry));
-  HC_RETURN_IF_ERROR(env.memory.Read(args.list, bytes));
+  RETURN_IF_ERROR(env.memory.Read(args.list, bytes));
 
   for (uint64_t i = 0; i < args.count; ++i) {
     const mvmm_multicall_entry& entry = entries[i];
@@ -44,7 +44,7 @@ absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, 
         args.list + i * sizeof(mvmm_multicall_entry) + offsetof(mvmm_multicall_entry, result);
     // Cannot fail: the whole list was inside RAM a moment ago and RAM does not
     // shrink. If it ever does, stop rather than run entries we cannot report.
-    HC_RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(result_field, static_cast<uint64_t>(result)));
+    RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(result_field, static_cast<uint64_t>(result)));
   }
   return 0;
 }

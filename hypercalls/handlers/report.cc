@@ -11,8 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
-#include "hypercalls/internal/status_macros.h"
 #include "hypercalls/report_parser.h"
+#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 
@@ -24,9 +24,9 @@ absl::StatusOr<uint64_t> report(HypercallEnv& env, const HypercallArgs& raw) {
         absl::StrFormat("report: %d bytes is above %d", args.len, MVMM_REPORT_MAX_BYTES));
   }
   std::string text(args.len, '\0');
-  HC_RETURN_IF_ERROR(
+  RETURN_IF_ERROR(
       env.memory.Read(args.text, std::span(reinterpret_cast<uint8_t*>(text.data()), text.size())));
-  HC_ASSIGN_OR_RETURN(const std::vector<ReportEntry> entries, ParseReport(text));
+  ASSIGN_OR_RETURN(const std::vector<ReportEntry> entries, ParseReport(text));
 
   size_t bytes = 0;
   // Each entry is charged its host overhead too (two std::strings and a

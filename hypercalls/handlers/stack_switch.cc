@@ -11,8 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
-#include "hypercalls/internal/status_macros.h"
 #include "minivmm_abi/boot.h"
+#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 namespace {
@@ -35,7 +35,7 @@ absl::StatusOr<uint64_t> stack_switch(HypercallEnv& env, const HypercallArgs& ra
         absl::StrFormat("stack_switch: rsp 0x%x is not canonical", args.rsp));
   }
   const GuestAddress rsp0(MVMM_TSS_GPA + offsetof(mvmm_tss, rsp));
-  HC_RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(rsp0, args.rsp));
+  RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(rsp0, args.rsp));
   return 0;
 }
 

@@ -10,14 +10,13 @@
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/common/command.h"
 #include "vmm/vm.h"
 
 namespace minivmm::testing {
 
-inline bool HaveKvm() { return access("/dev/kvm", R_OK | W_OK) == 0; }
-
 #define SKIP_WITHOUT_KVM() \
-  if (!::minivmm::testing::HaveKvm()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
+  if (!::minivmm::testing::HaveKvmDevice()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
 
 inline std::string TinyGuest(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";

@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/common/command.h"
 #include "vmm/vm.h"
 
 // Under AddressSanitizer, freed memory sits in a quarantine (256 MiB by
@@ -38,8 +39,6 @@ constexpr int kWarmUpVms = 20;  // first-use allocations (Abseil, libstdc++, KVM
 // cached. One leaked 8 MiB guest RAM per VM would exceed it 1000-fold.
 constexpr int64_t kMaxRssGrowthKib = 16 * 1024;
 constexpr int kMaxMapsGrowth = 8;
-
-bool HaveKvm() { return access("/dev/kvm", R_OK | W_OK) == 0; }
 
 int CountOpenFds() {
   int n = 0;
@@ -97,7 +96,7 @@ bool RunOnce(const std::string& kernel) {
 }
 
 TEST(VmLifecycleLeakTest, ThousandVmsLeakNoFdsMappingsOrMemory) {
-  if (!HaveKvm()) {
+  if (!::minivmm::testing::HaveKvmDevice()) {
     GTEST_SKIP() << "no usable /dev/kvm on this machine (kvm needed)";
   }
   const std::string kernel = std::string(MINIVMM_TINY_GUEST_DIR) + "/triple_fault.elf";

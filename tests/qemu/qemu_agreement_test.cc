@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/common/command.h"
 
 namespace {
 
@@ -96,8 +97,6 @@ bool Excluded(std::string_view key) {
   return false;
 }
 
-bool KvmUsable() { return access("/dev/kvm", R_OK | W_OK) == 0; }
-
 struct Case {
   const char* workload;  // tiny sizes: ring 0 is emulated on some hosts
   const char* accel;     // "tcg" or "kvm"
@@ -120,7 +119,7 @@ TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
            "(install Debian's qemu-system-x86, e.g. scripts/quickstart.sh, and re-run cmake)";
   }
   const Case c = GetParam();
-  const bool kvm = KvmUsable();
+  const bool kvm = ::minivmm::testing::HaveKvmDevice();
   if (std::string_view(c.accel) == "kvm" && !kvm)
     GTEST_SKIP() << "no usable /dev/kvm for QEMU -accel kvm";
   const std::string cmdline = std::string("backend=native workload=") + c.workload;
