@@ -41,9 +41,11 @@ CAUSE_COLORS = {
 CONFIG_COLORS = {"naive": "#7f7f7f", "optimized": "#009E73"}
 SINGLE_COLOR = "#56B4E9"
 HOST_NOTE = (
-    "Exit counts are exact and the same on every host. Timings (guest TSC) are only "
+    "Exit counts are exact; all but the CR0-write counts (and the totals they add to) "
+    "are the same on every host, and those follow from whether the host delivers "
+    "ring-3 #NM (docs/exit-model.md). Timings (guest TSC) are only "
     "meaningful as ratios within one run; on software KVM with an emulated ring 0 "
-    "(HOST-NOTES.md) they are dominated by instruction emulation."
+    "(docs/hosts.md) they are dominated by instruction emulation."
 )
 
 
@@ -310,6 +312,11 @@ def bench_tables(bench):
     return "\n".join(parts)
 
 
+def measured(value, yes, no):
+    """A host probe answer (provenance.host): true, false, or null when not measured."""
+    return "not measured" if value is None else (yes if value else no)
+
+
 def provenance_html(record):
     p = record.get("provenance", {})
     host = p.get("host", {})
@@ -321,7 +328,10 @@ def provenance_html(record):
         ["host kernel", host.get("kernel", "")],
         ["CPU", host.get("cpu", "")],
         ["KVM module", host.get("kvm_module", "")],
-        ["guest ring 0", "emulated (software KVM)" if host.get("ring0_emulated") else "native"],
+        ["guest ring 0", measured(host.get("ring0_emulated"), "emulated", "native")],
+        ["ring-3 #NM", measured(host.get("ring3_nm"), "delivered", "not delivered")],
+        ["vmcall", measured(host.get("vmcall_in_kernel"), "handled in the kernel",
+                            "not handled in the kernel")],
     ]
     return table_html(["", ""], [r for r in rows if r[1].strip()])
 

@@ -1,4 +1,4 @@
-// How hypercalls are counted (DESIGN.md "What the VMM counts"), as pure
+// How hypercalls are counted (docs/design.md "What the VMM counts"), as pure
 // functions over ExitStats so the rules are tested on their own.
 //
 // Rules:

@@ -1,4 +1,4 @@
-// The TLS descriptor policy of DESIGN.md ("GDT") as pure functions, shared by
+// The TLS descriptor policy of docs/design.md ("GDT") as pure functions, shared by
 // update_descriptor and the trapped-GDT-store path so the two cannot differ.
 #ifndef MINIVMM_HYPERCALLS_DESCRIPTOR_H_
 #define MINIVMM_HYPERCALLS_DESCRIPTOR_H_
@@ -30,7 +30,7 @@ std::string_view DescriptorVerdictName(DescriptorVerdict verdict);
 DescriptorVerdict CheckTlsDescriptor(uint64_t desc);
 
 // The value the VMM stores for an accepted descriptor: `desc` with the
-// accessed bit forced on when present (HOST-NOTES.md: a load of a descriptor
+// accessed bit forced on when present (docs/hosts.md: a load of a descriptor
 // whose accessed bit is clear hangs the vCPU on a read-only GDT); the zero
 // descriptor is stored as zero. Only meaningful when CheckTlsDescriptor is kOk.
 uint64_t TlsDescriptorToStore(uint64_t desc);

@@ -1,4 +1,4 @@
-// Policy for guest stores into the read-only GDT page (DESIGN.md "GDT"): the
+// Policy for guest stores into the read-only GDT page (docs/design.md "GDT"): the
 // native backend writes descriptors with plain stores, each of which exits as
 // an MMIO write. The GDT MMIO device calls ApplyGdtStore; update_descriptor
 // uses it too, so both paths share one validator and one store.
@@ -45,7 +45,7 @@ struct GdtStoreResult {
 GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
                              std::span<const uint8_t> data);
 
-// Counts a trapped (MMIO) GDT store as DESIGN.md asks: applied stores are
+// Counts a trapped (MMIO) GDT store as docs/design.md "GDT" asks: applied stores are
 // gdt_stores_applied and one descriptor-update operation and exit; all others
 // are gdt_stores_rejected. For the GDT device; update_descriptor is counted by
 // the dispatcher instead.

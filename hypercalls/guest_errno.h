@@ -1,5 +1,5 @@
 // The one mapping from absl::Status (what every handler returns) to the
-// negative Linux errno the guest sees in RAX (DESIGN.md, "Hypercalls").
+// negative Linux errno the guest sees in RAX (docs/design.md "Hypercalls").
 #ifndef MINIVMM_HYPERCALLS_GUEST_ERRNO_H_
 #define MINIVMM_HYPERCALLS_GUEST_ERRNO_H_
 

@@ -27,7 +27,7 @@ std::string_view StopReasonName(StopReason reason);
 
 struct HostCounter {
   std::string name;
-  uint64_t delta;  // over the run; host-dependent (HOST-NOTES.md)
+  uint64_t delta;  // over the run; host-dependent (docs/hosts.md)
 };
 
 struct RunResult {

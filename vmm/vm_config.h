@@ -16,7 +16,7 @@ struct VmConfig {
   // The guest ELF. Empty means the guest kernel built with minivmm
   // (DefaultGuestKernelPath()).
   std::string kernel_path;
-  // The guest's command line (DESIGN.md "Guest command line"), at most
+  // The guest's command line (docs/design.md "Guest command line"), at most
   // MVMM_CMDLINE_MAX bytes.
   std::string cmdline;
   // Periodic timer interrupts per second (vector 0x20); 0 = off, which keeps

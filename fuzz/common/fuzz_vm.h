@@ -2,7 +2,7 @@
 // a GDT page laid out as the VMM lays it out, PlainVcpuState, counters, and
 // bounded recording sinks. Modelled on tests/hypercalls/test_vm.h (which
 // needs gtest). Also the argument generator and the invariants that every
-// hypercall must keep whatever the guest passes (DESIGN.md "Hypercalls").
+// hypercall must keep whatever the guest passes (docs/design.md "Hypercalls").
 #ifndef MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 #define MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 

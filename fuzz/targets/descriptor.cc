@@ -1,5 +1,5 @@
 // Fuzzes the TLS descriptor policy (CheckTlsDescriptor, TlsDescriptorToStore,
-// IsTlsSlot) against an independent model written from DESIGN.md "GDT", and
+// IsTlsSlot) against an independent model written from docs/design.md "GDT", and
 // ApplyGdtStore (the trapped-GDT-store path) with any table size, offset and
 // store width.
 //
@@ -19,7 +19,7 @@
 namespace minivmm::fuzz {
 namespace {
 
-// The model: DESIGN.md's rule, bit by bit, in the validator's order.
+// The model: the rule of docs/design.md "GDT", bit by bit, in the validator's order.
 DescriptorVerdict Model(uint64_t d) {
   const unsigned type = d >> 40 & 0xF, s = d >> 44 & 1, dpl = d >> 45 & 3, p = d >> 47 & 1,
                  l = d >> 53 & 1;

@@ -18,7 +18,7 @@ inline uint8_t Inb(uint16_t port) {
 }
 inline void Outw(uint16_t port, uint16_t v) { asm volatile("outw %0, %1" ::"a"(v), "Nd"(port)); }
 
-// rdtsc, never rdtscp (HOST-NOTES.md: rdtscp fails in emulated ring 0).
+// rdtsc, never rdtscp (docs/hosts.md: rdtscp fails in emulated ring 0).
 inline uint64_t Rdtsc() {
   uint32_t lo, hi;
   asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
@@ -56,7 +56,7 @@ inline uint64_t ReadCr3() {
 inline void WriteCr3(uint64_t v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
 inline void Invlpg(uint64_t va) { asm volatile("invlpg (%0)" ::"r"(va) : "memory"); }
 
-// fxsave/fxrstor, never xsave (HOST-NOTES.md). `area` is 512 bytes, 16-aligned.
+// fxsave/fxrstor, never xsave (docs/hosts.md). `area` is 512 bytes, 16-aligned.
 inline void Fxsave(void* area) { asm volatile("fxsave64 (%0)" ::"r"(area) : "memory"); }
 inline void Fxrstor(const void* area) { asm volatile("fxrstor64 (%0)" ::"r"(area) : "memory"); }
 

@@ -7,7 +7,7 @@
   .section .text.boot, "ax"
   .globl _start
   .type _start, @function
-/* Entered by the VMM in 64-bit mode (DESIGN.md "Boot"): RDI = boot_info gpa,
+/* Entered by the VMM in 64-bit mode (docs/design.md "Boot"): RDI = boot_info gpa,
  * RSP = VMM boot stack, IF = 0. */
 _start:
   cli
@@ -183,7 +183,7 @@ PteValCalleeThunk:
   pop %rcx
   ret
 
-/* SSE register file helpers: moves only (HOST-NOTES.md: SSE arithmetic and
+/* SSE register file helpers: moves only (docs/hosts.md: SSE arithmetic and
  * movq fail in emulated ring 0). 8 registers x 16 bytes. */
   .globl SseLoad8
 SseLoad8:

@@ -90,7 +90,7 @@ pvh_long:
 
   .data
   .balign 16
-/* Same layout as the VMM's GDT (DESIGN.md); the TSS descriptor (5-6) is
+/* Same layout as the VMM's GDT (docs/design.md "GDT"); the TSS descriptor (5-6) is
  * filled in by KernelMainPvh. Accessed bits preset. */
   .globl pvh_gdt
 pvh_gdt:

@@ -1,4 +1,4 @@
-// Hypercall transport (DESIGN.md "Hypercalls") with per-number accounting.
+// Hypercall transport (docs/design.md "Hypercalls") with per-number accounting.
 // Every hypercall the guest issues goes through Hypercall() or FlushBatch(),
 // so kernel.hc.* and kernel.hc_exits.* equal the VMM's own counts exactly.
 #ifndef GUEST_KERNEL_HYPERCALL_H_

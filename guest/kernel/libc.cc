@@ -1,5 +1,5 @@
 // The few C library symbols gcc may emit calls to in freestanding code.
-// rep movsb/stosb: a single emulated instruction each (HOST-NOTES.md).
+// rep movsb/stosb: a single emulated instruction each (docs/hosts.md).
 #include <stddef.h>
 
 extern "C" {

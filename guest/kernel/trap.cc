@@ -51,7 +51,7 @@ void PrintRegs(StrView a, uint64_t va, StrView b, uint64_t vb, StrView c, uint64
   Shutdown(kExitException);
 }
 
-// HOST-NOTES.md: on the software-KVM hosts `int 0x80` from ring 3 raises #UD
+// docs/hosts.md: on the software-KVM hosts `int 0x80` from ring 3 raises #UD
 // at the instruction instead of reaching its gate. Recognise its two bytes
 // (CD 80) in user memory and take the same system-call path.
 bool IsInt80(const TrapFrame* f) {

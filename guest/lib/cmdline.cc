@@ -30,6 +30,8 @@ constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8},
                                     {"rounds", nullptr, 20, 1, kBig}};
 constexpr ParamSpec kCustomParams[] = {{"n", nullptr, 3, 0, 255}};
 constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
+constexpr ParamSpec kHostProbeParams[] = {{"loops", nullptr, 10000, 1, kBig},
+                                          {"vmcall", nullptr, 1, 0, 1}};
 
 #define GUEST_SPEC_(name, params) \
   { name, params, sizeof(params) / sizeof(params[0]) }
@@ -46,6 +48,7 @@ constexpr WorkloadSpec kWorkloads[] = {
     GUEST_SPEC_("custom", kCustomParams),
     {"hcall", nullptr, 0},
     GUEST_SPEC_("hostile", kHostileParams),
+    GUEST_SPEC_("hostprobe", kHostProbeParams),
     {nullptr, nullptr, 0},
 };
 #undef GUEST_SPEC_
@@ -187,7 +190,7 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
   if (spec == nullptr) {
     err->Str("unknown workload '")
         .Str(name)
-        .Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)");
+        .Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe)");
     return false;
   }
   WorkloadArgs args;

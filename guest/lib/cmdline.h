@@ -1,4 +1,4 @@
-// Guest command-line parsing and validation (DESIGN.md "Guest command line").
+// Guest command-line parsing and validation (docs/design.md "Guest command line").
 // Pure: no I/O; errors come back as one human-readable line.
 //
 //   backend=pv|native

@@ -14,7 +14,7 @@ inline constexpr uint64_t kDescDplShift = 45;
 
 // A present, writable, 32-bit, byte-granular user (DPL 3) data segment with
 // the given base and a 20-bit limit. The accessed bit is set so that loading
-// it never needs a write to the read-only GDT (HOST-NOTES.md: such a load
+// it never needs a write to the read-only GDT (docs/hosts.md: such a load
 // hangs the vCPU); the VMM would set it anyway, which is why the guest keeps
 // shadow copies rather than comparing against the GDT.
 constexpr uint64_t MakeTlsDescriptor(uint32_t base, uint32_t limit) {
@@ -35,7 +35,7 @@ constexpr uint32_t DescriptorBase(uint64_t d) {
   return static_cast<uint32_t>(((d >> 16) & 0xffffff) | ((d >> 56) << 24));
 }
 
-// The rule the VMM applies to a TLS slot (DESIGN.md "GDT"): all-zero, or a
+// The rule the VMM applies to a TLS slot (docs/design.md "GDT"): all-zero, or a
 // present data segment (S=1, type bit 3 clear) with DPL 3. The guest applies
 // it to set_tls system calls so a user task cannot get a refusal it did not
 // ask for, and the unit tests pin both sides to the same rule.

@@ -1,4 +1,4 @@
-// The pv backend: every privileged operation is a hypercall (DESIGN.md).
+// The pv backend: every privileged operation is a hypercall (docs/design.md "Hypercalls").
 // With pvops batch:on, operations issued inside a context switch or a
 // page-table walk are queued and flushed as one multicall (Xen's lazy CPU
 // and lazy MMU modes); any other hypercall is synchronous and flushes the

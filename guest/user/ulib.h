@@ -16,7 +16,7 @@ namespace guest::user {
 
 USER_INLINE int64_t Syscall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0) {
   uint64_t rax = nr;
-  // HOST-NOTES.md: on some hosts this raises #UD, which the kernel turns
+  // docs/hosts.md: on some hosts this raises #UD, which the kernel turns
   // into the same system call; every other register survives either way.
   asm volatile("int $0x80" : "+a"(rax) : "D"(a0), "S"(a1), "d"(a2) : "memory");
   return static_cast<int64_t>(rax);

@@ -9,7 +9,7 @@ namespace guest {
 namespace {
 
 // int3 in emulated ring 0 is an emulation failure on the software-KVM hosts
-// (HOST-NOTES.md lists it as delivered from ring 3 only), so the
+// (docs/hosts.md lists it as delivered from ring 3 only), so the
 // breakpoint is taken by a user task; the handler names vector 3 all the same.
 extern "C" USER_TEXT void FaultInt3Main(uint64_t) {
   asm volatile("int3");

@@ -60,7 +60,7 @@ void RunWorkload(const Config& config) {
   if (name == "irq") return RunIrq(a);
   if (name == "cpa") return RunCpa(a);
   if (name == "fpu") return RunFpu(a);
-  if (name == "custom" || name == "hcall" || name == "hostile") {
+  if (name == "custom" || name == "hcall" || name == "hostile" || name == "hostprobe") {
     // They exist to talk to minivmm (or an embedder of it): nothing to do
     // where port 0xEC is nobody's (QEMU).
     if (!g_boot.under_minivmm) {
@@ -71,6 +71,7 @@ void RunWorkload(const Config& config) {
     }
     if (name == "custom") return RunCustom(a);
     if (name == "hcall") return RunHcall(a);
+    if (name == "hostprobe") return RunHostProbe(a);
     return RunHostile(a);
   }
   if (name == "all") {

@@ -48,6 +48,7 @@ void RunFpu(const WorkloadArgs& args);
 void RunCustom(const WorkloadArgs& args);
 void RunHcall(const WorkloadArgs& args);
 void RunHostile(const WorkloadArgs& args);
+void RunHostProbe(const WorkloadArgs& args);
 
 }  // namespace guest
 

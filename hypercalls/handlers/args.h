@@ -1,5 +1,5 @@
 // Typed readers of the argument registers (RDI, RSI, RDX, R10, R8 = a[0..4]),
-// one per hypercall, mirroring DESIGN.md's table. Handlers read their
+// one per hypercall, mirroring the table of docs/design.md "Hypercalls". Handlers read their
 // arguments only through these, so the register-to-meaning mapping is in one
 // place and guest addresses are GuestAddress from the start.
 #ifndef MINIVMM_HYPERCALLS_HANDLERS_ARGS_H_

@@ -19,7 +19,6 @@ using nlohmann::json;
 
 using ::minivmm::testing::Outcome;
 using ::minivmm::testing::Shell;
-#define SKIP_WITHOUT_KVM() SKIP_WITHOUT_KVM_DEVICE()
 
 Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
 
@@ -65,14 +64,14 @@ class BenchCliTest : public ::testing::Test {
 Outcome* BenchCliTest::outcome_ = nullptr;
 
 TEST_F(BenchCliTest, TinyBenchExitsZeroAndPrintsTables) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   ASSERT_EQ(outcome_->status, 0) << outcome_->out;
   EXPECT_NE(outcome_->out.find("all naive -> all optimized"), std::string::npos) << outcome_->out;
   EXPECT_NE(outcome_->out.find("exits per restore"), std::string::npos) << outcome_->out;
 }
 
 TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   json bench = ReadJson(Path("bench.json"));
   ASSERT_FALSE(bench.is_discarded());
   EXPECT_EQ(bench["schema"], "minivmm.bench");
@@ -87,7 +86,7 @@ TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
 }
 
 TEST_F(BenchCliTest, WorkloadExitsAreExactAfterBaselineSubtraction) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   json bench = ReadJson(Path("bench.json"));
   ASSERT_FALSE(bench.is_discarded());
   const json* naive = Result(bench, "naive");
@@ -100,7 +99,7 @@ TEST_F(BenchCliTest, WorkloadExitsAreExactAfterBaselineSubtraction) {
 }
 
 TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   std::istringstream csv(Slurp(Path("bench.csv")));
   std::string line;
   ASSERT_TRUE(std::getline(csv, line));
@@ -115,7 +114,7 @@ TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
 }
 
 TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o =
       Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench.json"));
   EXPECT_EQ(o.status, 0) << o.out;
@@ -124,7 +123,7 @@ TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
 }
 
 TEST_F(BenchCliTest, CompareBenchFailsOnMoreExits) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   json bench = ReadJson(Path("bench.json"));
   ASSERT_FALSE(bench.is_discarded());
   for (json& r : bench["results"]) {
@@ -145,7 +144,7 @@ TEST_F(BenchCliTest, CompareBenchFailsOnMoreExits) {
 }
 
 TEST(CompareTest, RunWithItselfShowsNoChangeAndExitsZero) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --json " + Path("run.json")).status, 0);
   Outcome o = Minivmm("compare --fail-on-regression " + Path("run.json") + " " + Path("run.json"));
   EXPECT_EQ(o.status, 0) << o.out;
@@ -153,7 +152,7 @@ TEST(CompareTest, RunWithItselfShowsNoChangeAndExitsZero) {
 }
 
 TEST(CompareTest, RunWithMoreIfClearExitsIsARegression) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --json " + Path("run_a.json")).status, 0);
   json run = ReadJson(Path("run_a.json"));
   ASSERT_FALSE(run.is_discarded());
@@ -181,7 +180,7 @@ TEST(CompareTest, NotARecordIsTrouble) {
 TEST(BenchTest, BadBackendIsUsageError) { EXPECT_EQ(Minivmm("bench --backend xen").status, 2); }
 
 TEST(BenchTest, FailingGuestMakesBenchExitNonZero) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   // The fault workload ends every run with an unhandled exception (code 3).
   Outcome o = Minivmm("bench -q --workloads fault --backend native --repeat 1");
   EXPECT_EQ(o.status, 1) << o.out;
@@ -197,7 +196,7 @@ bool HaveMatplotlib() {
 }
 
 TEST_F(BenchCliTest, ReportIsHtmlWithEmbeddedImages) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   if (!HaveMatplotlib()) {
     GTEST_SKIP() << "matplotlib is not installed (apt-get install python3-matplotlib)";
   }

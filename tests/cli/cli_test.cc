@@ -16,7 +16,6 @@ namespace {
 
 using ::minivmm::testing::Outcome;
 using ::minivmm::testing::Shell;
-#define SKIP_WITHOUT_KVM() SKIP_WITHOUT_KVM_DEVICE()
 
 Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
 
@@ -42,7 +41,7 @@ TEST(CliTest, MissingKernelIsVmmErrorNamingThePath) {
 }
 
 TEST(CliTest, TruncatedElfIsVmmError) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = Minivmm("run --kernel " + TempFile("truncated.elf",
                                                  "\x7f"
                                                  "ELF\x02\x01"));
@@ -51,7 +50,7 @@ TEST(CliTest, TruncatedElfIsVmmError) {
 }
 
 TEST(CliTest, NotAnElfIsVmmError) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   EXPECT_EQ(Minivmm("run --kernel " + TempFile("text.elf", std::string(4096, 'x'))).status, 125);
 }
 
@@ -67,7 +66,7 @@ TEST(CliTest, MemoryNotA2MiBMultipleIsVmmError) {
 }
 
 TEST(CliTest, HelloRunsAndPrintsTheExitTable) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = Minivmm("run --workload hello,lines=2");
   EXPECT_EQ(o.status, 0) << o.out;
   EXPECT_NE(o.out.find("hello 2"), std::string::npos) << o.out;
@@ -75,32 +74,32 @@ TEST(CliTest, HelloRunsAndPrintsTheExitTable) {
 }
 
 TEST(CliTest, GuestCodeBecomesTheExitStatus) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   EXPECT_EQ(Minivmm("run --workload bogus").status, 2);
   EXPECT_EQ(Minivmm("run --workload fault,kind=ud").status, 3);
 }
 
 TEST(CliTest, TripleFaultHasItsOwnStatusAndPrintsRegisters) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = Minivmm("run --kernel " + Tiny("triple_fault"));
   EXPECT_EQ(o.status, 123);
   EXPECT_NE(o.out.find("rip="), std::string::npos) << o.out;
 }
 
 TEST(CliTest, HaltWithInterruptsOffHasItsOwnStatus) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   EXPECT_EQ(Minivmm("run --kernel " + Tiny("halt_irq_off")).status, 122);
 }
 
 TEST(CliTest, TimeoutIs124) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = Minivmm("run --timeout 0.3 --kernel " + Tiny("spin"));
   EXPECT_EQ(o.status, 124);
   EXPECT_NE(o.out.find("last console lines"), std::string::npos) << o.out;
 }
 
 TEST(CliTest, JsonRecordIsWritten) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   std::string path = ::testing::TempDir() + "/run.json";
   ASSERT_EQ(Minivmm("run -q --workload none --json " + path).status, 0);
   std::ifstream in(path);
@@ -110,7 +109,7 @@ TEST(CliTest, JsonRecordIsWritten) {
 }
 
 TEST(CliTest, TraceHasOneLinePerExit) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   std::string path = ::testing::TempDir() + "/trace.jsonl";
   ASSERT_EQ(Minivmm("run -q --kernel " + Tiny("null_hypercalls") + " --trace " + path).status, 0);
   std::ifstream in(path);
@@ -122,7 +121,7 @@ TEST(CliTest, TraceHasOneLinePerExit) {
 }
 
 TEST(CliTest, InfoListsCapabilities) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = Minivmm("info");
   EXPECT_EQ(o.status, 0);
   EXPECT_NE(o.out.find("KVM_CAP_SYNC_REGS"), std::string::npos) << o.out;
@@ -154,7 +153,7 @@ Outcome StopWithSignal(int signo) {
 }
 
 TEST(CliSignalTest, SigintStopsCleanlyWithStatisticsAnd130) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = StopWithSignal(SIGINT);
   EXPECT_EQ(o.status, 130);
   EXPECT_NE(o.out.find("stop requested"), std::string::npos) << o.out;
@@ -162,7 +161,7 @@ TEST(CliSignalTest, SigintStopsCleanlyWithStatisticsAnd130) {
 }
 
 TEST(CliSignalTest, SigtermStopsCleanlyWithStatisticsAnd143) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   Outcome o = StopWithSignal(SIGTERM);
   EXPECT_EQ(o.status, 143);
   EXPECT_NE(o.out.find("exits by reason"), std::string::npos) << o.out;

@@ -107,7 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
         BadCase{"workload=nope",
                 "unknown workload 'nope' "
-                "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile)"},
+                "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe)"},
         BadCase{"workload=ctx,bogus=1",
                 "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},

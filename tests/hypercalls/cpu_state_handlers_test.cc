@@ -9,7 +9,7 @@ namespace {
 
 using testing::TestVm;
 
-// DESIGN.md's boot CR0: PE|MP|ET|NE|WP|PG.
+// The boot CR0 of docs/design.md "Boot": PE|MP|ET|NE|WP|PG.
 constexpr uint64_t kBootCr0 = 0x80050023;
 constexpr uint64_t kCr0Pe = 1ull << 0, kCr0Et = 1ull << 4, kCr0Ne = 1ull << 5, kCr0Wp = 1ull << 16,
                    kCr0Cd = 1ull << 30, kCr0Pg = 1ull << 31;

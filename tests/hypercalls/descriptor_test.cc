@@ -13,7 +13,7 @@ namespace {
 using testing::DescFields;
 using testing::MakeDesc;
 
-// The rule of DESIGN.md, restated over fields rather than bit masks so the
+// The rule of docs/design.md "GDT", restated over fields rather than bit masks so the
 // test does not share the implementation's arithmetic.
 DescriptorVerdict Expected(const DescFields& f) {
   const bool all_zero = f.base == 0 && f.limit == 0 && f.type == 0 && f.s == 0 && f.dpl == 0 &&

@@ -11,7 +11,7 @@ namespace {
 class HelloTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(HelloTest, PvConsoleIsOneConsoleIoPerLine) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   const int lines = GetParam();
   GuestRun run =
       RunGuest(BuiltinGuest(), "backend=pv workload=hello,lines=" + std::to_string(lines));
@@ -30,7 +30,7 @@ TEST_P(HelloTest, PvConsoleIsOneConsoleIoPerLine) {
 }
 
 TEST_P(HelloTest, NativeConsoleIsTwoUartExitsPerByte) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   const int lines = GetParam();
   GuestRun run =
       RunGuest(BuiltinGuest(), "backend=native workload=hello,lines=" + std::to_string(lines));
@@ -47,7 +47,7 @@ TEST_P(HelloTest, NativeConsoleIsTwoUartExitsPerByte) {
 INSTANTIATE_TEST_SUITE_P(Lines, HelloTest, ::testing::Values(0, 1, 5));
 
 TEST(GuestBootTest, ReportsTheConfigurationItUses) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(BuiltinGuest(), "backend=native pvops=naive workload=none");
   ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
   EXPECT_EQ(run.result.exit_code, 0);
@@ -60,7 +60,7 @@ TEST(GuestBootTest, ReportsTheConfigurationItUses) {
 }
 
 TEST(GuestBootTest, UnknownCommandLineKeyIsRefusedWithCode2) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(BuiltinGuest(), "workload=none frobnicate=1");
   EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
   EXPECT_EQ(run.result.exit_code, 2);
@@ -75,7 +75,7 @@ struct FaultCase {
 class GuestFaultTest : public ::testing::TestWithParam<FaultCase> {};
 
 TEST_P(GuestFaultTest, FaultExitsWithCode3AndNamesTheVector) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(BuiltinGuest(), std::string("workload=fault,kind=") + GetParam().kind);
   EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
   EXPECT_EQ(run.result.exit_code, 3);

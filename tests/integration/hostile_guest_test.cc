@@ -33,7 +33,7 @@ void ExpectVmmCountsEqualGuestCounts(const GuestRun& run) {
 class HostileGuestTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HostileGuestTest, EveryHypercallGetsItsDocumentedAnswer) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(BuiltinGuest(), "backend=" + GetParam() + " workload=hcall");
   ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
   EXPECT_EQ(run.result.exit_code, 0) << run.console;
@@ -46,7 +46,7 @@ TEST_P(HostileGuestTest, EveryHypercallGetsItsDocumentedAnswer) {
 }
 
 TEST_P(HostileGuestTest, HostileGuestCannotHurtTheVmm) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(BuiltinGuest(), "backend=" + GetParam() + " workload=hostile");
   ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
   EXPECT_EQ(run.result.exit_code, 0) << run.console;

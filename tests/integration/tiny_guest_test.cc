@@ -9,7 +9,7 @@ namespace minivmm::testing {
 namespace {
 
 TEST(TinyGuestTest, NullHypercallsAreOneExitEach) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(TinyGuest("null_hypercalls"), "");
   EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
   EXPECT_EQ(run.result.exit_code, 0);
@@ -23,33 +23,34 @@ TEST(TinyGuestTest, NullHypercallsAreOneExitEach) {
 }
 
 TEST(TinyGuestTest, TripleFaultStopsTheRun) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(TinyGuest("triple_fault"), "");
   EXPECT_EQ(run.result.reason, StopReason::kTripleFault) << run.result.detail;
 }
 
 TEST(TinyGuestTest, HaltWithInterruptsOffStopsAtOnce) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(TinyGuest("halt_irq_off"), "");
   EXPECT_EQ(run.result.reason, StopReason::kHaltedForever) << run.result.detail;
   EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHlt)], 1u);
 }
 
 TEST(TinyGuestTest, SpinningGuestEndsByTimeout) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(TinyGuest("spin"), "", absl::Milliseconds(300));
   EXPECT_EQ(run.result.reason, StopReason::kTimeout) << run.result.detail;
   EXPECT_GE(run.result.elapsed, absl::Milliseconds(300));
 }
 
 TEST(TinyGuestTest, EmulationFailureIsItsOwnStop) {
-  SKIP_WITHOUT_KVM();
-  absl::StatusOr<HostInfo> host = ProbeHost();
+  REQUIRE_KVM();
+  absl::StatusOr<HostBehaviour> host = ProbeHostBehaviour();
   ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE(host->ring0_emulated.measured()) << host->ring0_emulated.evidence;
   GuestRun run = RunGuest(TinyGuest("emulation_failure"), "");
-  if (host->ring0_emulated) {
+  if (*host->ring0_emulated.value) {
     // popcnt in ring 0 is one of the instructions the software backend's
-    // emulator lacks (HOST-NOTES.md).
+    // emulator lacks (docs/hosts.md).
     EXPECT_EQ(run.result.reason, StopReason::kEmulationFailure) << run.result.detail;
   } else {
     EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
@@ -57,11 +58,12 @@ TEST(TinyGuestTest, EmulationFailureIsItsOwnStop) {
 }
 
 TEST(TinyGuestTest, HypercallFromRing3IsRefusedWithEperm) {
-  SKIP_WITHOUT_KVM();
-  absl::StatusOr<HostInfo> host = ProbeHost();
+  REQUIRE_KVM();
+  absl::StatusOr<HostBehaviour> host = ProbeHostBehaviour();
   ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE(host->ring0_emulated.measured()) << host->ring0_emulated.evidence;
   GuestRun run = RunGuest(TinyGuest("cpl3_hypercall"), "", absl::Milliseconds(500));
-  if (host->ring0_emulated) {
+  if (*host->ring0_emulated.value) {
     // IOPL is forced to 0 here, so ring 3 cannot even reach the port: the
     // `out` raises #GP and, with no IDT, the guest triple-faults. The CPL
     // check itself is covered by the dispatcher's unit tests.
@@ -76,7 +78,7 @@ TEST(TinyGuestTest, HypercallFromRing3IsRefusedWithEperm) {
 }
 
 TEST(TinyGuestTest, GdtStoresAreValidatedAndCounted) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   GuestRun run = RunGuest(TinyGuest("gdt_stores"), "", absl::Seconds(10));
   // The segment load from slot 7 completes only because the VMM stored the
   // descriptor with its accessed bit set.
@@ -97,7 +99,7 @@ namespace minivmm::testing {
 namespace {
 
 TEST(TinyGuestTimerTest, TimerWakesBlockedAndHaltedVcpu) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   // sched_op(block) with a one-shot timer already due, then HLT woken by the
   // periodic timer: at least two interrupts are taken before the shutdown (a
   // periodic tick may land in the instruction or two where IF is set), and
@@ -111,7 +113,7 @@ TEST(TinyGuestTimerTest, TimerWakesBlockedAndHaltedVcpu) {
 }
 
 TEST(TinyGuestTimerTest, BlockWithNoTimerArmedStopsInsteadOfHanging) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   // The same guest with no periodic timer: the one-shot fires for the block,
   // but nothing can wake the HLT, so the run ends as halted forever.
   GuestRun run = RunGuest(TinyGuest("block_wake"), "", absl::Seconds(20), /*timer_hz=*/0);

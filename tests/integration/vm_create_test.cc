@@ -47,7 +47,7 @@ TEST(VmCreateTest, OverlongCommandLineIsInvalidArgument) {
 }
 
 TEST(VmCreateTest, RunTwiceIsFailedPrecondition) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   auto vm = Vm::Create(Good());
   ASSERT_TRUE(vm.ok()) << vm.status();
   ASSERT_TRUE((*vm)->Run().ok());
@@ -55,7 +55,7 @@ TEST(VmCreateTest, RunTwiceIsFailedPrecondition) {
 }
 
 TEST(VmCreateTest, ExtraPioDeviceMayNotOverlapTheUart) {
-  SKIP_WITHOUT_KVM();
+  REQUIRE_KVM();
   auto vm = Vm::Create(Good());
   ASSERT_TRUE(vm.ok()) << vm.status();
   StringConsole unused;

@@ -1,5 +1,5 @@
 // Helpers for whole-VM tests: run a guest through the public API and read
-// its result. Tests skip only where there is no /dev/kvm.
+// its result. Without /dev/kvm they fail (REQUIRE_KVM, tests/common/command.h).
 #ifndef MINIVMM_TESTS_INTEGRATION_VM_TEST_UTIL_H_
 #define MINIVMM_TESTS_INTEGRATION_VM_TEST_UTIL_H_
 
@@ -14,9 +14,6 @@
 #include "vmm/vm.h"
 
 namespace minivmm::testing {
-
-#define SKIP_WITHOUT_KVM() \
-  if (!::minivmm::testing::HaveKvmDevice()) GTEST_SKIP() << "no usable /dev/kvm on this machine"
 
 inline std::string TinyGuest(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";

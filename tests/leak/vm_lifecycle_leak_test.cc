@@ -96,9 +96,7 @@ bool RunOnce(const std::string& kernel) {
 }
 
 TEST(VmLifecycleLeakTest, ThousandVmsLeakNoFdsMappingsOrMemory) {
-  if (!::minivmm::testing::HaveKvmDevice()) {
-    GTEST_SKIP() << "no usable /dev/kvm on this machine (kvm needed)";
-  }
+  REQUIRE_KVM();
   const std::string kernel = std::string(MINIVMM_TINY_GUEST_DIR) + "/triple_fault.elf";
 
   for (int i = 0; i < kWarmUpVms; ++i) ASSERT_TRUE(RunOnce(kernel)) << "warm-up VM " << i;

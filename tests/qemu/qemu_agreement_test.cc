@@ -83,7 +83,7 @@ bool Excluded(std::string_view key) {
   if (key.starts_with("kernel.hc")) return true;
   // Whether ring-3 SSE with CR0.TS set raises #NM depends on the host:
   // QEMU TCG (and real KVM) deliver it, the software-KVM hosts do not
-  // (HOST-NOTES.md). The guest detects it (kernel.ring3_nm) and then takes
+  // (docs/hosts.md). The guest detects it (kernel.ring3_nm) and then takes
   // lazy #NM traps instead of preloads, which moves the FPU counters and the
   // CR0 writes (clts per trap, stts/clts around preloads).
   if (key == "kernel.ring3_nm") return true;
@@ -114,14 +114,12 @@ class QemuAgreementTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
   if (std::string_view(MINIVMM_QEMU).empty()) {
-    GTEST_SKIP()
+    GTEST_FAIL()
         << "qemu-system-x86_64 was not found when this build was configured "
            "(install Debian's qemu-system-x86, e.g. scripts/quickstart.sh, and re-run cmake)";
   }
   const Case c = GetParam();
-  const bool kvm = ::minivmm::testing::HaveKvmDevice();
-  if (std::string_view(c.accel) == "kvm" && !kvm)
-    GTEST_SKIP() << "no usable /dev/kvm for QEMU -accel kvm";
+  REQUIRE_KVM();
   const std::string cmdline = std::string("backend=native workload=") + c.workload;
 
   const Output qemu = RunCommand(std::string(MINIVMM_QEMU) + " -kernel " +
@@ -139,9 +137,6 @@ TEST_P(QemuAgreementTest, GuestReportsTheSameResultsUnderQemuAndMinivmm) {
   EXPECT_EQ(q.at("kernel.exit_code"), "0");
   EXPECT_EQ(q.at("check.failed"), "0");
 
-  if (!kvm)
-    GTEST_SKIP()
-        << "QEMU run passed its self-checks; no /dev/kvm, so minivmm cannot run for the comparison";
   const std::string json = ::testing::TempDir() + "qemu_agreement_" + CaseName({c, 0}) + ".json";
   const Output vmm =
       RunCommand(std::string(MINIVMM_BIN) + " run --kernel " + Quote(MINIVMM_GUEST_ELF) +

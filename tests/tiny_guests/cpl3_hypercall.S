@@ -2,7 +2,7 @@
  * issues sched_op(shutdown) from ring 3. The VMM must refuse it with -EPERM
  * before any handler runs; the user code keeps the result in R15 and spins
  * until the test's timeout. Software KVM backends force IOPL to 0 on iretq
- * (HOST-NOTES.md), so there the `out` raises #GP instead and, with no IDT,
+ * (docs/hosts.md), so there the `out` raises #GP instead and, with no IDT,
  * the guest triple-faults: the test expects that outcome on such hosts. */
 #include "tiny.h"
 .globl _start

@@ -1,4 +1,4 @@
-// The guest-visible structures of DESIGN.md's direct 64-bit boot, written
+// The guest-visible structures of the direct 64-bit boot (docs/design.md "Boot"), written
 // into guest memory before the first instruction: identity page tables, the
 // VMM-owned GDT, the TSS, boot_info and the command line. Pure functions over
 // GuestMemory and a GDT span, so they are unit-tested without /dev/kvm.
@@ -14,9 +14,9 @@
 
 namespace minivmm {
 
-// Entries 0-9 of the GDT (DESIGN.md table). Present descriptors carry the
+// Entries 0-9 of the GDT (docs/design.md "GDT"). Present descriptors carry the
 // accessed bit: the GDT is read-only to the guest, and a segment load whose
-// descriptor lacks it never completes (HOST-NOTES.md).
+// descriptor lacks it never completes (docs/hosts.md).
 void WriteInitialGdt(std::span<uint8_t> gdt_page);
 
 // PML4 at MVMM_PAGE_TABLES_GPA, one PDPT, and 2 MiB pages mapping

@@ -259,8 +259,10 @@ int Bench::Run() {
                                    : std::vector<std::string>{o_.backend};
   kernel_ = o_.kernel.empty() ? DefaultGuestKernelPath() : o_.kernel;
   digest_ = FileSha256(kernel_);
-  if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok())
+  if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok()) {
     host_ = std::make_unique<HostInfo>(*host);
+    ProbeBehaviourInto(*host_);  // once per bench; every run record carries it
+  }
 
   std::vector<PlannedRun> plan = Plan(workloads_, backends_, o_.repeat);
   start_ = absl::Now();

@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-// The causes of DESIGN.md "What the VMM counts", in table order.
+// The causes of docs/design.md "What the VMM counts", in table order.
 constexpr std::string_view kCauses[] = {
     "if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"};
 

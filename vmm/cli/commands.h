@@ -23,10 +23,16 @@ struct RunOptions {
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);
-// The guest command line that the flags add up to (DESIGN.md).
+// The guest command line that the flags add up to (docs/design.md "Guest command line").
 std::string GuestCommandLine(const RunOptions& options);
 int RunCommand(const RunOptions& options);
-int InfoCommand();
+
+// minivmm info: the host's KVM, its capabilities and the host probe's answers.
+struct InfoOptions {
+  bool json = false;
+};
+void AddInfoFlags(CLI::App& app, InfoOptions& options);
+int InfoCommand(const InfoOptions& options);
 
 // minivmm bench (vmm/cli/bench_command.cc, docs/run-record.md).
 struct BenchOptions {

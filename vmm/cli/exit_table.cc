@@ -38,7 +38,7 @@ std::string RenderExitTable(const json& record) {
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
                  "exits", "source");
-  // In DESIGN.md's order, not the JSON object's alphabetical one.
+  // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
   for (const char* name :
        {"if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"}) {
     const json& c = record["causes"]["causes"][name];

@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
       app.add_subcommand("run", "Boot a guest, stream its console, print its exits");
   minivmm::cli::AddRunFlags(*run_cmd, run);
 
-  CLI::App* info_cmd =
-      app.add_subcommand("info", "Show this host's KVM and what minivmm needs of it");
+  minivmm::cli::InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand(
+      "info", "Show this host's KVM, what minivmm needs of it, and how it behaves (a probe run)");
+  minivmm::cli::AddInfoFlags(*info_cmd, info);
 
   minivmm::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : minivmm::cli::kExitUsage;
   }
   if (*run_cmd) return minivmm::cli::RunCommand(run);
-  if (*info_cmd) return minivmm::cli::InfoCommand();
+  if (*info_cmd) return minivmm::cli::InfoCommand(info);
   if (*bench_cmd) return minivmm::cli::BenchCommand(bench);
   if (*compare_cmd) return minivmm::cli::CompareCommand(compare);
   if (*report_cmd) return minivmm::cli::ReportCommand(report);

@@ -145,6 +145,8 @@ int RunCommand(const RunOptions& o) {
   }
 
   absl::StatusOr<HostInfo> host = ProbeHost(config.kvm_device);
+  // The host probe is a second, short guest run: only for the record.
+  if (host.ok() && !o.json_path.empty()) ProbeBehaviourInto(*host, config.kvm_device);
   nlohmann::json record =
       MakeRunRecord(config, *result, host.ok() ? &*host : nullptr, FileSha256(config.kernel_path));
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
@@ -161,17 +163,39 @@ int RunCommand(const RunOptions& o) {
   return StatusFor(*result);
 }
 
-int InfoCommand() {
+namespace {
+
+// "emulated (evidence)", "not delivered (evidence)", "not measured (why)".
+std::string BehaviourLine(const ProbedBehaviour& b, const char* yes, const char* no) {
+  return fmt::format("{} ({})", !b.value ? "not measured" : *b.value ? yes : no, b.evidence);
+}
+
+}  // namespace
+
+void AddInfoFlags(CLI::App& app, InfoOptions& o) {
+  app.add_flag("--json", o.json, "Print the host description as JSON (provenance.host's form)");
+}
+
+int InfoCommand(const InfoOptions& o) {
   absl::StatusOr<HostInfo> host = ProbeHost();
   if (!host.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(host.status().message()));
     return kExitVmmError;
   }
+  ProbeBehaviourInto(*host);
+  const HostBehaviour& b = *host->behaviour;
+  if (o.json) {
+    fmt::print("{}\n", HostRecord(*host).dump(2));
+    return 0;
+  }
   fmt::print("KVM API version      {}\n", host->kvm_api_version);
   fmt::print("KVM module           {}\n", host->kvm_module);
-  fmt::print("guest ring 0         {}\n",
-             host->ring0_emulated ? "emulated by KVM's instruction emulator (software backend)"
-                                  : "native (hardware-assisted)");
+  fmt::print("guest ring 0         {}\n", BehaviourLine(b.ring0_emulated, "emulated", "native"));
+  fmt::print("ring-3 #NM           {}\n", BehaviourLine(b.ring3_nm, "delivered", "not delivered"));
+  fmt::print("vmcall               {}\n", BehaviourLine(b.vmcall_in_kernel, "handled in the kernel",
+                                                        "not handled in the kernel"));
+  fmt::print("host probe           {:.0f} ms ({} guest run{} of workload=hostprobe)\n",
+             absl::ToDoubleMilliseconds(b.elapsed), b.runs, b.runs == 1 ? "" : "s");
   fmt::print("host kernel          {}\n", host->host_kernel);
   fmt::print("CPU                  {}\n", host->cpu_model);
   fmt::print("capabilities:\n");

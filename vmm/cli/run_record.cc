@@ -61,7 +61,7 @@ json Causes(const RunResult& r) {
     out[std::string(CauseName(static_cast<Cause>(i)))] = {{"ops", c.ops}, {"exits", c.exits}};
   }
   // Interrupt-window exits are counted under if_set but depend on when the
-  // host opens the window (HOST-NOTES.md).
+  // host opens the window (docs/hosts.md).
   out["if_set"]["host_dependent_exits"] =
       r.stats.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)];
   json histogram = json::array();
@@ -74,23 +74,74 @@ json Causes(const RunResult& r) {
           {"timer_injections", r.stats.timer_injections}};
 }
 
+json Tristate(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
+
+// The probe's answers (null: not measured) and its evidence, or nulls and
+// no "probe" object when no probe ran.
+void AddBehaviour(const HostInfo& host, json& out) {
+  if (!host.behaviour) {
+    out["ring0_emulated"] = out["ring3_nm"] = out["vmcall_in_kernel"] = nullptr;
+    return;
+  }
+  const HostBehaviour& b = *host.behaviour;
+  out["ring0_emulated"] = Tristate(b.ring0_emulated.value);
+  out["ring3_nm"] = Tristate(b.ring3_nm.value);
+  out["vmcall_in_kernel"] = Tristate(b.vmcall_in_kernel.value);
+  out["probe"] = {{"workload", "hostprobe"},
+                  {"runs", b.runs},
+                  {"elapsed_ns", absl::ToInt64Nanoseconds(b.elapsed)},
+                  {"loop_insns", b.loop_insns},
+                  {"insn_emulation", b.insn_emulation ? json(*b.insn_emulation) : json(nullptr)},
+                  {"vmcall_rax", b.vmcall_rax ? json(*b.vmcall_rax) : json(nullptr)},
+                  {"vmcall_wait_ns", absl::ToInt64Nanoseconds(b.vmcall_wait)},
+                  {"evidence",
+                   {{"ring0_emulated", b.ring0_emulated.evidence},
+                    {"ring3_nm", b.ring3_nm.evidence},
+                    {"vmcall_in_kernel", b.vmcall_in_kernel.evidence}}}};
+}
+
+// What the guest of this very run found out by itself (its boot probe).
+json GuestDetected(const RunResult& r) {
+  json ring3_nm = nullptr;
+  for (const auto& [key, value] : r.reports.entries)
+    if (key == "kernel.ring3_nm") ring3_nm = value != "0";
+  return {{"ring3_nm", ring3_nm}};
+}
+
 }  // namespace
+
+void ProbeBehaviourInto(HostInfo& host, const std::string& kvm_device) {
+  absl::StatusOr<HostBehaviour> b = ProbeHostBehaviour("", kvm_device);
+  if (b.ok()) {
+    host.behaviour = *std::move(b);
+    return;
+  }
+  HostBehaviour failed;
+  std::string why = "the probe could not run: " + std::string(b.status().message());
+  failed.ring0_emulated.evidence = failed.ring3_nm.evidence = failed.vmcall_in_kernel.evidence =
+      why;
+  host.behaviour = std::move(failed);
+}
+
+json HostRecord(const HostInfo& host) {
+  json caps = json::object();
+  for (const HostCapability& c : host.capabilities) caps[c.name] = c.value;
+  json out = {{"kernel", host.host_kernel},
+              {"cpu", host.cpu_model},
+              {"kvm_module", host.kvm_module},
+              {"kvm_api_version", host.kvm_api_version},
+              {"kvm_capabilities", caps}};
+  AddBehaviour(host, out);
+  return out;
+}
 
 json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* host,
                    const std::string& kernel_digest) {
   json provenance = {{"tool", "minivmm"},
                      {"tool_version", MINIVMM_VERSION},
                      {"guest_image", {{"path", config.kernel_path}, {"digest", kernel_digest}}}};
-  if (host != nullptr) {
-    json caps = json::object();
-    for (const HostCapability& c : host->capabilities) caps[c.name] = c.value;
-    provenance["host"] = {{"kernel", host->host_kernel},
-                          {"cpu", host->cpu_model},
-                          {"kvm_module", host->kvm_module},
-                          {"ring0_emulated", host->ring0_emulated},
-                          {"kvm_api_version", host->kvm_api_version},
-                          {"kvm_capabilities", caps}};
-  }
+  if (host != nullptr) provenance["host"] = HostRecord(*host);
+  provenance["host"]["guest_detected"] = GuestDetected(r);
   json host_counters = json::object();
   for (const HostCounter& c : r.host_counters) host_counters[c.name] = c.delta;
   json reports = json::object();

@@ -14,6 +14,16 @@ namespace minivmm::cli {
 
 inline constexpr int kRunRecordSchemaVersion = 1;
 
+// Runs the host probe (ProbeHostBehaviour with the built-in guest) and
+// stores its answers in host.behaviour; when the probe cannot run at all,
+// every answer is left unmeasured with the reason as its evidence.
+void ProbeBehaviourInto(HostInfo& host, const std::string& kvm_device = "/dev/kvm");
+
+// provenance.host without guest_detected: the host, its KVM and the probe's answers.
+nlohmann::json HostRecord(const HostInfo& host);
+
+// provenance.host holds `host` (when not null) with its probed behaviours,
+// and always guest_detected: what this run's guest itself reported.
 nlohmann::json MakeRunRecord(const VmConfig& config, const RunResult& result, const HostInfo* host,
                              const std::string& kernel_digest);
 

@@ -28,7 +28,7 @@ enum class ExitReason : uint8_t {
 };
 std::string_view ExitReasonName(ExitReason reason);
 
-// The causes the mission names (DESIGN.md "What the VMM counts").
+// The causes the mission names (docs/design.md "What the VMM counts").
 enum class Cause : uint8_t {
   kIfSet,             // set_if(1); interrupt-window exits (host-dependent)
   kIfClear,           // set_if(0)

@@ -26,7 +26,7 @@ struct kvm_run;
 
 namespace minivmm {
 
-// The initial 64-bit state of DESIGN.md's direct boot.
+// The initial 64-bit state of the direct boot (docs/design.md "Boot").
 struct LongModeBoot {
   uint64_t rip = 0;
   uint64_t rsp = 0;

@@ -15,7 +15,7 @@
 
 namespace minivmm {
 
-// Port MVMM_HYPERCALL_PORT: a 4-byte `out` is one hypercall (DESIGN.md);
+// Port MVMM_HYPERCALL_PORT: a 4-byte `out` is one hypercall (docs/design.md "Hypercalls");
 // anything else there is ignored (reads return all ones).
 class HypercallPort final : public IoDevice {
  public:

@@ -1,7 +1,7 @@
 /* Guest/host ABI version 1: hypercall transport, numbers and error codes.
  *
  * C-compatible and freestanding: included by the VMM (C++20) and by the guest
- * kernel (freestanding C++). Every value here is normative (DESIGN.md).
+ * kernel (freestanding C++). Every value here is normative (docs/design.md).
  *
  * Transport: `out %eax, $MVMM_HYPERCALL_PORT` with the hypercall number in
  * EAX and arguments in RDI, RSI, RDX, R10, R8 (Xen x86-64 order). The result
