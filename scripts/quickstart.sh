@@ -118,13 +118,13 @@ case "$mode" in
     #    count equal or following its documented formula.
     bench=(build/debug/minivmm bench --backend both --repeat 1 --quiet
            --workloads ctx,ctx:tls=same,pipe,irq,cpa,fpu)
-    bench_records=()
+    bench_records=()  # absolute: ctest runs the test in the build tree
     if [ "$host_kvm" = yes ]; then
-      "${bench[@]}" --json build/test-results/bench-host.json >/dev/null
-      bench_records+=(build/test-results/bench-host.json)
+      "${bench[@]}" --json "$PWD/build/test-results/bench-$host_name.json" >/dev/null
+      bench_records+=("$PWD/build/test-results/bench-$host_name.json")
     fi
-    "${nested[@]}" "${bench[@]}" --json build/test-results/bench-nested.json >/dev/null
-    bench_records+=(build/test-results/bench-nested.json)
+    "${nested[@]}" "${bench[@]}" --json "$PWD/build/test-results/bench-nested-$nested_kvm.json" >/dev/null
+    bench_records+=("$PWD/build/test-results/bench-nested-$nested_kvm.json")
     MINIVMM_CROSS_HOST_RECORDS="$(IFS=:; echo "${bench_records[*]}")" \
       run_ctest debug build/test-results/cross-host.xml -L cross_host "$@"
     results+=("cross-host check over ${#bench_records[@]} KVM(s)|build/test-results/cross-host.xml")

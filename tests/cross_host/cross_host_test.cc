@@ -79,6 +79,8 @@ json ReadJson(const std::string& path) {
     paths.push_back(path);
   }
   for (const std::string& p : paths) {
+    if (access(p.c_str(), R_OK) != 0)
+      return ::testing::AssertionFailure() << "cannot read " << p << " (give absolute paths)";
     json j = ReadJson(p);
     if (j.is_discarded() || j.value("schema", "") != "minivmm.bench")
       return ::testing::AssertionFailure() << p << " is not a minivmm bench record";
