@@ -234,6 +234,8 @@ def run_figures(plt, run):
         fig.tight_layout()
         figs.append(("Hypercalls", fig))
 
+    # Integer reports are JSON numbers since run schema version 2, strings of
+    # digits before (docs/run-record.md); float() reads both.
     reports = run.get("guest", {}).get("reports", {})
     timed = sorted({k.split(".")[0] for k in reports if k.endswith(".tsc_net_per_op")})
     if timed:

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -29,7 +31,17 @@ struct ExitEvent {
   bool is_write;
   int64_t hypercall;  // number, or -1 when the exit was not a hypercall
   HypercallArgs args;
-  int64_t result;  // the hypercall's RAX result
+  int64_t result;     // the hypercall's RAX result
+  uint32_t vcpu = 0;  // index of the vCPU that exited
+  // Host monotonic time (std::chrono::steady_clock, ns): when KVM_RUN
+  // returned with this exit, and when the VMM had handled it and was about to
+  // re-enter the guest (the observer itself runs after that). Taken only when
+  // an observer is set.
+  int64_t exit_ns = 0;
+  int64_t resume_ns = 0;
+  // For a `report` hypercall: the key=value entries it added to
+  // RunResult::reports. Valid only during the observer call.
+  std::span<const std::pair<std::string, std::string>> reports;
 };
 
 class Vm {

@@ -33,7 +33,8 @@ absl::StatusOr<RunResult> Vm::Run() {
   s.timer.Start(s.config.timer_hz, timeout);
 
   RunLoop loop(RunLoopParts{*s.vcpu, s.pio_bus, s.mmio_bus, s.signals,
-                            [&s] { return s.timer.CanFire(); }, &s.hypercall_port, &s.observer});
+                            [&s] { return s.timer.CanFire(); }, &s.hypercall_port, &s.observer,
+                            &s.reports});
   RunStop stop = loop.Loop();
   // No timer may kick the thread once it is given back to the caller.
   s.timer.Stop();

@@ -75,7 +75,7 @@ TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
   json bench = ReadJson(Path("bench.json"));
   ASSERT_FALSE(bench.is_discarded());
   EXPECT_EQ(bench["schema"], "minivmm.bench");
-  EXPECT_EQ(bench["schema_version"], 1);
+  EXPECT_EQ(bench["schema_version"], 2);
   EXPECT_TRUE(bench["provenance"].contains("guest_image"));
   EXPECT_EQ(bench["results"].size(), 7u);  // naive, 5 ops alone, optimized
   EXPECT_EQ(bench["runs"].size(), 14u);    // 7 baselines + 7 runs
@@ -165,6 +165,34 @@ TEST(CompareTest, RunWithMoreIfClearExitsIsARegression) {
   EXPECT_EQ(o.status, 1) << o.out;
   EXPECT_NE(o.out.find("IF clear"), std::string::npos) << o.out;
   EXPECT_EQ(Minivmm("compare " + ab).status, 0) << "without --fail-on-regression";
+}
+
+// Run schema version 2 stores integer guest reports as JSON numbers; a
+// record of version 1 (every report a string) still compares, equal.
+TEST(CompareTest, RunRecordWithNumericReportsMatchesItsVersion1Form) {
+  REQUIRE_KVM();
+  ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --json " + Path("run_v2.json")).status, 0);
+  json run = ReadJson(Path("run_v2.json"));
+  ASSERT_FALSE(run.is_discarded());
+  EXPECT_EQ(run["schema_version"], 2);
+  const json& reports = run["guest"]["reports"];
+  EXPECT_TRUE(reports["irq.restores"].is_number_integer()) << reports.dump();
+  EXPECT_EQ(reports["irq.restores"], 8);  // loops=4 x the default depth 2
+  EXPECT_TRUE(reports["config.backend"].is_string()) << reports.dump();
+  json old = run;
+  old["schema_version"] = 1;
+  for (auto& [key, value] : old["guest"]["reports"].items()) {
+    if (!value.is_string()) value = value.dump();
+  }
+  WriteJson(Path("run_v1.json"), old);
+  for (const char* order : {"run_v1.json run_v2.json", "run_v2.json run_v1.json"}) {
+    std::string files = std::string(order);
+    Outcome o = Minivmm("compare --fail-on-regression " + Path(files.substr(0, files.find(' '))) +
+                        " " + Path(files.substr(files.find(' ') + 1)));
+    EXPECT_EQ(o.status, 0) << o.out;
+    EXPECT_NE(o.out.find("0 better, 0 worse"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find("restore"), std::string::npos) << o.out;
+  }
 }
 
 TEST(CompareTest, MissingFileIsTrouble) {

@@ -7,15 +7,20 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/common/command.h"
+#include "vmm/cli/report_value.h"
 
 namespace {
 
 using ::minivmm::testing::Outcome;
 using ::minivmm::testing::Shell;
+using nlohmann::json;
 
 Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
 
@@ -27,6 +32,29 @@ std::string TempFile(const std::string& name, const std::string& contents) {
 
 std::string Tiny(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
+}
+
+// Run schema version 2 (docs/run-record.md): integers become JSON numbers,
+// losslessly; everything else stays the guest's text.
+TEST(ReportValueTest, DecimalIntegersBecomeNumbersAndNothingElse) {
+  using ::minivmm::cli::ReportNumber;
+  using ::minivmm::cli::ReportText;
+  using ::minivmm::cli::ReportValueJson;
+  EXPECT_EQ(ReportValueJson("64"), json(64));
+  EXPECT_TRUE(ReportValueJson("64").is_number_unsigned());
+  EXPECT_EQ(ReportValueJson("0"), json(0));
+  EXPECT_EQ(ReportValueJson("-3"), json(-3));
+  EXPECT_EQ(ReportValueJson("18446744073709551615"), json(UINT64_MAX));
+  EXPECT_EQ(ReportValueJson("-9223372036854775808"), json(INT64_MIN));
+  for (const char* text : {"", "-", "pv", "on", "007", "-0", "+1", "1.5", "1e3", " 1", "1 ",
+                           "18446744073709551616", "-9223372036854775809", "0x10"}) {
+    EXPECT_EQ(ReportValueJson(text), json(text)) << text;
+  }
+  EXPECT_EQ(ReportNumber(json(60)), 60.0);
+  EXPECT_EQ(ReportNumber(json("60")), 60.0);  // version 1
+  EXPECT_EQ(ReportNumber(json("pv")), std::nullopt);
+  EXPECT_EQ(ReportText(json(-3)), "-3");
+  EXPECT_EQ(ReportText(json("naive")), "naive");
 }
 
 TEST(CliTest, UnknownFlagIsUsageError) { EXPECT_EQ(Minivmm("run --no-such-flag").status, 2); }
@@ -104,7 +132,7 @@ TEST(CliTest, JsonRecordIsWritten) {
   ASSERT_EQ(Minivmm("run -q --workload none --json " + path).status, 0);
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("\"schema_version\": 1"), std::string::npos);
+  EXPECT_NE(text.find("\"schema_version\": 2"), std::string::npos);
   EXPECT_NE(text.find("\"sha256:"), std::string::npos);
 }
 
@@ -120,6 +148,135 @@ TEST(CliTest, TraceHasOneLinePerExit) {
   EXPECT_EQ(console, 1000);
 }
 
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// What every Trace Event Format file minivmm writes must satisfy: an object
+// with a traceEvents array; every event has ph, ts, pid and tid; slices
+// have dur >= 0; per track (tid) timestamps never go back and slices do not
+// overlap. Returns the number of exit slices ("X").
+size_t CheckTimeline(const json& trace) {
+  EXPECT_TRUE(trace.is_object());
+  if (!trace.is_object() || !trace.contains("traceEvents")) {
+    ADD_FAILURE() << "no traceEvents";
+    return 0;
+  }
+  EXPECT_EQ(trace.value("displayTimeUnit", ""), "ns");
+  const json& events = trace["traceEvents"];
+  EXPECT_TRUE(events.is_array());
+  std::map<int64_t, double> last_ts, slice_end;
+  size_t slices = 0;
+  for (const json& e : events) {
+    if (!(e.contains("ph") && e["ph"].is_string() && e.contains("ts") && e["ts"].is_number() &&
+          e.contains("pid") && e["pid"].is_number_integer() && e.contains("tid") &&
+          e["tid"].is_number_integer() && e.contains("name") && e["name"].is_string())) {
+      ADD_FAILURE() << "an event without ph, ts, pid, tid or name: " << e.dump();
+      continue;
+    }
+    const std::string ph = e["ph"];
+    if (ph == "M") continue;
+    const int64_t tid = e["tid"];
+    const double ts = e["ts"];
+    EXPECT_GE(ts, 0) << e.dump();
+    if (last_ts.count(tid)) {
+      EXPECT_GE(ts, last_ts[tid]) << "time goes back: " << e.dump();
+    }
+    last_ts[tid] = ts;
+    if (ph != "X") continue;
+    ++slices;
+    EXPECT_TRUE(e.contains("dur") && e["dur"].is_number()) << e.dump();
+    const double dur = e.value("dur", -1.0);
+    EXPECT_GE(dur, 0) << e.dump();
+    // 1 ns of slack for the microsecond doubles' rounding.
+    if (slice_end.count(tid)) {
+      EXPECT_GE(ts + 1e-3, slice_end[tid]) << "overlap: " << e.dump();
+    }
+    slice_end[tid] = ts + dur;
+  }
+  return slices;
+}
+
+const json* FindEvent(const json& trace, const std::string& ph, const std::string& name) {
+  for (const json& e : trace["traceEvents"])
+    if (e.value("ph", "") == ph && e.value("name", "") == name) return &e;
+  return nullptr;
+}
+
+TEST(CliTraceTest, PerfettoTimelineHasOneSlicePerExitAndTheGuestsReports) {
+  REQUIRE_KVM();
+  std::string trace_path = ::testing::TempDir() + "/ctx.perfetto.json";
+  std::string record_path = ::testing::TempDir() + "/ctx.run.json";
+  Outcome o = Minivmm("run -q --workload ctx,tasks=2,rounds=3 --trace-format perfetto --trace " +
+                      trace_path + " --json " + record_path);
+  ASSERT_EQ(o.status, 0) << o.out;
+  json trace = ReadJson(trace_path);
+  ASSERT_FALSE(trace.is_discarded()) << "not JSON: " << trace_path;
+  json record = ReadJson(record_path);
+  ASSERT_FALSE(record.is_discarded());
+  EXPECT_EQ(CheckTimeline(trace), record["exits"]["total"].get<size_t>());
+
+  const json* process = FindEvent(trace, "M", "process_name");
+  ASSERT_NE(process, nullptr);
+  EXPECT_EQ((*process)["args"]["name"], "minivmm: ctx,tasks=2,rounds=3");
+  const json* thread = FindEvent(trace, "M", "thread_name");
+  ASSERT_NE(thread, nullptr);
+  EXPECT_EQ((*thread)["args"]["name"], "vCPU 0");
+  EXPECT_EQ((*thread)["tid"], 0);
+
+  // A hypercall slice names the hypercall and carries the jsonl fields.
+  const json* report = FindEvent(trace, "X", "report");
+  ASSERT_NE(report, nullptr);
+  EXPECT_EQ((*report)["args"]["reason"], "io");
+  EXPECT_TRUE((*report)["args"].contains("args"));
+  EXPECT_TRUE((*report)["args"].contains("result"));
+  // The guest's records as markers: configuration, the workload, shutdown.
+  const json* config = FindEvent(trace, "i", "report config");
+  ASSERT_NE(config, nullptr);
+  EXPECT_EQ((*config)["args"]["config.workload"], "ctx");
+  const json* ctx = FindEvent(trace, "i", "report ctx");
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ((*ctx)["args"]["ctx.passes"], 6);
+  EXPECT_NE(FindEvent(trace, "i", "report kernel"), nullptr);
+  EXPECT_NE(FindEvent(trace, "i", "stop: guest shutdown"), nullptr);
+}
+
+TEST(CliTraceTest, BadTraceFormatIsUsageError) {
+  EXPECT_EQ(Minivmm("run --trace-format xml --trace " + ::testing::TempDir() + "/x.json").status,
+            2);
+}
+
+TEST(CliTraceTest, PerfettoTimelineIsClosedWhenTheRunTimesOut) {
+  REQUIRE_KVM();
+  std::string path = ::testing::TempDir() + "/spin.perfetto.json";
+  Outcome o = Minivmm("run -q --timeout 0.3 --kernel " + Tiny("spin") +
+                      " --trace-format perfetto --trace " + path);
+  EXPECT_EQ(o.status, 124) << o.out;
+  json trace = ReadJson(path);
+  ASSERT_FALSE(trace.is_discarded()) << "not JSON: " << path;
+  CheckTimeline(trace);
+  EXPECT_NE(FindEvent(trace, "i", "stop: timeout"), nullptr);
+}
+
+TEST(CliTraceTest, TraceCommandConvertsAJsonlTrace) {
+  REQUIRE_KVM();
+  std::string jsonl = ::testing::TempDir() + "/hello.jsonl";
+  std::string out = ::testing::TempDir() + "/hello.perfetto.json";
+  ASSERT_EQ(Minivmm("run -q --workload hello,lines=2 --trace " + jsonl).status, 0);
+  size_t lines = 0;
+  std::ifstream in(jsonl);
+  for (std::string line; std::getline(in, line);) ++lines;
+  Outcome o = Minivmm("trace " + jsonl + " -o " + out);
+  ASSERT_EQ(o.status, 0) << o.out;
+  json trace = ReadJson(out);
+  ASSERT_FALSE(trace.is_discarded());
+  EXPECT_EQ(CheckTimeline(trace), lines);
+  EXPECT_NE(FindEvent(trace, "i", "report hello"), nullptr);
+  EXPECT_EQ(Minivmm("trace " + TempFile("not_a_trace.jsonl", "{\"x\": 1}\n") + " -o " + out).status,
+            2);
+}
+
 TEST(CliTest, InfoListsCapabilities) {
   REQUIRE_KVM();
   Outcome o = Minivmm("info");
@@ -133,14 +290,24 @@ namespace {
 
 // Starts minivmm on a guest that spins forever, sends `signo` after a
 // moment, and returns the exit status and output.
-Outcome StopWithSignal(int signo) {
-  std::string out_path = ::testing::TempDir() + "/signal.out";
+// With `trace`, it also writes a perfetto trace there.
+Outcome StopWithSignal(int signo, const std::string& trace = "") {
+  // Per process and signal: ctest runs these tests in parallel processes.
+  std::string out_path = ::testing::TempDir() + "/signal_" + std::to_string(getpid()) + "_" +
+                         std::to_string(signo) + ".out";
+  std::string kernel = std::string(MINIVMM_TINY_GUEST_DIR) + "/spin.elf";
+  std::vector<const char*> argv = {MINIVMM_BIN, "run",      "--timeout",
+                                   "60",        "--kernel", kernel.c_str()};
+  if (!trace.empty()) {
+    for (const char* a : {"--trace-format", "perfetto", "--trace"}) argv.push_back(a);
+    argv.push_back(trace.c_str());
+  }
+  argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     FILE* f = freopen(out_path.c_str(), "w", stderr);
     (void)f;
-    execl(MINIVMM_BIN, MINIVMM_BIN, "run", "--timeout", "60", "--kernel",
-          (std::string(MINIVMM_TINY_GUEST_DIR) + "/spin.elf").c_str(), static_cast<char*>(nullptr));
+    execv(MINIVMM_BIN, const_cast<char* const*>(argv.data()));
     _exit(127);
   }
   usleep(500 * 1000);
@@ -165,6 +332,20 @@ TEST(CliSignalTest, SigtermStopsCleanlyWithStatisticsAnd143) {
   Outcome o = StopWithSignal(SIGTERM);
   EXPECT_EQ(o.status, 143);
   EXPECT_NE(o.out.find("exits by reason"), std::string::npos) << o.out;
+}
+
+TEST(CliSignalTest, SigintClosesThePerfettoTimeline) {
+  REQUIRE_KVM();
+  std::string path = ::testing::TempDir() + "/sigint.perfetto.json";
+  Outcome o = StopWithSignal(SIGINT, path);
+  EXPECT_EQ(o.status, 130) << o.out;
+  std::ifstream in(path);
+  json trace = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(trace.is_discarded()) << "not JSON: " << path;
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  bool stop = false;
+  for (const json& e : trace["traceEvents"]) stop |= e.value("name", "") == "stop: stop requested";
+  EXPECT_TRUE(stop);
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ TEST(CliTest, RunRecordHasTheProbeAndAgreesWithTheRunsOwnGuest) {
   std::ifstream in(path);
   json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(record.is_object());
-  EXPECT_EQ(record["schema_version"], 1);
+  EXPECT_EQ(record["schema_version"], 2);
   json host = record["provenance"]["host"];
   ASSERT_TRUE(host.is_object()) << record["provenance"].dump(2);
   ASSERT_TRUE(host["kvm_module"].is_string());
@@ -88,7 +88,7 @@ TEST(CliTest, RunRecordHasTheProbeAndAgreesWithTheRunsOwnGuest) {
   // run's own guest (kernel.ring3_nm, also in the record's guest reports).
   bool probe_nm = host["ring3_nm"].get<bool>();
   EXPECT_EQ(probe_nm, host["guest_detected"]["ring3_nm"].get<bool>());
-  EXPECT_EQ(record["guest"]["reports"]["kernel.ring3_nm"], probe_nm ? "1" : "0");
+  EXPECT_EQ(record["guest"]["reports"]["kernel.ring3_nm"], probe_nm ? 1 : 0);
 
   // Ring 0: the emulator's count against the probe's loop, and this run's
   // own count: a host that emulates ring 0 emulated this run too.

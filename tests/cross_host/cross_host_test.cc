@@ -100,11 +100,16 @@ uint64_t Report(const json& run, const std::string& key) {
     ADD_FAILURE() << Key(run) << ": the guest did not report " << key;
     return 0;
   }
-  return std::stoull(reports[key].get<std::string>());
+  // A JSON number since run schema version 2; a string of digits before.
+  const json& v = reports[key];
+  return v.is_number() ? v.get<uint64_t>() : std::stoull(v.get<std::string>());
 }
 
 std::string ReportText(const json& run, const std::string& key) {
-  return run["record"]["guest"]["reports"].value(key, "");
+  const json& reports = run["record"]["guest"]["reports"];
+  if (!reports.contains(key)) return "";
+  const json& v = reports[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 FpuEvents GuestEvents(const json& run, const std::string& prefix) {

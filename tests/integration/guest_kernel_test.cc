@@ -72,7 +72,9 @@ TEST_P(GuestRingTest, CountersFollowTheRingsShape) {
   EXPECT_EQ(run.Report(w + ".cr0_writes"), 2 * t * n + 2);
   // Naive TLS: three descriptors per switch.
   EXPECT_EQ(run.Report(w + ".tls_slots_sent"), 3 * run.Report(w + ".switches"));
-  if (c.timer_hz == 0) EXPECT_EQ(run.Report(w + ".timer_irqs"), 0u);
+  if (c.timer_hz == 0) {
+    EXPECT_EQ(run.Report(w + ".timer_irqs"), 0u);
+  }
   // How many ticks land depends on the host's speed, but every interrupt the
   // VMM injected was taken by the guest exactly once, and no other.
   EXPECT_EQ(run.result.stats.timer_injections, run.Report("kernel.timer_irqs"));

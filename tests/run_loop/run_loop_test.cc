@@ -2,7 +2,9 @@
 // sequence of exits and checks the counters and how the run ends.
 #include "vmm/run/run_loop.h"
 
+#include <algorithm>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -66,6 +68,15 @@ class RunLoopTest : public ::testing::Test {
     return stop;
   }
 
+  // Run() with an exit observer, which also sees the report store.
+  RunStop RunObserved(const Vm::ExitObserver& observer) {
+    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [] { return false; }, &port_, &observer,
+                              &reports_});
+    RunStop stop = loop.Loop();
+    stats_ = loop.stats();
+    return stop;
+  }
+
   // An `out %eax, $0xEC` exit with the hypercall's registers.
   void Hypercall(uint32_t nr, uint64_t a0 = 0, uint64_t a1 = 0) {
     out_data_.push_back(std::vector<uint8_t>(4));
@@ -97,6 +108,37 @@ TEST_F(RunLoopTest, ShutdownHypercallStopsWithTheGuestsCode) {
   EXPECT_EQ(Reason(ExitReason::kIo), 1u);
   EXPECT_EQ(stats_.hc_exits[MVMM_HC_sched_op], 1u);
   EXPECT_EQ(stats_.pio_by_device[0], 1u);
+}
+
+// What --trace is built from: each exit's times (exit before re-entry, in
+// order) and a report hypercall's new entries.
+TEST_F(RunLoopTest, ObserverSeesTimesInOrderAndTheReportsEntries) {
+  const std::string text = "a=1\nb=x\n";
+  std::copy(text.begin(), text.end(), ram_.begin() + 0x1000);
+  Hypercall(MVMM_HC_set_if, 1);
+  Hypercall(MVMM_HC_report, 0x1000, text.size());
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  struct Seen {
+    int64_t hypercall, exit_ns, resume_ns;
+    std::vector<std::pair<std::string, std::string>> reports;
+  };
+  std::vector<Seen> seen;
+  RunObserved([&](const ExitEvent& e) {
+    seen.push_back({e.hypercall, e.exit_ns, e.resume_ns, {e.reports.begin(), e.reports.end()}});
+  });
+  ASSERT_EQ(seen.size(), 3u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_GT(seen[i].exit_ns, 0);
+    EXPECT_LE(seen[i].exit_ns, seen[i].resume_ns);
+    if (i > 0) {
+      EXPECT_LE(seen[i - 1].resume_ns, seen[i].exit_ns);
+    }
+  }
+  EXPECT_TRUE(seen[0].reports.empty());
+  EXPECT_EQ(seen[1].hypercall, MVMM_HC_report);
+  EXPECT_EQ(seen[1].reports,
+            (std::vector<std::pair<std::string, std::string>>{{"a", "1"}, {"b", "x"}}));
+  EXPECT_TRUE(seen[2].reports.empty());
 }
 
 TEST_F(RunLoopTest, EachHypercallIsCountedOnceAsExitAndOp) {

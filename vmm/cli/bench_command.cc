@@ -84,18 +84,6 @@ struct Executed {
   std::string failure;  // "" when the guest shut down with 0 and no failed check
 };
 
-// Why a finished run does not count as a pass, or "".
-std::string FailureOf(const RunResult& r) {
-  if (r.reason != StopReason::kGuestShutdown) {
-    return fmt::format("{}: {}", StopReasonName(r.reason), r.detail);
-  }
-  if (r.exit_code != 0) return fmt::format("guest shut down with code {}", r.exit_code);
-  for (const auto& [key, value] : r.reports.entries) {
-    if (key == "check.failed" && value != "0") return "guest self-checks failed: " + value;
-  }
-  return "";
-}
-
 class Bench {
  public:
   explicit Bench(const BenchOptions& o) : o_(o) {}
@@ -130,7 +118,7 @@ absl::Status Bench::Execute(const PlannedRun& p) {
   if (!vm.ok()) return vm.status();
   absl::StatusOr<RunResult> result = (*vm)->Run();
   if (!result.ok()) return result.status();
-  Executed e{p, MakeRunRecord(config, *result, host_.get(), digest_), FailureOf(*result)};
+  Executed e{p, MakeRunRecord(config, *result, host_.get(), digest_), RunFailure(*result)};
   if (!e.failure.empty()) {
     ++failures_;
     fmt::print(stderr, "minivmm bench: FAILED: {}: {}\n", config.cmdline, e.failure);

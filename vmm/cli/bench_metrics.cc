@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "fmt/format.h"
+#include "vmm/cli/report_value.h"
 
 namespace minivmm::cli {
 namespace {
@@ -44,17 +45,16 @@ const json* Reports(const json& run) {
   return reports != guest->end() && reports->is_object() ? &*reports : nullptr;
 }
 
-// A guest report value (reports are strings of decimal digits), if present.
+// A numeric guest report value, if present: a JSON number, or in a record
+// of run schema version 1 a string of digits.
 bool Report(const json& run, const std::string& key, double* out) {
   const json* reports = Reports(run);
   if (reports == nullptr) return false;
   auto it = reports->find(key);
-  if (it == reports->end() || !it->is_string()) return false;
-  const std::string& s = it->get_ref<const std::string&>();
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str()) return false;
-  *out = v;
+  if (it == reports->end()) return false;
+  std::optional<double> v = ReportNumber(*it);
+  if (!v) return false;
+  *out = *v;
   return true;
 }
 
@@ -119,7 +119,8 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
 
 std::string RecordWorkload(const json& run) {
   const json* reports = Reports(run);
-  return reports != nullptr ? reports->value("config.workload", std::string()) : "";
+  if (reports == nullptr || !reports->contains("config.workload")) return "";
+  return ReportText((*reports)["config.workload"]);
 }
 
 std::map<std::string, double> RunMetrics(const json& run, const json* baseline,

@@ -9,21 +9,6 @@ namespace minivmm::cli {
 
 using nlohmann::json;
 
-const std::vector<BenchConfiguration>& BenchConfigurations() {
-  // Items of pvops= apply in order (guest/README.md), so "naive,<op>:..."
-  // is all naive with one op changed.
-  static const std::vector<BenchConfiguration> kConfigurations = {
-      {"naive", "naive"},
-      {"irq_restore", "naive,irq_restore:optimized"},
-      {"fpu_switch", "naive,fpu_switch:optimized"},
-      {"tls", "naive,tls:optimized"},
-      {"pte_flags", "naive,pte_flags:optimized"},
-      {"batch", "naive,batch:on"},
-      {"optimized", "optimized"},
-  };
-  return kConfigurations;
-}
-
 const Stats* ConfigResult::Find(const std::string& metric) const {
   auto it = metrics.find(metric);
   return it == metrics.end() ? nullptr : &it->second;

@@ -10,20 +10,15 @@
 
 #include "nlohmann/json.hpp"
 #include "vmm/cli/bench_metrics.h"
+#include "vmm/cli/experiment.h"
 
 namespace minivmm::cli {
 
-inline constexpr int kBenchRecordSchemaVersion = 1;
+// 2: the embedded run records are of run schema version 2 (numeric reports).
+inline constexpr int kBenchRecordSchemaVersion = 2;
 
-// One pvops setting that bench runs: all naive, one op optimized on top of
-// all naive, or all optimized.
-struct BenchConfiguration {
-  std::string name;   // "naive", "irq_restore", ..., "optimized"
-  std::string pvops;  // the guest's pvops= value
-};
-// naive, each op optimized alone (irq_restore, fpu_switch, tls, pte_flags,
-// batch), optimized: the order of the tables and the plots.
-const std::vector<BenchConfiguration>& BenchConfigurations();
+// BenchConfiguration and BenchConfigurations() (the pvops settings bench
+// runs) live in vmm/cli/experiment.h, shared with the Python module.
 
 // The statistics of every metric over the repeated runs of one workload,
 // backend and configuration.

@@ -19,6 +19,7 @@ struct RunOptions {
   double timeout_seconds = 0;
   std::string json_path;
   std::string trace_path;
+  std::string trace_format = "jsonl";  // jsonl | perfetto (docs/trace.md)
   bool quiet = false;
 };
 
@@ -26,6 +27,15 @@ void AddRunFlags(CLI::App& app, RunOptions& options);
 // The guest command line that the flags add up to (docs/design.md "Guest command line").
 std::string GuestCommandLine(const RunOptions& options);
 int RunCommand(const RunOptions& options);
+
+// minivmm trace IN.jsonl -o OUT.json: a saved jsonl trace in the perfetto
+// format (vmm/cli/trace_writer.cc, docs/trace.md).
+struct TraceOptions {
+  std::string input_path;
+  std::string output_path;
+};
+void AddTraceFlags(CLI::App& app, TraceOptions& options);
+int TraceCommand(const TraceOptions& options);
 
 // minivmm info: the host's KVM, its capabilities and the host probe's answers.
 struct InfoOptions {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "vmm/cli/report_value.h"
+
 namespace minivmm::cli {
 namespace {
 
@@ -29,11 +31,12 @@ std::string RenderExitTable(const json& record) {
     for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch"}) {
       std::string key = std::string("config.pvops.") + op;
       if (guest.contains(key))
-        pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, guest[key].get<std::string>());
+        pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));
     }
     fmt::format_to(std::back_inserter(out), "guest:   backend={} workload={} pvops={}\n",
-                   guest["config.backend"].get<std::string>(),
-                   guest.value("config.workload", std::string("?")), pvops);
+                   ReportText(guest["config.backend"]),
+                   guest.contains("config.workload") ? ReportText(guest["config.workload"]) : "?",
+                   pvops);
   }
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
@@ -98,12 +101,16 @@ std::string RenderExitTable(const json& record) {
     std::string name =
         std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
     if (!reports.contains(name)) continue;
+    // A number, or in a record of run schema version 1 a string of digits.
+    const json& v = reports[name];
+    std::optional<double> n = ReportNumber(v);
+    if (!n) continue;
     if (!header) {
       fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n",
                      "guest's own counts", "", "count", "source");
       header = true;
     }
-    Row(out, name, nullptr, std::stoull(reports[name].get<std::string>()), "guest");
+    Row(out, name, nullptr, v.is_number() ? v : json(static_cast<int64_t>(*n)), "guest");
   }
 
   const json& host = record["host_counters"]["deltas"];

@@ -40,6 +40,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("report", "Draw a run or bench record as a self-contained HTML page");
   minivmm::cli::AddReportFlags(*report_cmd, report);
 
+  minivmm::cli::TraceOptions trace;
+  CLI::App* trace_cmd = app.add_subcommand(
+      "trace", "Convert a saved --trace jsonl file to a timeline for ui.perfetto.dev");
+  minivmm::cli::AddTraceFlags(*trace_cmd, trace);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -51,5 +56,6 @@ int main(int argc, char** argv) {
   if (*bench_cmd) return minivmm::cli::BenchCommand(bench);
   if (*compare_cmd) return minivmm::cli::CompareCommand(compare);
   if (*report_cmd) return minivmm::cli::ReportCommand(report);
+  if (*trace_cmd) return minivmm::cli::TraceCommand(trace);
   return minivmm::cli::kExitUsage;
 }

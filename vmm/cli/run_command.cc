@@ -13,6 +13,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/cli/exit_codes.h"
 #include "vmm/cli/exit_table.h"
+#include "vmm/cli/experiment.h"
 #include "vmm/cli/file_digest.h"
 #include "vmm/cli/run_record.h"
 #include "vmm/cli/trace_writer.h"
@@ -87,17 +88,15 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_option("--timeout", o.timeout_seconds, "Stop after this many seconds (0 = never)")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--json", o.json_path, "Write the run record (JSON) here");
-  app.add_option("--trace", o.trace_path, "Write one JSON line per exit here");
+  app.add_option("--trace", o.trace_path, "Write every exit here (see --trace-format)");
+  app.add_option("--trace-format", o.trace_format,
+                 "jsonl: one JSON line per exit; perfetto: a timeline for ui.perfetto.dev")
+      ->check(CLI::IsMember({"jsonl", "perfetto"}));
   app.add_flag("--quiet,-q", o.quiet, "Do not print the exit table");
 }
 
 std::string GuestCommandLine(const RunOptions& o) {
-  std::vector<std::string> words;
-  if (!o.backend.empty()) words.push_back("backend=" + o.backend);
-  if (!o.pvops.empty()) words.push_back("pvops=" + o.pvops);
-  if (!o.workload.empty()) words.push_back("workload=" + o.workload);
-  if (!o.cmdline.empty()) words.push_back(o.cmdline);
-  return absl::StrJoin(words, " ");
+  return ComposeGuestCommandLine(o.backend, o.pvops, o.workload, o.cmdline);
 }
 
 int RunCommand(const RunOptions& o) {
@@ -125,7 +124,9 @@ int RunCommand(const RunOptions& o) {
 
   std::unique_ptr<TraceWriter> trace;
   if (!o.trace_path.empty()) {
-    absl::StatusOr<std::unique_ptr<TraceWriter>> t = TraceWriter::Open(o.trace_path);
+    absl::StatusOr<std::unique_ptr<TraceWriter>> t = TraceWriter::Open(
+        o.trace_path, o.trace_format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kJsonl,
+        "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload));
     if (!t.ok()) {
       fmt::print(stderr, "minivmm: {}\n", std::string(t.status().message()));
       return kExitVmmError;
@@ -139,6 +140,13 @@ int RunCommand(const RunOptions& o) {
   absl::StatusOr<RunResult> result = (*vm)->Run();
   g_running_vm.store(nullptr);
   fflush(stdout);
+  // Closes the trace whatever stopped the run (timeout, signal, fault).
+  if (trace != nullptr) {
+    if (result.ok())
+      trace->Finish(std::string(StopReasonName(result->reason)), result->detail);
+    else
+      trace->Finish("VMM error", std::string(result.status().message()));
+  }
   if (!result.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
     return kExitVmmError;

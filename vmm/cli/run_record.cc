@@ -2,6 +2,7 @@
 
 #include "absl/time/time.h"
 #include "minivmm_abi/hypercall.h"
+#include "vmm/cli/report_value.h"
 
 namespace minivmm::cli {
 namespace {
@@ -145,7 +146,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
   json host_counters = json::object();
   for (const HostCounter& c : r.host_counters) host_counters[c.name] = c.delta;
   json reports = json::object();
-  for (const auto& [key, value] : r.reports.entries) reports[key] = value;
+  for (const auto& [key, value] : r.reports.entries) reports[key] = ReportValueJson(value);
   json registers = json::object();
   for (const auto& [name, value] : r.registers) registers[name] = value;
   return {

@@ -12,7 +12,8 @@
 
 namespace minivmm::cli {
 
-inline constexpr int kRunRecordSchemaVersion = 1;
+// 2: guest report values that are decimal integers are JSON numbers (1: all strings).
+inline constexpr int kRunRecordSchemaVersion = 2;
 
 // Runs the host probe (ProbeHostBehaviour with the built-in guest) and
 // stores its answers in host.behaviour; when the probe cannot run at all,

@@ -32,6 +32,12 @@ static_assert(std::is_same_v<std::variant_alternative_t<11, VcpuExit>, UnknownEx
 
 ExitReason ReasonOf(const VcpuExit& exit) { return kReasonByIndex[exit.index()]; }
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 using MaybeStop = std::optional<RunStop>;
 
 MaybeStop StopWith(StopReason reason, std::string detail) {
@@ -49,12 +55,15 @@ RunStop RunLoop::Loop() {
     if (absl::Status st = InjectPendingInterrupt(); !st.ok())
       return {StopReason::kVmmError, st.ToString()};
     absl::StatusOr<VcpuExit> exit = p_.vcpu.Run();
+    // The exit's time, only for an observer (--trace): one branch otherwise.
+    const bool observed = p_.observer != nullptr && *p_.observer;
+    const int64_t exit_ns = observed ? NowNs() : 0;
     if (!exit.ok()) return {StopReason::kVmmError, exit.status().ToString()};
     ExitReason reason = ReasonOf(*exit);
     ++stats_.by_reason[static_cast<int>(reason)];
     MaybeStop stop = IsHypercall(*exit) ? Hypercall(std::get<IoOut>(*exit)) : Handle(*exit);
     if (!stop && control_.request != VcpuRequest::kNone) stop = HonourRequest();
-    if (p_.observer != nullptr && *p_.observer) Observe(*exit, reason);
+    if (observed) Observe(*exit, reason, exit_ns);
     if (stop) return *stop;
   }
 }
@@ -213,10 +222,13 @@ void RunLoop::BeforeHypercall() {
   last_nr_ = static_cast<int64_t>(p_.vcpu.Get(Reg::kRax) & 0xffffffff);
   last_args_ = {p_.vcpu.Get(Reg::kRdi), p_.vcpu.Get(Reg::kRsi), p_.vcpu.Get(Reg::kRdx),
                 p_.vcpu.Get(Reg::kR10), p_.vcpu.Get(Reg::kR8)};
+  reports_before_ = p_.reports != nullptr ? p_.reports->entries.size() : 0;
 }
 
-void RunLoop::Observe(const VcpuExit& exit, ExitReason reason) {
+void RunLoop::Observe(const VcpuExit& exit, ExitReason reason, int64_t exit_ns) {
   ExitEvent event{};
+  event.resume_ns = NowNs();
+  event.exit_ns = exit_ns;
   event.sequence = sequence_++;
   event.reason = reason;
   event.hypercall = -1;
@@ -228,6 +240,8 @@ void RunLoop::Observe(const VcpuExit& exit, ExitReason reason) {
                      event.hypercall = last_nr_;
                      event.args = last_args_;
                      event.result = p_.hypercall_port->last_result();
+                     if (p_.reports != nullptr && p_.reports->entries.size() > reports_before_)
+                       event.reports = std::span(p_.reports->entries).subspan(reports_before_);
                    }
                  },
                  [&](const IoIn& io) { event.address = io.port; },

@@ -37,6 +37,7 @@ struct RunLoopParts {
   std::function<bool()> timer_can_fire;
   const HypercallPort* hypercall_port = nullptr;  // for the observer's results
   const Vm::ExitObserver* observer = nullptr;     // null or empty: none
+  const GuestReports* reports = nullptr;          // for the observer's report entries
 };
 
 class RunLoop {
@@ -61,7 +62,7 @@ class RunLoop {
   std::optional<RunStop> HonourRequest();
   std::optional<RunStop> Block(bool from_hlt);
   void BeforeHypercall();
-  void Observe(const VcpuExit& exit, ExitReason reason);
+  void Observe(const VcpuExit& exit, ExitReason reason, int64_t exit_ns);
 
   RunLoopParts p_;
   ExitStats stats_;
@@ -70,6 +71,7 @@ class RunLoop {
   uint64_t sequence_ = 0;
   int64_t last_nr_ = -1;
   HypercallArgs last_args_{};
+  size_t reports_before_ = 0;                // report entries before the observed hypercall
   std::optional<BusMatch> hypercall_match_;  // the hypercall port, looked up once
 };
 
