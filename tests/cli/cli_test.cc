@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -291,6 +292,18 @@ namespace {
 // Starts minivmm on a guest that spins forever, sends `signo` after a
 // moment, and returns the exit status and output.
 // With `trace`, it also writes a perfetto trace there.
+// Whether process `pid` holds a KVM vCPU file descriptor.
+bool HasVcpuFd(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code link_ec;
+    std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
+    if (target.find("kvm-vcpu") != std::string::npos) return true;
+  }
+  return false;
+}
+
 Outcome StopWithSignal(int signo, const std::string& trace = "") {
   // Per process and signal: ctest runs these tests in parallel processes.
   std::string out_path = ::testing::TempDir() + "/signal_" + std::to_string(getpid()) + "_" +
@@ -310,7 +323,11 @@ Outcome StopWithSignal(int signo, const std::string& trace = "") {
     execv(MINIVMM_BIN, const_cast<char* const*>(argv.data()));
     _exit(127);
   }
-  usleep(500 * 1000);
+  // Signal it only once its vCPU exists (minivmm installs its handlers before
+  // any set-up): a fixed delay is too short where start-up is slow (a
+  // sanitizer build on a nested KVM), and an early signal would just kill it.
+  for (int i = 0; i < 600 && !HasVcpuFd(pid); ++i) usleep(50 * 1000);
+  usleep(100 * 1000);
   kill(pid, signo);
   int raw = 0;
   waitpid(pid, &raw, 0);
