@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <exception>
 #include <filesystem>
 #include <memory>
@@ -120,34 +121,13 @@ py::dict ReasonCounts(const ExitStats& s, uint64_t* total) {
   return by_reason;
 }
 
-// The CLI's exit status for this result (`minivmm run`, README "Exit status").
-int CliStatus(const RunResult& r) {
-  switch (r.reason) {
-    case StopReason::kGuestShutdown:
-      return r.exit_code & 0xff;
-    case StopReason::kTripleFault:
-      return cli::kExitTripleFault;
-    case StopReason::kEmulationFailure:
-      return cli::kExitEmulationFailure;
-    case StopReason::kHaltedForever:
-      return cli::kExitHaltedForever;
-    case StopReason::kTimeout:
-      return cli::kExitTimeout;
-    case StopReason::kStopRequested:
-      return cli::kExitSigint;
-    case StopReason::kVmmError:
-      return cli::kExitVmmError;
-  }
-  return cli::kExitVmmError;
-}
-
 // RunResult -> dict (docs/python.md "The result"); key names follow the run
 // record (docs/run-record.md) where it has them.
 py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std::string& console) {
   py::dict d;
   d["stop_reason"] = std::string(StopReasonName(r.reason));
   d["exit_code"] = r.exit_code;
-  d["status"] = CliStatus(r);
+  d["status"] = cli::ExitStatusFor(r, SIGINT);  // as `minivmm run` would exit
   d["failure"] = cli::RunFailure(r);
   d["ok"] = cli::RunFailure(r).empty();
   d["detail"] = r.detail;

@@ -23,7 +23,7 @@ using ::minivmm::testing::Outcome;
 using ::minivmm::testing::Shell;
 using nlohmann::json;
 
-Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
+using ::minivmm::testing::Minivmm;
 
 std::string TempFile(const std::string& name, const std::string& contents) {
   std::string path = ::testing::TempDir() + "/" + name;

@@ -18,7 +18,7 @@ using ::minivmm::testing::Outcome;
 using ::minivmm::testing::Shell;
 using nlohmann::json;
 
-Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
+using ::minivmm::testing::Minivmm;
 
 // The value column of the info line starting with `label`, or "".
 std::string InfoLine(const std::string& out, const std::string& label) {

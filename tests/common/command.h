@@ -41,6 +41,13 @@ inline Outcome Shell(const std::string& command) {
   return o;
 }
 
+#ifdef MINIVMM_BIN
+// Runs the built minivmm command with `args` (passed through the shell).
+inline Outcome Minivmm(const std::string& args) {
+  return Shell(std::string(MINIVMM_BIN) + " " + args);
+}
+#endif
+
 }  // namespace minivmm::testing
 
 #endif  // MINIVMM_TESTS_COMMON_COMMAND_H_

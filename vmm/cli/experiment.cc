@@ -1,7 +1,10 @@
 #include "vmm/cli/experiment.h"
 
+#include <csignal>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "vmm/cli/exit_codes.h"
 
 namespace minivmm::cli {
 
@@ -44,6 +47,26 @@ std::string RunFailure(const RunResult& r) {
     if (key == "check.failed" && value != "0") return "guest self-checks failed: " + value;
   }
   return "";
+}
+
+int ExitStatusFor(const RunResult& r, int stop_signal) {
+  switch (r.reason) {
+    case StopReason::kGuestShutdown:
+      return r.exit_code & 0xff;
+    case StopReason::kTripleFault:
+      return kExitTripleFault;
+    case StopReason::kEmulationFailure:
+      return kExitEmulationFailure;
+    case StopReason::kHaltedForever:
+      return kExitHaltedForever;
+    case StopReason::kTimeout:
+      return kExitTimeout;
+    case StopReason::kStopRequested:
+      return stop_signal == SIGTERM ? kExitSigterm : kExitSigint;
+    case StopReason::kVmmError:
+      return kExitVmmError;
+  }
+  return kExitVmmError;
 }
 
 }  // namespace minivmm::cli

@@ -31,6 +31,10 @@ struct BenchConfiguration {
 // batch), optimized: the order of the tables and the plots.
 const std::vector<BenchConfiguration>& BenchConfigurations();
 
+// The exit status `minivmm run` gives a finished run (README "Exit status");
+// `stop_signal` is the signal that requested a stop (SIGINT or SIGTERM).
+int ExitStatusFor(const RunResult& r, int stop_signal);
+
 // Why a finished run does not count as a pass (not a guest shutdown, a
 // non-zero code, failed guest self-checks), or "".
 std::string RunFailure(const RunResult& r);

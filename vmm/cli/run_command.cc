@@ -41,26 +41,6 @@ void OnStopSignal(int signo) {
   if (Vm* vm = g_running_vm.load()) vm->RequestStop();
 }
 
-int StatusFor(const RunResult& result) {
-  switch (result.reason) {
-    case StopReason::kGuestShutdown:
-      return result.exit_code & 0xff;
-    case StopReason::kTripleFault:
-      return kExitTripleFault;
-    case StopReason::kEmulationFailure:
-      return kExitEmulationFailure;
-    case StopReason::kHaltedForever:
-      return kExitHaltedForever;
-    case StopReason::kTimeout:
-      return kExitTimeout;
-    case StopReason::kStopRequested:
-      return g_signal.load() == SIGTERM ? kExitSigterm : kExitSigint;
-    case StopReason::kVmmError:
-      return kExitVmmError;
-  }
-  return kExitVmmError;
-}
-
 void PrintCrashReport(const RunResult& result) {
   fmt::print(stderr, "minivmm: {}\n", result.detail);
   fmt::print(stderr, "vCPU 0 registers:\n");
@@ -168,7 +148,7 @@ int RunCommand(const RunOptions& o) {
       return kExitVmmError;
     }
   }
-  return StatusFor(*result);
+  return ExitStatusFor(*result, g_signal.load());
 }
 
 namespace {
