@@ -1,4 +1,4 @@
-// The VMM's resident memory beyond guest RAM (issue 6, VMM benchmark 4):
+// The VMM's resident memory beyond guest RAM (VMM benchmark 4 of docs/RESULTS.md):
 // target at most 4 MiB. In this process: the resident set after booting the
 // built-in guest (workload=none) minus the guest RAM pages that are resident
 // (the guest RAM mapping's Rss in /proc/self/smaps), and what creating and

@@ -1,5 +1,5 @@
 // One multicall of N entries against N single hypercalls, N = 1..64
-// (issue 6, VMM benchmark 5), with the multicall_curve tiny guest
+// (VMM benchmark 5 of docs/RESULTS.md), with the multicall_curve tiny guest
 // (tests/tiny_guests/multicall_curve.S). The guest asks for each phase
 // through a user hypercall that this program registers with the public API
 // (Vm::RegisterHypercall); phases are timed on the host between two such

@@ -1,4 +1,4 @@
-// How fast minivmm starts (issue 6, VMM benchmark 3): VM creation to the
+// How fast minivmm starts (VMM benchmark 3 of docs/RESULTS.md): VM creation to the
 // first guest instruction, in this process through the public API, and a
 // whole `minivmm run --workload none` as a separate process; side by side
 // with QEMU booting the same guest image (PVH entry, backend=native) when

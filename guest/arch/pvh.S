@@ -1,4 +1,4 @@
-/* PVH entry (issue 9): QEMU's `-kernel` finds XEN_ELFNOTE_PHYS32_ENTRY and
+/* PVH entry (for running under QEMU): QEMU's `-kernel` finds XEN_ELFNOTE_PHYS32_ENTRY and
  * starts here in 32-bit protected mode, paging off, EBX = hvm_start_info.
  * We build our own GDT and an identity map of the first 4 GiB, enter long
  * mode and join the 64-bit path at KernelMainPvh. There is deliberately no

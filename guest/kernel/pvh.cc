@@ -1,4 +1,4 @@
-// The PVH entry's C half (issue 9): QEMU -kernel with backend=native. The
+// The PVH entry's C half: QEMU -kernel with backend=native. The
 // console is the UART, reports are printed, shutdown is isa-debug-exit.
 #include "arch/cpu.h"
 #include "arch/trap.h"

@@ -1,4 +1,4 @@
-// workload=custom[,n=N]: the guest half of the embedding example (issue 7,
+// workload=custom[,n=N]: the guest half of the embedding example (examples/embed,
 // docs/API.md). The contract, exactly:
 //   1. for i = 1..n: hypercall MVMM_HC_USER_FIRST (64) with RDI = i,
 //      RSI = 10 * i; the results are summed; a negative result is an errno:

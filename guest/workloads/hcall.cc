@@ -1,4 +1,4 @@
-// workload=hcall (issue 3's integration workload): every hypercall of the
+// workload=hcall (the hypercall integration workload): every hypercall of the
 // ABI with good and bad arguments, each result checked against the answer
 // hypercalls/handlers/*.cc documents; the first mismatch ends the run with
 // code 1 naming the call, the expected and the actual result. Every call is

@@ -1,4 +1,4 @@
-// workload=hostile[,floods=F] (issue 8): a guest that throws every kind of
+// workload=hostile[,floods=F]: a guest that throws every kind of
 // bad argument at every hypercall (and bad stores at the GDT page) and
 // checks that each gets exactly the answer hypercalls/handlers/*.cc
 // documents. Unlike workload=hcall it does not stop at the first mismatch:

@@ -20,7 +20,7 @@ using nlohmann::json;
 using ::minivmm::testing::Outcome;
 using ::minivmm::testing::Shell;
 
-Outcome Minivmm(const std::string& args) { return Shell(std::string(MINIVMM_BIN) + " " + args); }
+using ::minivmm::testing::Minivmm;
 
 // Per process: ctest may run the tests of this file in parallel processes.
 std::string Path(const std::string& name) {
@@ -225,9 +225,8 @@ bool HaveMatplotlib() {
 
 TEST_F(BenchCliTest, ReportIsHtmlWithEmbeddedImages) {
   REQUIRE_KVM();
-  if (!HaveMatplotlib()) {
-    GTEST_SKIP() << "matplotlib is not installed (apt-get install python3-matplotlib)";
-  }
+  ASSERT_TRUE(HaveMatplotlib()) << "matplotlib is not installed (apt-get install "
+                                   "python3-matplotlib; scripts/quickstart.sh installs it)";
   ASSERT_EQ(outcome_->status, 0) << outcome_->out;
   Outcome o = Minivmm("report " + Path("bench.json") + " -o " + Path("report.html"));
   ASSERT_EQ(o.status, 0) << o.out;
@@ -243,7 +242,8 @@ TEST_F(BenchCliTest, ReportIsHtmlWithEmbeddedImages) {
 }
 
 TEST(ReportTest, UnknownRecordIsUsageError) {
-  if (!HaveMatplotlib()) GTEST_SKIP() << "matplotlib is not installed";
+  ASSERT_TRUE(HaveMatplotlib()) << "matplotlib is not installed (apt-get install "
+                                   "python3-matplotlib)";
   std::ofstream(Path("not_a_record.json")) << "{\"hello\": 1}";
   EXPECT_EQ(Minivmm("report " + Path("not_a_record.json") + " -o " + Path("x.html")).status, 2);
 }

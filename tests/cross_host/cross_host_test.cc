@@ -40,7 +40,7 @@ namespace {
 
 using nlohmann::json;
 
-// The matrix of the issue: the bench's seven configurations of each.
+// The workloads of the matrix; the bench runs its seven configurations of each.
 constexpr char kWorkloads[] = "ctx,ctx:tls=same,pipe,irq,cpa,fpu";
 
 struct HostRecord {

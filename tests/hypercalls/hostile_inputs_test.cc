@@ -1,7 +1,7 @@
 // Random hostile hypercalls (direct and batched) over fake memory: whatever
 // the arguments, every result is a value or one of the ABI's errnos, and the
 // VMM-owned state keeps its invariants. A quick, deterministic stand-in for the
-// fuzz targets of issue 8.
+// fuzz targets (fuzz/).
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,4 +1,4 @@
-// Whole-VM tests with the built-in guest kernel (issue-2 level): the console
+// Whole-VM tests with the built-in guest kernel (boot, console and shutdown): the console
 // on both backends, the guest's report, and deliberate faults. Exit counts
 // are checked against the guest's own counts of what it did.
 #include "gtest/gtest.h"

@@ -1,4 +1,4 @@
-// The guest kernel's own counters for the ctx/pipe ring (issue 4): exact,
+// The guest kernel's own counters for the ctx/pipe ring: exact,
 // explained values under several task counts, both backends, timer off and
 // on. The ring: T user tasks pass a token through T pipes for N rounds; each
 // task reads from its pipe (blocking until its left neighbour writes), then

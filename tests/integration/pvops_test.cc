@@ -1,4 +1,4 @@
-// Exact exit accounting for the paravirt ops (issues 4 and 5): for every
+// Exact exit accounting for the paravirt ops: for every
 // workload, backend and variant, the VMM's counts by hypercall and by cause
 // must equal formulas in the guest's own counters. Two independent counters:
 // the VMM attributes exits itself; the guest counts what it issued. The

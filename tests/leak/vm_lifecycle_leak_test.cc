@@ -1,4 +1,4 @@
-// One process creates, runs and destroys 1000 VMs (issue 8): no file
+// One process creates, runs and destroys 1000 VMs: no file
 // descriptor, no mapping and no memory may be left behind. The guest is the
 // tiny triple_fault.elf, which stops at its first instruction, so the test
 // measures the VMM's set-up and tear-down, not the guest.
