@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
-#include "vmm/boot/mapped_memory.h"
+#include "vmm/memory/mapped_memory.h"
 #include "vmm/elf/elf_loader.h"
 #include "vmm/kvm/fd.h"
 #include "vmm/kvm/flex_ioctls.h"

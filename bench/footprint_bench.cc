@@ -14,7 +14,7 @@
 
 #include "bench/bench_util.h"
 #include "fmt/format.h"
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 namespace {
 

@@ -12,7 +12,9 @@ small="$build/bench/null_hypercall_bench_1k"
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
 count() {  # binary side -> instructions
   local out
-  out=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" --only "$2" 2>&1 >/dev/null)
+  # --vgdb=no: in a chroot (as on the nested KVM) vgdb cannot create its FIFOs
+  # and valgrind then reports nothing.
+  out=$(valgrind --tool=callgrind --vgdb=no --callgrind-out-file=/dev/null "$1" --only "$2" 2>&1 >/dev/null)
   echo "$out" | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
 printf '%-10s %14s %14s %12s\n' side "1k run" "20k run" "per exit"
@@ -20,4 +22,5 @@ for side in bare minivmm; do
   a=$(count "$small" "$side"); b=$(count "$bench" "$side")
   printf '%-10s %14s %14s %12.1f\n' "$side" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { print (b - a) / 19000 }')"
 done
-echo "target: minivmm <= 150 instructions per exit"
+per_exit=$(awk -v a="$a" -v b="$b" 'BEGIN { print (b - a) / 19000 }')
+echo "target: minivmm <= 150 instructions per exit: $(awk -v p="$per_exit" 'BEGIN { print (p <= 150) ? "met" : "not met" }')"

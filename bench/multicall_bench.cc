@@ -20,7 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "fmt/format.h"
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 namespace {
 

@@ -7,9 +7,10 @@
 # CMakeLists.txt after every library target exists.
 #
 # Layout under the prefix P:
-#   P/include/minivmm/{vmm,hypercalls,minivmm_abi}/...   public headers; the
-#       include paths are the in-tree ones ("vmm/vm.h", "minivmm_abi/boot.h"),
-#       so -I P/include/minivmm is the only flag a non-CMake user needs
+#   P/include/minivmm/*.h, P/include/minivmm_abi/*.h    the public API, copied
+#       from the source tree's include/minivmm and hypercalls/abi/minivmm_abi
+#       with the same include paths ("minivmm/vm.h", "minivmm_abi/boot.h"),
+#       so -I P/include is the only flag a non-CMake user needs
 #   P/lib/libminivmm_*.a                                  the VMM library
 #   P/lib/cmake/minivmm/                                  package config
 #   P/share/minivmm/minivmm-guest.elf                     the built-in guest
@@ -17,7 +18,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(MINIVMM_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/minivmm)
+set(MINIVMM_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
 set(MINIVMM_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/minivmm)
 # vmm/vm.cc's DefaultGuestKernelPath() looks for <prefix>/share/minivmm, so
 # this is fixed rather than CMAKE_INSTALL_DATADIR.
@@ -41,28 +42,13 @@ install(TARGETS ${MINIVMM_EXPORTED_TARGETS}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR})
 
-# The public API (docs/API.md), by directory relative to the source root.
-# tests/install checks that each installed header compiles on its own against
-# the installed tree, so a public header that includes an internal one fails
-# there rather than at an embedder's.
-set(MINIVMM_PUBLIC_HEADERS
-  vmm/vm.h
-  vmm/vm_config.h
-  vmm/run_result.h
-  vmm/host_info.h
-  vmm/core/exit_context.h
-  vmm/core/exit_stats.h
-  vmm/core/io_device.h
-  vmm/core/run_control.h
-  vmm/core/sinks.h
-  vmm/core/vcpu_state.h
-  vmm/memory/guest_address.h
-  vmm/memory/guest_memory.h
-  hypercalls/hypercall_env.h)
-foreach(header IN LISTS MINIVMM_PUBLIC_HEADERS)
-  get_filename_component(dir ${header} DIRECTORY)
-  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}/${dir})
-endforeach()
+# The public API (docs/API.md): every header of include/minivmm, and only
+# those. tests/install checks that each installed header compiles on its own
+# against the installed tree, so a public header that includes an internal
+# one fails there rather than at an embedder's.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/minivmm
+  DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
 # The guest/host ABI, as "minivmm_abi/*.h" (also what a guest build needs).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/hypercalls/abi/minivmm_abi
   DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}

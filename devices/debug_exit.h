@@ -19,7 +19,7 @@
 #include <span>
 #include <string_view>
 
-#include "vmm/core/io_device.h"
+#include "minivmm/io_device.h"
 
 namespace minivmm {
 

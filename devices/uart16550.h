@@ -19,8 +19,8 @@
 #include <span>
 #include <string_view>
 
-#include "vmm/core/io_device.h"
-#include "vmm/core/sinks.h"
+#include "minivmm/io_device.h"
+#include "minivmm/sinks.h"
 
 namespace minivmm {
 

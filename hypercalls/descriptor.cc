@@ -16,7 +16,7 @@ constexpr uint64_t kL = 1ull << 53;
 
 }  // namespace
 
-std::string_view DescriptorVerdictName(DescriptorVerdict verdict) {
+const char* DescriptorVerdictName(DescriptorVerdict verdict) {
   switch (verdict) {
     case DescriptorVerdict::kOk:
       return "ok";
@@ -52,11 +52,12 @@ bool IsTlsSlot(uint64_t slot) {
 
 void Store64(std::span<uint8_t> bytes, size_t offset, uint64_t value) {
   uint8_t* dst = bytes.data() + offset;
+  // Safety: the pointer is only converted to test its alignment, not dereferenced.
   if (reinterpret_cast<uintptr_t>(dst) % alignof(uint64_t) == 0) {
-    // Safety: aligned and in bounds (caller's precondition); one store.
+    // Safety: 8-aligned and in bounds (caller's precondition); one atomic 8-byte store.
     __atomic_store_n(reinterpret_cast<uint64_t*>(dst), value, __ATOMIC_RELAXED);
   } else {
-    // Safety: in bounds (caller's precondition). Only reached by test buffers.
+    // Safety: in bounds (caller's precondition), u64 is trivially copyable; test buffers only.
     std::memcpy(dst, &value, sizeof(value));
   }
 }

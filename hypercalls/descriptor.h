@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <string_view>
 
 namespace minivmm {
 
@@ -19,7 +18,9 @@ enum class DescriptorVerdict : uint8_t {
   kWrongDpl,       // DPL other than 3
   kLongBitSet,     // L = 1 on a data segment: reserved by the SDM for non-code
 };
-std::string_view DescriptorVerdictName(DescriptorVerdict verdict);
+// Stable short text ("ok", "code segment", ...): a string literal, so it
+// serves as a hypercall's static refusal reason too.
+const char* DescriptorVerdictName(DescriptorVerdict verdict);
 
 // Decides whether the 8-byte legacy descriptor `desc` may live in a TLS slot
 // (GDT entries 7-9): the all-zero descriptor, or a present (P=1) data segment

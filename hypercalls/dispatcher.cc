@@ -1,12 +1,77 @@
 #include "hypercalls/dispatcher.h"
 
+#include <algorithm>
+#include <bit>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_format.h"
-#include "hypercalls/accounting.h"
+#include "hypercalls/guest_errno.h"
 
 namespace minivmm {
+
+std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
+  const uint64_t done = result >= 0 ? 1 : 0;
+  switch (nr) {
+    case MVMM_HC_set_if:
+      if (args[0] == 1) return CauseOps{Cause::kIfSet, done};
+      if (args[0] == 0) return CauseOps{Cause::kIfClear, done};
+      return std::nullopt;
+    case MVMM_HC_fpu_taskswitch:
+    case MVMM_HC_write_cr0:
+      return CauseOps{Cause::kCr0Write, done};
+    case MVMM_HC_update_descriptor:
+      return CauseOps{Cause::kDescriptorUpdate, done};
+    case MVMM_HC_mmu_update:
+      return CauseOps{Cause::kPageTableUpdate, result >= 0 ? static_cast<uint64_t>(result) : 0};
+    case MVMM_HC_multicall:
+      return CauseOps{Cause::kMulticall, result >= 0 ? args[1] : 0};
+    default:
+      return std::nullopt;
+  }
+}
+
+int MulticallHistogramBucket(uint64_t entries) {
+  return std::min<int>(std::bit_width(entries), kMulticallHistogramBuckets - 1);
+}
+
+namespace {
+
+// The numbers CauseOf gives a cause to, so that the exit path of any other
+// hypercall skips CauseOf's switch with one test.
+constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
+  std::array<bool, MVMM_HC_MAX> has{};
+  for (uint64_t nr : {MVMM_HC_set_if, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
+                      MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_multicall})
+    has[nr] = true;
+  return has;
+}();
+
+// CountHypercall's body, inlined into the exit path.
+inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int64_t result,
+                  bool direct) {
+  ++stats.hc_ops[nr];
+  if (direct) ++stats.hc_exits[nr];
+  if (result < 0) ++stats.hc_errors[nr];
+  if (!kHasCause[nr]) return;
+  if (const std::optional<CauseOps> cause = CauseOf(nr, args, result)) {
+    stats.CountCause(cause->cause, cause->ops, direct ? 1 : 0);
+  }
+  if (direct && nr == MVMM_HC_multicall && result >= 0) {
+    ++stats.multicall_entries_histogram[MulticallHistogramBucket(args[1])];
+  }
+}
+
+}  // namespace
+
+void RefusalNotes::Note(std::string_view hypercall, int64_t result, const char* reason) {
+  const std::pair<std::string_view, const char*> kind{hypercall, reason};
+  if (std::find(seen_.begin(), seen_.end(), kind) != seen_.end()) return;
+  seen_.push_back(kind);
+  lines_.push_back(absl::StrFormat("hypercall %s refused with %d: %s (noted once per kind)",
+                                   hypercall.empty() ? "?" : hypercall, result,
+                                   reason != nullptr ? reason : "no reason given"));
+}
 
 Dispatcher::Entry Dispatcher::MakeBuiltin(const char* name, HypercallFn fn) {
   Entry entry;
@@ -46,60 +111,101 @@ absl::Status Dispatcher::Register(uint32_t nr, std::string name, UserHypercallFn
   return absl::OkStatus();
 }
 
-int64_t Dispatcher::HandleExit(HypercallEnv& env) const {
+// The exit path of every hypercall. A call from ring 0 to a builtin handler,
+// with no observer, takes the first branch: no allocation, no formatting, no
+// call but the handler's. Everything else (another ring, an unknown number,
+// the multicall, an embedder's handler, an observer) goes through
+// HandleExitGeneral; a refusal is noted after either.
+int64_t Dispatcher::HandleExit(HypercallEnv& env, ExitEvent* event, RefusalNotes* notes) const {
   VcpuState& vcpu = env.exit.vcpu;
   const HypercallRegs regs = vcpu.ReadHypercallRegs();
-  int64_t result;
-  if (regs.cpl != 0) {
-    ++env.exit.stats.hc_refused_cpl3;
-    result = -MVMM_EPERM;
+  const uint64_t nr = regs.rax & 0xFFFFFFFFu;  // EAX
+  const HypercallArgs args = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8};
+  HypercallResult result;
+  if (regs.cpl == 0 && event == nullptr && nr < MVMM_HC_MAX && table_[nr].fn != nullptr)
+      [[likely]] {
+    result = table_[nr].fn(env, args);
+    Count(env.exit.stats, nr, args, result.value, /*direct=*/true);
   } else {
-    const uint64_t nr = regs.rax & 0xFFFFFFFFu;  // EAX
-    const HypercallArgs args = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8};
+    result = HandleExitGeneral(env, nr, args, regs.cpl, event);
+  }
+  vcpu.Set(Reg::kRax, static_cast<uint64_t>(result.value));
+  if (result.refusal != nullptr && notes != nullptr) [[unlikely]]
+    notes->Note(Name(nr), result.value, result.refusal);
+  return result.value;
+}
+
+HypercallResult Dispatcher::HandleExitGeneral(HypercallEnv& env, uint64_t nr,
+                                              const HypercallArgs& args, int cpl,
+                                              ExitEvent* event) const {
+  // A report hypercall's new entries are shown to the observer.
+  const size_t reports_before = env.reports != nullptr ? env.reports->entries.size() : 0;
+  HypercallResult result;
+  if (cpl != 0) {
+    ++env.exit.stats.hc_refused_cpl3;
+    result = Refuse(MVMM_EPERM, "called from CPL != 0");
+  } else {
     result = Dispatch(env, nr, args, /*direct=*/true);
   }
-  vcpu.Set(Reg::kRax, static_cast<uint64_t>(result));
+  if (event != nullptr) {
+    event->hypercall = static_cast<int64_t>(nr);
+    event->args = args;
+    event->result = result.value;
+    event->refusal = result.refusal != nullptr ? result.refusal : "";
+    if (env.reports != nullptr && env.reports->entries.size() > reports_before)
+      event->reports = std::span(env.reports->entries).subspan(reports_before);
+  }
   return result;
 }
 
-int64_t Dispatcher::Dispatch(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
-                             bool direct) const {
+HypercallResult Dispatcher::Dispatch(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
+                                     bool direct) const {
+  if (nr >= MVMM_HC_MAX || table_[nr].fn == nullptr) [[unlikely]]
+    return DispatchOther(env, nr, args, direct);
+  const HypercallResult result = table_[nr].fn(env, args);
+  Count(env.exit.stats, nr, args, result.value, direct);
+  return result;
+}
+
+// Unregistered numbers, the multicall and embedders' handlers.
+HypercallResult Dispatcher::DispatchOther(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
+                                          bool direct) const {
   if (nr >= MVMM_HC_MAX || table_[nr].name.empty()) {
     ++env.exit.stats.hc_bad_number;
-    return -MVMM_ENOSYS;
+    return Refuse(MVMM_ENOSYS, "no such hypercall");
   }
-  int64_t result;
-  if (!direct && nr == MVMM_HC_multicall) {
-    result = -MVMM_EINVAL;  // no nesting: one multicall is one exit, no more
+  const Entry& entry = table_[nr];
+  HypercallResult result;
+  if (entry.multicall != nullptr) {
+    result = !direct
+                 ? Refuse(MVMM_EINVAL, "a multicall inside a multicall")  // one exit, no more
+                 : entry.multicall(env, args, [this, &env](uint64_t op, const HypercallArgs& a) {
+                     return Dispatch(env, op, a, /*direct=*/false).value;
+                   });
   } else {
-    const absl::StatusOr<uint64_t> value = Run(table_[nr], env, args);
+    // An embedder's handler: its status is mapped here, off the builtins'
+    // path; its message is not passed on (it may be formatted, not static).
+    const absl::StatusOr<uint64_t> value = entry.user(env, args);
     if (!value.ok()) {
-      result = GuestErrno(value.status());
+      result = Refuse(static_cast<int>(-GuestErrno(value.status())),
+                      "refused by the embedder's handler");
     } else if (*value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      // Only an embedder's handler can get here (builtins return counts and
-      // flags); a value the guest would read as an errno is not passed on.
-      result = -MVMM_EINVAL;
+      result = Refuse(MVMM_EINVAL, "the embedder's handler returned a value above INT64_MAX");
     } else {
-      result = static_cast<int64_t>(*value);
+      result = Done(*value);
     }
   }
-  CountHypercall(env.exit.stats, nr, args, result, direct);
+  Count(env.exit.stats, nr, args, result.value, direct);
   return result;
-}
-
-absl::StatusOr<uint64_t> Dispatcher::Run(const Entry& entry, HypercallEnv& env,
-                                         const HypercallArgs& args) const {
-  if (entry.fn != nullptr) return entry.fn(env, args);
-  if (entry.multicall != nullptr) {
-    return entry.multicall(env, args, [this, &env](uint64_t nr, const HypercallArgs& a) {
-      return Dispatch(env, nr, a, /*direct=*/false);
-    });
-  }
-  return entry.user(env, args);
 }
 
 std::string_view Dispatcher::Name(uint32_t nr) const {
   return nr < MVMM_HC_MAX ? std::string_view(table_[nr].name) : std::string_view();
+}
+
+void CountHypercall(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int64_t result,
+                    bool direct) {
+  Count(stats, nr, args, result, direct);
 }
 
 }  // namespace minivmm

@@ -1,43 +1,69 @@
-// The hypercall dispatcher: a table indexed by hypercall number (NOVA style),
-// filled from MVMM_HYPERCALL_LIST with the builtin handlers, plus extra
-// handlers an embedder registers in the user range. Direct calls and
-// multicall entries go through the same Dispatch, so they behave identically.
+// Hypercalls from the exit to the handler: one file to read. A hypercall is a
+// single 4-byte `out` to MVMM_HYPERCALL_PORT; the run loop recognises it and
+// calls HandleExit, which reads the number and arguments from the vCPU's
+// synced registers, refuses a call from CPL != 0, looks the handler up in a
+// table indexed by number (NOVA style, filled from MVMM_HYPERCALL_LIST),
+// counts the call and writes the result into RAX. Direct calls and multicall
+// entries go through the same Dispatch, so they behave and count alike.
 //
-// The run loop's one call per hypercall exit is HandleExit(env):
+// How hypercalls are counted (docs/design.md "What the VMM counts"):
+// - hc_exits[nr]: direct calls (one exit each), whatever their result.
+// - hc_ops[nr]: direct calls plus multicall entries, attributed to the entry's
+//   own number; hc_errors[nr]: those of them that returned < 0.
+// - Causes: `exits` counts direct calls of that kind whatever their result
+//   (the exit was paid); `ops` counts operations carried out (result >= 0):
+//   1 per call, except mmu_update (the number of requests done) and multicall
+//   (its entry count). set_if(1) is IF set, set_if(0) IF clear, any other
+//   argument has no cause (it is refused).
+// - The multicall histogram counts accepted direct multicalls by entry count.
+// - A number outside the table, or unregistered, counts hc_bad_number only; a
+//   call from CPL != 0 counts hc_refused_cpl3 only.
 //
-//   case IoOut with port MVMM_HYPERCALL_PORT:
-//     dispatcher.HandleExit(env);   // reads RAX/args, writes RAX, counts
-//     then act on env.exit.control.request (yield/block/shutdown).
-//
-// Thread-safety: Register must complete before any vCPU runs; after that
-// HandleExit/Dispatch/Name are const and may run concurrently on several
-// vCPU threads, each with its own HypercallEnv (the handlers' state lives in
-// the env, not in the dispatcher).
+// Thread-safety: Register must complete before any vCPU runs; after that the
+// dispatcher is immutable and HandleExit/Dispatch/Name may run concurrently
+// on several vCPU threads, each with its own HypercallEnv and RefusalNotes.
 #ifndef MINIVMM_HYPERCALLS_DISPATCHER_H_
 #define MINIVMM_HYPERCALLS_DISPATCHER_H_
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "hypercalls/guest_errno.h"
 #include "hypercalls/handlers/handlers.h"
-#include "hypercalls/hypercall_env.h"
+#include "hypercalls/hypercall_result.h"
+#include "minivmm/exit_event.h"
+#include "minivmm/exit_stats.h"
+#include "minivmm/hypercall_env.h"
 
 namespace minivmm {
 
-// A builtin handler: returns the value for RAX (>= 0, <= INT64_MAX) or an
-// error status that GuestErrno turns into -errno.
-using HypercallFn = absl::StatusOr<uint64_t> (*)(HypercallEnv&, const HypercallArgs&);
+// A builtin handler (hypercalls/handlers/handlers.h).
+using HypercallFn = HypercallResult (*)(HypercallEnv&, const HypercallArgs&);
 // The one builtin that re-enters the dispatcher (multicall).
-using MulticallFn = absl::StatusOr<uint64_t> (*)(HypercallEnv&, const HypercallArgs&, hc::OpRunner);
-// An embedder's handler; same contract as HypercallFn.
+using MulticallFn = HypercallResult (*)(HypercallEnv&, const HypercallArgs&, hc::OpRunner);
+// An embedder's handler (Vm::RegisterHypercall): the value for RAX
+// (<= INT64_MAX) or an error status that GuestErrno turns into -errno.
 using UserHypercallFn =
     std::function<absl::StatusOr<uint64_t>(HypercallEnv&, const HypercallArgs&)>;
+
+// The first refusal of each kind (hypercall, reason) as one line for the
+// run's notes; later ones cost a pointer comparison per kind seen. One per
+// vCPU.
+class RefusalNotes {
+ public:
+  void Note(std::string_view hypercall, int64_t result, const char* reason);
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  std::vector<std::pair<std::string_view, const char*>> seen_;
+  std::vector<std::string> lines_;
+};
 
 class Dispatcher {
  public:
@@ -55,18 +81,21 @@ class Dispatcher {
 
   // Handles one hypercall exit of env.exit.vcpu: the number is EAX (the low
   // 32 bits of RAX, as the ABI says), the arguments RDI, RSI, RDX, R10, R8.
-  // A call from CPL != 0 is refused with -EPERM before any handler runs (and
-  // counted in hc_refused_cpl3; rings 1-2 are unused, so only ring 0 may
-  // call). Otherwise runs Dispatch(env, nr, args, /*direct=*/true). Writes
-  // the result (>= 0, or -errno) into RAX through VcpuState and returns it.
-  int64_t HandleExit(HypercallEnv& env) const;
+  // A call from CPL != 0 is refused with -EPERM before any handler runs
+  // (rings 1-2 are unused, so only ring 0 may call). Otherwise runs
+  // Dispatch(env, nr, args, /*direct=*/true). Writes the result (>= 0, or
+  // -errno) into RAX and returns it. When `event` is set, fills its
+  // hypercall, args, result and refusal; when `notes` is set, a refusal is
+  // noted there once per kind.
+  int64_t HandleExit(HypercallEnv& env, ExitEvent* event = nullptr,
+                     RefusalNotes* notes = nullptr) const;
 
   // Runs one operation: a direct call or a multicall entry (direct = false).
   // No CPL check and no RAX write. Unregistered numbers (including any
-  // nr >= MVMM_HC_MAX) get -ENOSYS and count hc_bad_number only; a multicall
-  // as a non-direct operation gets -EINVAL. Everything else is counted by
-  // CountHypercall (accounting.h). Returns >= 0 or -errno.
-  int64_t Dispatch(HypercallEnv& env, uint64_t nr, const HypercallArgs& args, bool direct) const;
+  // nr >= MVMM_HC_MAX) get -ENOSYS; a multicall as a non-direct operation
+  // gets -EINVAL. Counted as the header comment says.
+  HypercallResult Dispatch(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
+                           bool direct) const;
 
   // The registered name of `nr`, "" when none. The view lives as long as the
   // dispatcher.
@@ -82,11 +111,32 @@ class Dispatcher {
   static Entry MakeBuiltin(const char* name, HypercallFn fn);
   static Entry MakeBuiltin(const char* name, MulticallFn fn);
 
-  absl::StatusOr<uint64_t> Run(const Entry& entry, HypercallEnv& env,
-                               const HypercallArgs& args) const;
+  HypercallResult DispatchOther(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
+                                bool direct) const;
+  HypercallResult HandleExitGeneral(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
+                                    int cpl, ExitEvent* event) const;
 
   std::array<Entry, MVMM_HC_MAX> table_;
 };
+
+// The counting rules above as pure functions over ExitStats, so that they
+// are tested on their own.
+struct CauseOps {
+  Cause cause;
+  uint64_t ops;  // operations carried out (0 when the call failed)
+};
+// The cause a hypercall `nr` with `args` and `result` is counted under, if
+// any. Defined for every input.
+std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result);
+// Histogram bucket for a multicall of `entries` entries: 0 for none, else
+// bit_width(entries) capped at kMulticallHistogramBuckets - 1, i.e. buckets
+// 0, 1, 2-3, 4-7, ..., 256-511, 512+.
+int MulticallHistogramBucket(uint64_t entries);
+// Counts one operation of registered hypercall `nr` (< MVMM_HC_MAX) that
+// returned `result`; `direct` when it was its own exit rather than a
+// multicall entry. No allocation, no lock.
+void CountHypercall(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int64_t result,
+                    bool direct);
 
 }  // namespace minivmm
 

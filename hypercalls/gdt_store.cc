@@ -26,11 +26,19 @@ std::string_view GdtStoreKindName(GdtStoreKind kind) {
 
 GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
                              std::span<const uint8_t> data) {
-  GdtStoreResult result;
   if (data.size() != sizeof(uint64_t)) {
+    GdtStoreResult result;
     result.kind = GdtStoreKind::kWrongSize;
     return result;
   }
+  uint64_t desc;
+  // Safety: data.size() == 8 was checked just above; the copy is what is validated and stored.
+  std::memcpy(&desc, data.data(), sizeof(desc));
+  return ApplyGdtDescriptorStore(gdt, offset, desc);
+}
+
+GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, uint64_t desc) {
+  GdtStoreResult result;
   if (offset % sizeof(uint64_t) != 0) {
     result.kind = GdtStoreKind::kMisaligned;
     return result;
@@ -45,9 +53,6 @@ GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
     result.kind = GdtStoreKind::kReservedSlot;
     return result;
   }
-  uint64_t desc;
-  // Safety: data.size() == 8 was checked above. The copy is what we validate.
-  std::memcpy(&desc, data.data(), sizeof(desc));
   result.verdict = CheckTlsDescriptor(desc);
   if (result.verdict != DescriptorVerdict::kOk) {
     result.kind = GdtStoreKind::kBadDescriptor;

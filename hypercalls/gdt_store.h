@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "hypercalls/descriptor.h"
-#include "vmm/core/exit_stats.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm {
 
@@ -44,6 +44,11 @@ struct GdtStoreResult {
 // other writers of the same slot (one vCPU handles one exit at a time).
 GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
                              std::span<const uint8_t> data);
+
+// The same for a store already known to be 8 bytes, `desc`: every check of
+// ApplyGdtStore after the size, in the same order. update_descriptor calls
+// this; ApplyGdtStore calls it once the size is checked.
+GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, uint64_t desc);
 
 // Counts a trapped (MMIO) GDT store as docs/design.md "GDT" asks: applied stores are
 // gdt_stores_applied and one descriptor-update operation and exit; all others

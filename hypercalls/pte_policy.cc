@@ -1,29 +1,21 @@
 #include "hypercalls/pte_policy.h"
 
-#include "absl/strings/str_format.h"
-
 namespace minivmm {
 
-absl::Status CheckPteValue(uint64_t val, uint64_t ram_size) {
-  if ((val & kPtePresent) == 0) return absl::OkStatus();
-  if ((val & kPteLargeOrPat) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("pte 0x%x: PS/PAT (bit 7) is not accepted by mmu_update", val));
-  }
+HypercallResult CheckPteValue(uint64_t val, uint64_t ram_size) {
+  if ((val & kPtePresent) == 0) return Done(0);
+  if ((val & kPteLargeOrPat) != 0) return Refuse(MVMM_EINVAL, "PS/PAT bit 7 set in a present PTE");
   const uint64_t frame = val & kPteFrameMask;
   if (frame >= ram_size || ram_size - frame < kPageSize) {
-    return absl::PermissionDeniedError(
-        absl::StrFormat("pte 0x%x maps frame 0x%x outside RAM", val, frame));
+    return Refuse(MVMM_EPERM, "PTE maps a frame outside RAM");
   }
-  return absl::OkStatus();
+  return Done(0);
 }
 
-absl::Status CheckMmuRequest(const mvmm_mmu_update& req, uint64_t ram_size) {
-  if (req.ptr % sizeof(uint64_t) != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat("pte address 0x%x is misaligned", req.ptr));
-  }
+HypercallResult CheckMmuRequest(const mvmm_mmu_update& req, uint64_t ram_size) {
+  if (req.ptr % sizeof(uint64_t) != 0) return Refuse(MVMM_EINVAL, "PTE address misaligned");
   if (req.ptr >= ram_size || ram_size - req.ptr < sizeof(uint64_t)) {
-    return absl::OutOfRangeError(absl::StrFormat("pte address 0x%x is outside RAM", req.ptr));
+    return Refuse(MVMM_EFAULT, "PTE address outside RAM");
   }
   return CheckPteValue(req.val, ram_size);
 }

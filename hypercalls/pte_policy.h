@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "absl/status/status.h"
+#include "hypercalls/hypercall_result.h"
 #include "minivmm_abi/hypercall.h"
 
 namespace minivmm {
@@ -18,22 +18,23 @@ inline constexpr uint64_t kPteLargeOrPat = 1ull << 7;
 inline constexpr uint64_t kPteFrameMask = 0x000FFFFFFFFFF000ull;
 inline constexpr uint64_t kPageSize = 4096;
 
-// Checks the value of one PTE write against RAM of `ram_size` bytes:
+// Checks the value of one PTE write against RAM of `ram_size` bytes, as the
+// result mmu_update would give for it (Done(0) when accepted, else a refusal
+// with its errno and a static reason; no allocation, no formatting):
 // - not present (bit 0 clear): any value; the CPU ignores the other bits;
-// - present with bit 7 set: kInvalidArgument. mmu_update does not walk the
+// - present with bit 7 set: -EINVAL. mmu_update does not walk the
 //   guest's tables, so it cannot tell a 2M/1G leaf (PS) from a 4K PTE with
 //   PAT, and a 1G leaf would need a 1G check; large pages therefore come
 //   only from the VMM's boot identity map, and guest PAT is not supported;
 // - present otherwise: the frame (bits 12..51) and the whole 4K page it
-//   names, be it a page or a next-level table, inside RAM, else
-//   kPermissionDenied (the GDT page, MMIO and anything beyond RAM are not the
-//   guest's to map). Bits 52..63 (NX, protection keys, ignored) are free.
-absl::Status CheckPteValue(uint64_t val, uint64_t ram_size);
+//   names, be it a page or a next-level table, inside RAM, else -EPERM (the
+//   GDT page, MMIO and anything beyond RAM are not the guest's to map).
+//   Bits 52..63 (NX, protection keys, ignored) are free.
+HypercallResult CheckPteValue(uint64_t val, uint64_t ram_size);
 
 // Checks one whole mmu_update request, in this order: ptr 8-aligned
-// (kInvalidArgument), [ptr, ptr + 8) inside RAM (kOutOfRange -> -EFAULT),
-// then CheckPteValue(val).
-absl::Status CheckMmuRequest(const mvmm_mmu_update& req, uint64_t ram_size);
+// (-EINVAL), [ptr, ptr + 8) inside RAM (-EFAULT), then CheckPteValue(val).
+HypercallResult CheckMmuRequest(const mvmm_mmu_update& req, uint64_t ram_size);
 
 }  // namespace minivmm
 

@@ -2,9 +2,6 @@
 
 #include <cstdint>
 
-#include "absl/status/status.h"
-#include "absl/strings/str_format.h"
-
 namespace minivmm {
 namespace {
 
@@ -53,6 +50,13 @@ bool HasForbiddenControl(std::string_view line) {
   return false;
 }
 
+ParsedReport Refused(const char* error, size_t line) {
+  ParsedReport refused;
+  refused.error = error;
+  refused.bad_line = line;
+  return refused;
+}
+
 }  // namespace
 
 bool IsValidUtf8(std::string_view text) {
@@ -72,9 +76,9 @@ bool IsValidReportKey(std::string_view key) {
   return true;
 }
 
-absl::StatusOr<std::vector<ReportEntry>> ParseReport(std::string_view text) {
-  if (!IsValidUtf8(text)) return absl::InvalidArgumentError("report is not valid UTF-8");
-  std::vector<ReportEntry> entries;
+ParsedReport ParseReport(std::string_view text) {
+  if (!IsValidUtf8(text)) return Refused("report is not valid UTF-8", 0);
+  ParsedReport parsed;
   size_t line_number = 0;
   while (!text.empty()) {
     ++line_number;
@@ -83,17 +87,15 @@ absl::StatusOr<std::vector<ReportEntry>> ParseReport(std::string_view text) {
     text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
     if (line.empty()) continue;
     if (HasForbiddenControl(line)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("report line %d has a control character", line_number));
+      return Refused("report line has a control character", line_number);
     }
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos || !IsValidReportKey(line.substr(0, eq))) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("report line %d is not key=value", line_number));
+      return Refused("report line is not key=value", line_number);
     }
-    entries.push_back({line.substr(0, eq), line.substr(eq + 1)});
+    parsed.entries.push_back({line.substr(0, eq), line.substr(eq + 1)});
   }
-  return entries;
+  return parsed;
 }
 
 }  // namespace minivmm

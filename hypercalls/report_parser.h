@@ -3,10 +3,9 @@
 #ifndef MINIVMM_HYPERCALLS_REPORT_PARSER_H_
 #define MINIVMM_HYPERCALLS_REPORT_PARSER_H_
 
+#include <cstddef>
 #include <string_view>
 #include <vector>
-
-#include "absl/status/statusor.h"
 
 namespace minivmm {
 
@@ -30,9 +29,17 @@ struct ReportEntry {
 //   value (possibly empty) after it;
 // - no control character other than TAB anywhere outside line ends (that
 //   includes '\r' and NUL): records end up in logs and JSON.
-// Returns the entries in order, or kInvalidArgument naming the first bad line
-// (1-based). All-or-nothing: a bad line refuses the whole record.
-absl::StatusOr<std::vector<ReportEntry>> ParseReport(std::string_view text);
+// All-or-nothing: a bad line refuses the whole record. No absl::Status and
+// no formatting: the report hypercall maps a refusal to -EINVAL with `error`
+// as its reason.
+struct ParsedReport {
+  std::vector<ReportEntry> entries;  // in order; empty when refused
+  const char* error = nullptr;       // static text when refused, else null
+  size_t bad_line = 0;               // 1-based line of the error; 0 for bad UTF-8
+
+  bool ok() const { return error == nullptr; }
+};
+ParsedReport ParseReport(std::string_view text);
 
 }  // namespace minivmm
 

@@ -23,10 +23,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "vmm/cli/exit_codes.h"
-#include "vmm/cli/experiment.h"
-#include "vmm/host_info.h"
-#include "vmm/vm.h"
+#include "cli/exit_codes.h"
+#include "cli/experiment.h"
+#include "minivmm/host_info.h"
+#include "minivmm/vm.h"
 
 namespace py = pybind11;
 
@@ -352,7 +352,7 @@ class PyVm {
   bool running_ = false;
 };
 
-// minivmm.bench: the CLI's matrix and order (vmm/cli/bench_command.cc Plan):
+// minivmm.bench: the CLI's matrix and order (cli/bench_command.cc Plan):
 // optionally one baseline (workload=none) per backend and configuration,
 // then `repeat` repetitions of every (workload, backend, configuration),
 // forwards on even repetitions and backwards on odd ones.
@@ -565,7 +565,7 @@ PYBIND11_MODULE(minivmm, m) {
   m.attr("__version__") = MINIVMM_VERSION;
 
   py::class_<PyVm>(m, "Vm", R"doc(
-A minivmm VM (vmm/vm.h): created here, run once with run().
+A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm")

@@ -1,4 +1,4 @@
-#include "vmm/host_info.h"
+#include "minivmm/host_info.h"
 
 #include <sys/utsname.h>
 
@@ -13,9 +13,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "minivmm_abi/hypercall.h"
-#include "vmm/internal/status_macros.h"
+#include "vmm/core/status_macros.h"
 #include "vmm/kvm/kvm.h"
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 namespace minivmm {
 namespace {

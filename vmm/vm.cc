@@ -1,4 +1,4 @@
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
 #include "vmm/elf/elf_loader.h"
-#include "vmm/internal/status_macros.h"
+#include "vmm/core/status_macros.h"
 #include "vmm/vm_state.h"
 
 #ifndef MINIVMM_BUILD_GUEST_ELF

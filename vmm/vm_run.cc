@@ -2,7 +2,7 @@
 // watchdog, runs the loop and collects the result.
 #include <map>
 
-#include "vmm/internal/status_macros.h"
+#include "vmm/core/status_macros.h"
 #include "vmm/run/run_loop.h"
 #include "vmm/vm_state.h"
 
@@ -32,9 +32,10 @@ absl::StatusOr<RunResult> Vm::Run() {
   absl::Time start = absl::Now();
   s.timer.Start(s.config.timer_hz, timeout);
 
-  RunLoop loop(RunLoopParts{*s.vcpu, s.pio_bus, s.mmio_bus, s.signals,
-                            [&s] { return s.timer.CanFire(); }, &s.hypercall_port, &s.observer,
-                            &s.reports});
+  RunLoop loop(RunLoopParts{
+      *s.vcpu, s.pio_bus, s.mmio_bus, s.signals, [&s] { return s.timer.CanFire(); },
+      HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
+      &s.observer});
   RunStop stop = loop.Loop();
   // No timer may kick the thread once it is given back to the caller.
   s.timer.Stop();
@@ -59,6 +60,7 @@ absl::StatusOr<RunResult> Vm::Run() {
   result.console_tail = s.console.Lines();
   result.registers = s.vcpu->DumpRegisters();
   result.notes = s.gdt_trap.notes();
+  result.notes.insert(result.notes.end(), loop.notes().begin(), loop.notes().end());
   return result;
 }
 

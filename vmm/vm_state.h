@@ -1,20 +1,21 @@
-// Vm's private state, shared by vm.cc (creation) and run/run_loop.cc.
+// Vm's private state, shared by vm.cc (creation) and vm_run.cc (running).
 #ifndef MINIVMM_VMM_VM_STATE_H_
 #define MINIVMM_VMM_VM_STATE_H_
 
 #include <memory>
 
 #include "devices/debug_exit.h"
+#include "devices/gdt_trap.h"
 #include "devices/uart16550.h"
 #include "hypercalls/dispatcher.h"
-#include "vmm/boot/mapped_memory.h"
+#include "hypercalls/hypercall_port.h"
+#include "minivmm/vm.h"
 #include "vmm/bus/bus.h"
 #include "vmm/kvm/kvm.h"
+#include "vmm/memory/mapped_memory.h"
 #include "vmm/run/console_tail.h"
-#include "vmm/run/vm_devices.h"
 #include "vmm/run/vm_signals.h"
 #include "vmm/run/vm_timer.h"
-#include "vmm/vm.h"
 
 namespace minivmm {
 
@@ -56,7 +57,6 @@ struct Vm::State {
         vm(std::move(kvm_vm)),
         console(cfg.console),
         uart(&console),
-        hypercall_port(dispatcher, memory, gdt_page.span(), &console, &timer, &reports),
         gdt_trap(gdt_page.span()),
         timer([this] { signals.RaiseInterrupt(); }, [this] { signals.TimeOut(); }) {}
 };

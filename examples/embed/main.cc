@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "minivmm_abi/hypercall.h"
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 namespace {
 

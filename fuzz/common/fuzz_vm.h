@@ -19,7 +19,7 @@
 #include "common/input.h"
 #include "hypercalls/descriptor.h"
 #include "hypercalls/dispatcher.h"
-#include "hypercalls/hypercall_env.h"
+#include "minivmm/hypercall_env.h"
 #include "minivmm_abi/boot.h"
 #include "minivmm_abi/hypercall.h"
 

@@ -1,7 +1,8 @@
 // Fuzzes the TLS descriptor policy (CheckTlsDescriptor, TlsDescriptorToStore,
 // IsTlsSlot) against an independent model written from docs/design.md "GDT", and
 // ApplyGdtStore (the trapped-GDT-store path) with any table size, offset and
-// store width.
+// store width; an 8-byte store must be decided alike by ApplyGdtDescriptorStore
+// (update_descriptor's path).
 //
 // Input: u64 descriptor, then up to 4 stores: u16 table size (% 4200),
 // u8 offset mode + operand, u8 width (% 17), width bytes of data.
@@ -35,7 +36,7 @@ DescriptorVerdict Model(uint64_t d) {
 void CheckDescriptor(uint64_t d) {
   const DescriptorVerdict v = CheckTlsDescriptor(d);
   FUZZ_CHECK(v == Model(d));
-  FUZZ_CHECK(!DescriptorVerdictName(v).empty());
+  FUZZ_CHECK(DescriptorVerdictName(v)[0] != '\0');
   if (v == DescriptorVerdict::kOk) {
     const uint64_t stored = TlsDescriptorToStore(d);
     // Only the accessed bit may differ, it is set on present descriptors, and
@@ -74,7 +75,9 @@ void CheckStore(Input& in, uint64_t desc_hint) {
   const size_t width = in.U8() % 17;
   std::vector<uint8_t> data(width);
   const auto bytes = in.Bytes(width);
+  // Safety: in.Bytes(width) returns at most `width` bytes, the size of `data`.
   if (!bytes.empty()) std::memcpy(data.data(), bytes.data(), bytes.size());
+  // Safety: `data` holds exactly 8 bytes here; desc_hint is a u64.
   if (width == 8 && bytes.size() < 8) std::memcpy(data.data(), &desc_hint, 8);
 
   const GdtStoreResult result = ApplyGdtStore(gdt, offset, data);
@@ -83,6 +86,7 @@ void CheckStore(Input& in, uint64_t desc_hint) {
   // The expected kind, in the documented order.
   GdtStoreKind want;
   uint64_t desc = 0;
+  // Safety: `data` holds exactly `width` == 8 bytes.
   if (width == 8) std::memcpy(&desc, data.data(), 8);
   if (width != 8) {
     want = GdtStoreKind::kWrongSize;
@@ -110,9 +114,18 @@ void CheckStore(Input& in, uint64_t desc_hint) {
   }
   if (result.applied()) {
     uint64_t stored;
+    // Safety: an applied store had offset + 8 <= gdt.size().
     std::memcpy(&stored, gdt.data() + offset, 8);
     FUZZ_CHECK(stored == TlsDescriptorToStore(desc) && stored == result.stored);
     FUZZ_CHECK(result.slot == offset / 8);
+  }
+  // update_descriptor's entry point decides an 8-byte store exactly the same.
+  if (width == 8) {
+    std::vector<uint8_t> again = before;
+    const GdtStoreResult direct = ApplyGdtDescriptorStore(again, offset, desc);
+    FUZZ_CHECK(direct.kind == result.kind && direct.slot == result.slot &&
+               direct.verdict == result.verdict && direct.stored == result.stored);
+    FUZZ_CHECK(again == gdt);
   }
   ExitStats stats;
   CountTrappedGdtStore(stats, result);

@@ -8,8 +8,8 @@
 //   kind % 4 == 2  Dispatch as a multicall entry would (direct = false)
 //   kind % 4 == 3  HandleExit with RAX taken raw (bits above EAX set)
 // After every call: the result is >= 0 or a documented -errno, RAX holds it,
-// a refused call (CPL != 0 or any -errno) changed nothing, and the global
-// invariants of fuzz_vm.h hold.
+// a refused call (CPL != 0 or any -errno) changed nothing, Dispatch gives a
+// reason exactly when it refuses, and the global invariants of fuzz_vm.h hold.
 #include <cstddef>
 #include <cstdint>
 
@@ -36,6 +36,7 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
         const uint64_t slot = (args[0] - MVMM_GDT_GPA) / 8;
         FUZZ_CHECK(IsTlsSlot(slot));
         uint64_t stored;
+        // Safety: an applied update_descriptor wrote this TLS slot, so it is inside vm.gdt.
         std::memcpy(&stored, vm.gdt.data() + slot * 8, 8);
         FUZZ_CHECK(stored == TlsDescriptorToStore(args[1]));
         break;
@@ -76,7 +77,9 @@ void Run(Input& in) {
     before.Take(vm);
     int64_t r;
     if (kind % 4 == 2) {
-      r = vm.dispatcher.Dispatch(env, rax, args, /*direct=*/false);
+      const HypercallResult result = vm.dispatcher.Dispatch(env, rax, args, /*direct=*/false);
+      FUZZ_CHECK((result.refusal != nullptr) == !result.ok());
+      r = result.value;
       if (rax == MVMM_HC_multicall) FUZZ_CHECK(r == -MVMM_EINVAL);  // never nested
     } else {
       vm.vcpu.cpl = cpl;

@@ -13,6 +13,8 @@
 // accepted one runs exactly `count` entries (counters) and, unless an entry
 // legitimately writes guest RAM (mmu_update, stack_switch), writes nothing in
 // RAM but the entries' result fields, each a valid result.
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -78,9 +80,10 @@ void Run(Input& in) {
     e.result = in.U8() % 2 ? 0 : 0xDEADBEEF;
     for (uint64_t& a : e.args) a = vm.Arg(in, list);
     if (e.op == MVMM_HC_mmu_update || e.op == MVMM_HC_stack_switch) writes_ram = true;
+    const auto bytes = std::bit_cast<std::array<uint8_t, kEntry>>(e);
     for (uint64_t b = 0; b < kEntry; ++b) {
       const uint64_t gpa = list + i * kEntry + b;
-      if (gpa < vm.ram.size()) vm.ram[gpa] = reinterpret_cast<const uint8_t*>(&e)[b];
+      if (gpa < vm.ram.size()) vm.ram[gpa] = bytes[b];
     }
   }
   while (!in.empty()) vm.Poke(in);
@@ -91,6 +94,7 @@ void Run(Input& in) {
   if (in_ram) {
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t op;
+      // Safety: in_ram: the whole list [list, list + count * kEntry) is inside vm.ram.
       std::memcpy(&op, vm.ram.data() + list + i * kEntry, 8);
       if (op == MVMM_HC_mmu_update || op == MVMM_HC_stack_switch) writes_ram = true;
     }
@@ -124,11 +128,13 @@ void Run(Input& in) {
     static auto* expect = new std::vector<uint8_t>;
     expect->assign(before.ram.begin(), before.ram.end());
     for (uint64_t i = 0; i < count; ++i) {
+      // Safety: an accepted list lies inside RAM, and `expect` is a same-size copy of it.
       std::memcpy(expect->data() + list + i * kEntry + 8, vm.ram.data() + list + i * kEntry + 8, 8);
     }
     FUZZ_CHECK(std::equal(expect->begin(), expect->end(), vm.ram.begin(), vm.ram.end()));
     for (uint64_t i = 0; i < count; ++i) {
       int64_t result;
+      // Safety: an accepted list lies inside RAM; the result field is 8 bytes of entry i.
       std::memcpy(&result, vm.ram.data() + list + i * kEntry + 8, 8);
       FUZZ_CHECK(IsValidResult(result));
     }
@@ -136,8 +142,9 @@ void Run(Input& in) {
   CheckGlobalInvariants(vm);
 
   // The same list as an entry of another multicall is refused.
-  FUZZ_CHECK(vm.dispatcher.Dispatch(env, MVMM_HC_multicall, HypercallArgs{list, count},
-                                    /*direct=*/false) == -MVMM_EINVAL);
+  const HypercallResult nested =
+      vm.dispatcher.Dispatch(env, MVMM_HC_multicall, HypercallArgs{list, count}, /*direct=*/false);
+  FUZZ_CHECK(nested.value == -MVMM_EINVAL && nested.refusal != nullptr);
 }
 
 }  // namespace

@@ -144,7 +144,7 @@ SwitchStacks:
   pop %rbp
   ret
 
-/* First instruction of every new task (kernel/task.cc builds the stack):
+/* First instruction of every new task (kernel/sched.cc builds the stack):
  * rbx = 1 for a user task (RSP then points at its TrapFrame), else
  * r12 = function, r13 = argument of the kernel thread. */
   .globl task_entry

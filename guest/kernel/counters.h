@@ -21,7 +21,6 @@ namespace guest {
   X(irq_restores_if_clear)    \
   X(irq_enables)              \
   X(irq_disables)             \
-  X(tls_slots_sent)           \
   X(desc_updates)             \
   X(cr0_writes)               \
   X(sp0_loads)                \

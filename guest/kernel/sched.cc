@@ -1,10 +1,12 @@
 #include "kernel/sched.h"
 
 #include "arch/cpu.h"
+#include "arch/trap.h"
 #include "kernel/boot.h"
 #include "kernel/counters.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/runqueue.h"
 #include "kernel/switch.h"
 #include "minivmm_abi/boot.h"
 #include "pv/pv_ops.h"
@@ -15,43 +17,17 @@ extern "C" uint64_t boot_stack_bottom[];
 namespace guest {
 
 Task* g_current = nullptr;
-SpinLock g_rq_lock;
 
 namespace {
 
 constexpr uint64_t kStackGuard = 0x57ac6c0ffee5afe5ull;
 constexpr uint64_t kKernelStackPages = 2;
 
-Task* g_runq_head = nullptr;
-Task* g_runq_tail = nullptr;
 Task* g_idle = nullptr;
 uint64_t g_next_pid = 0;
-bool g_preempt = false;
-bool g_need_resched = false;
 
-bool IrqsOff() { return (ArchSaveFlags() & cpu::kRflagsIf) == 0; }
-
-void RunqPush(Task* t) {
-  GUEST_ASSERT(!t->on_runq && t->waiting_on == nullptr);
-  t->on_runq = true;
-  t->run_next = nullptr;
-  if (g_runq_tail) {
-    g_runq_tail->run_next = t;
-  } else {
-    g_runq_head = t;
-  }
-  g_runq_tail = t;
-}
-
-Task* RunqPop() {
-  Task* t = g_runq_head;
-  if (t == nullptr) return nullptr;
-  g_runq_head = t->run_next;
-  if (g_runq_head == nullptr) g_runq_tail = nullptr;
-  t->on_runq = false;
-  return t;
-}
-
+// Task context, no lock needed (the task is not visible to the scheduler
+// yet). Allocates its page; never sleeps.
 Task* NewTask(const char* name, bool user) {
   Task* t = static_cast<Task*>(AllocPages(1));
   static_assert(sizeof(Task) <= kPageSize);
@@ -69,6 +45,7 @@ Task* NewTask(const char* name, bool user) {
 }
 
 // Kernel stack: [guard][ ... stack ... ] top. Returns the top.
+// Task context, no lock needed (`t` is not started yet). Never sleeps.
 uint64_t NewKernelStack(Task* t) {
   uint8_t* base = static_cast<uint8_t*>(AllocPages(kKernelStackPages));
   t->kstack_guard = reinterpret_cast<uint64_t*>(base);
@@ -79,6 +56,7 @@ uint64_t NewKernelStack(Task* t) {
 
 // The frame SwitchStacks pops for a task that has never run:
 // r15 r14 r13 r12 rbx rbp, then the return address task_entry.
+// Only writes the new task's stack: no lock needed, never sleeps.
 uint64_t* PushSwitchFrame(uint64_t* sp, uint64_t fn, uint64_t arg, bool user) {
   *--sp = reinterpret_cast<uint64_t>(task_entry);
   *--sp = 0;             // rbp
@@ -90,10 +68,14 @@ uint64_t* PushSwitchFrame(uint64_t* sp, uint64_t fn, uint64_t arg, bool user) {
   return sp;
 }
 
+// The idle task's body: runs only when the run queue is empty, holds no
+// lock. Checks the queue with interrupts off, then blocks the vCPU until
+// an interrupt (safe_halt returns with interrupts on) or, if a task became
+// runnable, turns interrupts back on; either way calls Schedule.
 void IdleLoop(uint64_t) {
   for (;;) {
     ArchIrqDisable();
-    if (g_runq_head == nullptr) {
+    if (RunqEmpty()) {
       // Nothing can ever wake a task without an interrupt source.
       if (g_boot.timer_hz == 0) Panic("deadlock: every task is blocked and the timer is off");
       ++g_kc.idle_blocks;
@@ -107,29 +89,8 @@ void IdleLoop(uint64_t) {
 
 }  // namespace
 
-uint64_t SpinLock::LockIrqSave() {
-  uint64_t f = ArchLocalIrqSave();
-  Lock();
-  return f;
-}
-
-void SpinLock::UnlockIrqRestore(uint64_t flags) {
-  Unlock();
-  ArchIrqRestore(flags);
-}
-
-void SpinLock::Lock() {
-  GUEST_ASSERT(IrqsOff());  // a lock taken with IF set could be re-entered by an interrupt
-  GUEST_ASSERT(!held_);     // one vCPU: a held lock here is a self-deadlock
-  held_ = true;
-}
-
-void SpinLock::Unlock() {
-  GUEST_ASSERT(held_);
-  GUEST_ASSERT(IrqsOff());  // the lock was held with IF set
-  held_ = false;
-}
-
+// Boot only, once, before interrupts are first enabled; no lock held.
+// Never sleeps.
 void SchedInit() {
   Task* init = NewTask("init", false);
   init->state = TaskState::kRunning;
@@ -142,6 +103,8 @@ void SchedInit() {
   g_idle = CreateKernelThread("idle", IdleLoop, 0);
 }
 
+// Task context, no lock needed: the new task is not on the run queue until
+// StartTask. Never sleeps.
 Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg) {
   Task* t = NewTask(name, false);
   uint64_t* sp = reinterpret_cast<uint64_t*>(NewKernelStack(t));
@@ -150,6 +113,8 @@ Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg) {
   return t;
 }
 
+// Task context, no lock needed: the new task is not on the run queue until
+// StartTask. Never sleeps.
 Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t user_stack_top) {
   Task* t = NewTask(name, true);
   uint64_t top = NewKernelStack(t);
@@ -166,12 +131,21 @@ Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t us
   return t;
 }
 
+// Caller must not hold g_rq_lock (taken here with irqsave); interrupts may
+// be on or off and are restored. Never sleeps: `t` runs once the caller
+// gives up the CPU.
 void StartTask(Task* t) {
   uint64_t f = g_rq_lock.LockIrqSave();
   RunqPush(t);
   g_rq_lock.UnlockIrqRestore(f);
 }
 
+// Caller must hold no spinlock (one vCPU: the next task could try to take
+// it); interrupts may be on or off. Takes g_rq_lock with irqsave, which the
+// switch hands to the next task (it drops it in its own Schedule, or in
+// TaskBootstrap if new). Switches away unless the current task is the only
+// one runnable; returns when it runs again, with g_rq_lock released and
+// its own interrupt state restored.
 void Schedule() {
   uint64_t flags = g_rq_lock.LockIrqSave();
   Task* prev = g_current;
@@ -191,51 +165,30 @@ void Schedule() {
   g_rq_lock.UnlockIrqRestore(flags);
 }
 
+// Same contract as Schedule: no spinlock held; may switch away.
 void Yield() { Schedule(); }
 
-void SleepOn(WaitQueue* wq, SpinLock* lock) {
-  Task* t = g_current;
-  GUEST_ASSERT(t->waiting_on == nullptr && !t->on_runq);
-  t->state = TaskState::kBlocked;
-  t->waiting_on = wq;
-  t->wait_next = nullptr;
-  if (wq->tail) {
-    wq->tail->wait_next = t;
-  } else {
-    wq->head = t;
-  }
-  wq->tail = t;
-  if (lock) lock->Unlock();
-  Schedule();
-  if (lock) lock->Lock();
-}
+// Any context, no lock needed (g_idle is set once at boot).
+bool IsIdle(const Task* t) { return t == g_idle; }
 
-void WakeAll(WaitQueue* wq) {
-  GUEST_ASSERT(IrqsOff());
-  while (Task* t = wq->head) {
-    wq->head = t->wait_next;
-    if (wq->head == nullptr) wq->tail = nullptr;
-    t->waiting_on = nullptr;
-    t->wait_next = nullptr;
-    ++g_kc.wakeups;
-    g_rq_lock.Lock();
-    t->state = TaskState::kRunnable;
-    RunqPush(t);
-    g_rq_lock.Unlock();
-  }
-}
-
+// Task context, before `t` is started; no lock needed (one vCPU, and
+// kernel code is not preempted). Never sleeps.
 void JoinAdd(Join* join, Task* t) {
   t->join = join;
   ++join->live;
 }
 
+// Caller must hold no spinlock; interrupts may be on or off. Disables
+// interrupts (so no exit is missed between the check and the sleep) and
+// sleeps on join->waiter until the last task added to `join` exits;
+// restores the interrupt state on return.
 void JoinWait(Join* join) {
   uint64_t f = ArchLocalIrqSave();
   while (join->live != 0) SleepOn(&join->waiter, nullptr);
   ArchIrqRestore(f);
 }
 
+// Caller must hold no spinlock. Sleeps (JoinWait) until `t` exits.
 uint64_t RunAndWait(Task* t) {
   Join join;
   JoinAdd(&join, t);
@@ -244,6 +197,9 @@ uint64_t RunAndWait(Task* t) {
   return t->exit_value;
 }
 
+// Called by the exiting task itself, holding no spinlock; interrupts may be
+// on or off (turned off here for good). Wakes its join's waiter if it is
+// the last, then switches away for ever.
 void ExitCurrent(uint64_t value) {
   ArchIrqDisable();
   Task* t = g_current;
@@ -254,26 +210,14 @@ void ExitCurrent(uint64_t value) {
   Panic("a dead task was scheduled");
 }
 
-void TimerInterrupt(TrapFrame*) {
-  ++g_kc.timer_irqs;
-  if (g_preempt && g_current != g_idle) g_need_resched = true;
-}
-
-void ReturnToUserWork() {
-  if (!g_need_resched) return;
-  g_need_resched = false;
-  ++g_kc.preemptions;
-  Schedule();
-}
-
-void SetPreemption(bool on) { g_preempt = on; }
-
 }  // namespace guest
 
 using namespace guest;
 
-// First code of a new task, still inside the Schedule() that switched to it
-// (the run-queue lock is held, interrupts are off): finish that Schedule.
+// First code of a new task, still inside the Schedule() that switched to it:
+// entered holding g_rq_lock with interrupts off (from task_entry). Finishes
+// that Schedule: drops g_rq_lock; a kernel thread turns interrupts on.
+// Never sleeps.
 extern "C" void TaskBootstrap() {
   g_rq_lock.Unlock();
   // A kernel thread starts with interrupts on (Linux: finish_task_switch);
@@ -281,4 +225,6 @@ extern "C" void TaskBootstrap() {
   if (!g_current->user) ArchIrqRestore(cpu::kRflagsIf);
 }
 
+// Called from task_entry when a kernel thread's function returns: holds no
+// spinlock. Never returns (ExitCurrent).
 extern "C" void TaskExitCurrent() { ExitCurrent(0); }

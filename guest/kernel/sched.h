@@ -1,37 +1,21 @@
-// Tasks, the scheduler, spinlocks and wait queues. One vCPU: a spinlock is
-// a held flag plus interrupts disabled, and it asserts what SMP would hang on.
+// The scheduler core: tasks, Schedule(), the idle task, join and exit.
+// Also the umbrella header for the pieces it is built from, so a user of
+// tasks gets them all: spinlock.h, waitqueue.h, timer.h (runqueue.h is
+// internal to the scheduler).
 #ifndef GUEST_KERNEL_SCHED_H_
 #define GUEST_KERNEL_SCHED_H_
 
 #include <stdint.h>
 
-#include "arch/trap.h"
+#include "kernel/spinlock.h"
+#include "kernel/timer.h"
+#include "kernel/waitqueue.h"
 #include "lib/tls_shadow.h"
 
 namespace guest {
 
 struct Task;
 struct File;
-
-class SpinLock {
- public:
-  // spin_lock_irqsave: returns the flags to hand back to UnlockIrqRestore.
-  uint64_t LockIrqSave();
-  void UnlockIrqRestore(uint64_t flags);
-  // Plain lock/unlock, for callers that already run with interrupts off.
-  void Lock();
-  void Unlock();
-  bool held() const { return held_; }
-
- private:
-  bool held_ = false;
-};
-
-// A FIFO of blocked tasks.
-struct WaitQueue {
-  Task* head = nullptr;
-  Task* tail = nullptr;
-};
 
 // Lets one task wait for a group of tasks to exit: only the last exit
 // wakes the waiter, so joining adds exactly one switch (see README).
@@ -79,7 +63,6 @@ struct Task {
 };
 
 extern Task* g_current;
-extern SpinLock g_rq_lock;
 
 // Turns the boot context into task 0 ("init") and creates the idle task.
 void SchedInit();
@@ -95,12 +78,8 @@ void StartTask(Task* t);
 // its state to kBlocked first.
 void Schedule();
 void Yield();
-
-// Blocks the current task on `wq`. Called with `lock` held and interrupts
-// off; releases the lock while asleep and holds it again on return.
-void SleepOn(WaitQueue* wq, SpinLock* lock);
-// Makes every task on `wq` runnable. Interrupts must be off.
-void WakeAll(WaitQueue* wq);
+// True when `t` is the idle task.
+bool IsIdle(const Task* t);
 
 // Adds `t` (not yet started) to `join`.
 void JoinAdd(Join* join, Task* t);
@@ -109,11 +88,6 @@ void JoinWait(Join* join);
 // Starts `t` and blocks until it exits; returns its exit value.
 uint64_t RunAndWait(Task* t);
 [[noreturn]] void ExitCurrent(uint64_t value);
-
-// Timer interrupt and the preemption point on the way back to ring 3.
-void TimerInterrupt(TrapFrame* f);
-void ReturnToUserWork();
-void SetPreemption(bool on);
 
 }  // namespace guest
 

@@ -85,15 +85,13 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
 }
 
 // load_TLS with the tls variant: naive sends all three descriptors,
-// optimized only those that differ from the per-CPU shadow.
+// optimized only those that differ from the per-CPU shadow. Each one sent
+// is a WriteGdtEntry, counted as desc_updates.
 void LoadTls(const Task* next) {
   unsigned mask = 7;
   if (PvVariant(PvOp::kTls) != Variant::kNaive) mask = g_tls_shadow.Changed(next->tls);
   for (int i = 0; i < kTlsSlots; ++i) {
-    if (mask & (1u << i)) {
-      ++g_kc.tls_slots_sent;
-      WriteGdtEntry(MVMM_GDT_TLS_FIRST + i, next->tls[i]);
-    }
+    if (mask & (1u << i)) WriteGdtEntry(MVMM_GDT_TLS_FIRST + i, next->tls[i]);
   }
 }
 

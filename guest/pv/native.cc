@@ -17,8 +17,6 @@ void NativeIrqDisable() { cpu::Cli(); }
 void NativeIrqEnable() { cpu::Sti(); }
 void NativeSafeHalt() { cpu::SafeHalt(); }
 
-uint64_t NativeReadCr0() { return cpu::ReadCr0(); }
-void NativeWriteCr0(uint64_t v) { cpu::WriteCr0(v); }
 void NativeClts() { cpu::Clts(); }
 void NativeStts() { cpu::WriteCr0(cpu::ReadCr0() | cpu::kCr0Ts); }
 
@@ -45,8 +43,6 @@ const PvOps kNativePvOps = {
     .irq_disable = NativeIrqDisable,
     .irq_enable = NativeIrqEnable,
     .safe_halt = NativeSafeHalt,
-    .read_cr0 = NativeReadCr0,
-    .write_cr0 = NativeWriteCr0,
     .clts = NativeClts,
     .stts = NativeStts,
     .write_gdt_entry = NativeWriteGdtEntry,

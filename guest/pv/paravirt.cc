@@ -17,10 +17,6 @@ namespace {
 
 MulticallBatch g_batch;
 int g_lazy_depth = 0;
-// The guest's copy of CR0: reading it costs nothing; every write goes
-// through a hypercall that keeps this in step with the VCPU.
-uint64_t g_cr0 = 0;
-bool g_cr0_valid = false;
 
 bool Queueing() { return g_lazy_depth > 0 && PvBatching(); }
 
@@ -53,28 +49,8 @@ void PvSafeHalt() {
   Sync(MVMM_HC_set_if, 1);
 }
 
-uint64_t PvReadCr0() {
-  if (!g_cr0_valid) {
-    g_cr0 = cpu::ReadCr0();  // once, at the first use during boot
-    g_cr0_valid = true;
-  }
-  return g_cr0;
-}
-void PvWriteCr0(uint64_t v) {
-  PvReadCr0();
-  Sync(MVMM_HC_write_cr0, v);
-  g_cr0 = v;
-}
-void PvClts() {
-  PvReadCr0();
-  Issue(MVMM_HC_fpu_taskswitch, 0);
-  g_cr0 &= ~cpu::kCr0Ts;
-}
-void PvStts() {
-  PvReadCr0();
-  Issue(MVMM_HC_fpu_taskswitch, 1);
-  g_cr0 |= cpu::kCr0Ts;
-}
+void PvClts() { Issue(MVMM_HC_fpu_taskswitch, 0); }
+void PvStts() { Issue(MVMM_HC_fpu_taskswitch, 1); }
 
 void PvWriteGdtEntry(unsigned index, uint64_t desc) {
   Issue(MVMM_HC_update_descriptor, g_boot.gdt_gpa + 8ull * index, desc);
@@ -115,8 +91,6 @@ const PvOps kParavirtPvOps = {
     .irq_disable = PvIrqDisable,
     .irq_enable = PvIrqEnable,
     .safe_halt = PvSafeHalt,
-    .read_cr0 = PvReadCr0,
-    .write_cr0 = PvWriteCr0,
     .clts = PvClts,
     .stts = PvStts,
     .write_gdt_entry = PvWriteGdtEntry,

@@ -24,9 +24,7 @@ struct PvOps {
   // Idle: wait for an interrupt; called with IF=0, returns with IF=1.
   void (*safe_halt)();
 
-  // CR0 and the FPU's TS bit.
-  uint64_t (*read_cr0)();
-  void (*write_cr0)(uint64_t value);
+  // The FPU's TS bit in CR0.
   void (*clts)();
   void (*stts)();
 

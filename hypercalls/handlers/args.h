@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "hypercalls/hypercall_env.h"
-#include "vmm/memory/guest_address.h"
+#include "minivmm/hypercall_env.h"
+#include "minivmm/guest_address.h"
 
 namespace minivmm::hc {
 

@@ -7,8 +7,8 @@
 // validates them in the fixed order its file documents and changes no state
 // (guest memory, registers, GDT, run control, sinks) before all checks pass,
 // except where a batch is documented as partial (mmu_update). The returned
-// value is what the guest gets in RAX (must be <= INT64_MAX); an error status
-// becomes -errno through GuestErrno. Handlers never touch ExitStats: the
+// HypercallResult is what the guest gets in RAX: Done(value) or
+// Refuse(MVMM_E..., "static reason"). Handlers never touch ExitStats: the
 // dispatcher counts. Called on the vCPU's thread, one exit at a time.
 #ifndef MINIVMM_HYPERCALLS_HANDLERS_HANDLERS_H_
 #define MINIVMM_HYPERCALLS_HANDLERS_HANDLERS_H_
@@ -16,8 +16,8 @@
 #include <cstdint>
 
 #include "absl/functional/function_ref.h"
-#include "absl/status/statusor.h"
-#include "hypercalls/hypercall_env.h"
+#include "hypercalls/hypercall_result.h"
+#include "minivmm/hypercall_env.h"
 
 namespace minivmm::hc {
 
@@ -25,17 +25,17 @@ namespace minivmm::hc {
 // (>= 0 or -errno). The dispatcher passes Dispatch(env, nr, args, false).
 using OpRunner = absl::FunctionRef<int64_t(uint64_t nr, const HypercallArgs& args)>;
 
-absl::StatusOr<uint64_t> mmu_update(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> stack_switch(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> fpu_taskswitch(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> update_descriptor(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
-absl::StatusOr<uint64_t> set_timer_op(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> console_io(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> sched_op(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> set_if(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> write_cr0(HypercallEnv& env, const HypercallArgs& args);
-absl::StatusOr<uint64_t> report(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult mmu_update(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult stack_switch(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult fpu_taskswitch(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult update_descriptor(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult multicall(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
+HypercallResult set_timer_op(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult console_io(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult set_if(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult report(HypercallEnv& env, const HypercallArgs& args);
 
 }  // namespace minivmm::hc
 

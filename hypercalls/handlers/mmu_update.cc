@@ -13,41 +13,38 @@
 // guest that gets a short count k can resubmit from request k to learn why.
 // Each accepted request is one 8-byte store.
 #include <array>
+#include <optional>
+#include <span>
 
-#include "absl/strings/str_format.h"
 #include "hypercalls/descriptor.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 #include "hypercalls/pte_policy.h"
-#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 
-absl::StatusOr<uint64_t> mmu_update(HypercallEnv& env, const HypercallArgs& raw) {
+HypercallResult mmu_update(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = MmuUpdateArgs::From(raw);
   if (args.count > MVMM_MMU_UPDATE_MAX_REQS) {
-    return absl::ResourceExhaustedError(absl::StrFormat("mmu_update: %d requests is above %d",
-                                                        args.count, MVMM_MMU_UPDATE_MAX_REQS));
+    return Refuse(MVMM_E2BIG, "count above MVMM_MMU_UPDATE_MAX_REQS");
   }
-  if (args.count == 0) return 0;
-  std::array<mvmm_mmu_update, MVMM_MMU_UPDATE_MAX_REQS> reqs;  // 8 KiB, bounded
-  const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(reqs.data()),
-                                 args.count * sizeof(mvmm_mmu_update));
-  RETURN_IF_ERROR(env.memory.Read(args.reqs, bytes));
+  if (args.count == 0) return Done(0);
+  std::array<mvmm_mmu_update, MVMM_MMU_UPDATE_MAX_REQS> buffer;  // 8 KiB, bounded
+  const std::span<mvmm_mmu_update> reqs(buffer.data(), args.count);
+  if (!env.memory.Read(args.reqs, reqs)) return Refuse(MVMM_EFAULT, "request list outside RAM");
 
   const uint64_t ram_size = env.memory.size();
-  for (uint64_t done = 0; done < args.count; ++done) {
+  for (uint64_t done = 0; done < reqs.size(); ++done) {
     const mvmm_mmu_update& req = reqs[done];
-    const absl::Status status = CheckMmuRequest(req, ram_size);
-    if (!status.ok()) {
-      if (done == 0) return status;
-      return done;
-    }
-    ASSIGN_OR_RETURN(const std::span<uint8_t> pte,
-                     env.memory.GetSpan(GuestAddress(req.ptr), sizeof(uint64_t)));
-    Store64(pte, 0, req.val);
+    const HypercallResult check = CheckMmuRequest(req, ram_size);
+    if (!check.ok()) return done == 0 ? check : Done(done);
+    // Cannot fail: CheckMmuRequest just found [ptr, ptr + 8) inside RAM.
+    const std::optional<std::span<uint8_t>> pte =
+        env.memory.GetSpan(GuestAddress(req.ptr), sizeof(uint64_t));
+    if (!pte) return Refuse(MVMM_EFAULT, "PTE address outside RAM");
+    Store64(*pte, 0, req.val);
   }
-  return args.count;
+  return Done(args.count);
 }
 
 }  // namespace minivmm::hc

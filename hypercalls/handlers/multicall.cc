@@ -14,28 +14,25 @@
 // dispatcher for every non-direct multicall).
 #include <array>
 #include <cstddef>
+#include <span>
 
-#include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
-#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 
-absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, OpRunner run) {
+HypercallResult multicall(HypercallEnv& env, const HypercallArgs& raw, OpRunner run) {
   const auto args = MulticallArgs::From(raw);
   if (args.count > MVMM_MULTICALL_MAX_ENTRIES) {
-    return absl::ResourceExhaustedError(absl::StrFormat("multicall: %d entries is above %d",
-                                                        args.count, MVMM_MULTICALL_MAX_ENTRIES));
+    return Refuse(MVMM_E2BIG, "count above MVMM_MULTICALL_MAX_ENTRIES");
   }
-  if (args.count == 0) return 0;
+  if (args.count == 0) return Done(0);
   // 32 KiB on the vCPU thread's stack: bounded, and no allocation per call.
-  std::array<mvmm_multicall_entry, MVMM_MULTICALL_MAX_ENTRIES> entries;
-  const std::span<uint8_t> bytes(reinterpret_cast<uint8_t*>(entries.data()),
-                                 args.count * sizeof(mvmm_multicall_entry));
-  RETURN_IF_ERROR(env.memory.Read(args.list, bytes));
+  std::array<mvmm_multicall_entry, MVMM_MULTICALL_MAX_ENTRIES> buffer;
+  const std::span<mvmm_multicall_entry> entries(buffer.data(), args.count);
+  if (!env.memory.Read(args.list, entries)) return Refuse(MVMM_EFAULT, "entry list outside RAM");
 
-  for (uint64_t i = 0; i < args.count; ++i) {
+  for (uint64_t i = 0; i < entries.size(); ++i) {
     const mvmm_multicall_entry& entry = entries[i];
     HypercallArgs entry_args;
     for (size_t k = 0; k < entry_args.size(); ++k) entry_args[k] = entry.args[k];
@@ -44,9 +41,11 @@ absl::StatusOr<uint64_t> multicall(HypercallEnv& env, const HypercallArgs& raw, 
         args.list + i * sizeof(mvmm_multicall_entry) + offsetof(mvmm_multicall_entry, result);
     // Cannot fail: the whole list was inside RAM a moment ago and RAM does not
     // shrink. If it ever does, stop rather than run entries we cannot report.
-    RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(result_field, static_cast<uint64_t>(result)));
+    if (!env.memory.WriteObj<uint64_t>(result_field, static_cast<uint64_t>(result))) {
+      return Refuse(MVMM_EFAULT, "result field outside RAM");
+    }
   }
-  return 0;
+  return Done(0);
 }
 
 }  // namespace minivmm::hc

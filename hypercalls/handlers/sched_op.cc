@@ -4,7 +4,6 @@
 // reads RunControl after this exit (for a multicall: after the whole batch).
 // A pending shutdown is never downgraded by a later yield or block in the same
 // batch: the guest asked to stop and must stop.
-#include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
@@ -17,25 +16,22 @@ void Request(RunControl& control, VcpuRequest request) {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> sched_op(HypercallEnv& env, const HypercallArgs& raw) {
+HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = SchedOpArgs::From(raw);
   RunControl& control = env.exit.control;
   switch (args.cmd) {
     case MVMM_SCHEDOP_YIELD:
       Request(control, VcpuRequest::kYield);
-      return 0;
+      return Done(0);
     case MVMM_SCHEDOP_BLOCK:
       Request(control, VcpuRequest::kBlock);
-      return 0;
+      return Done(0);
     case MVMM_SCHEDOP_SHUTDOWN:
-      if (args.arg > 255) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("sched_op: exit code %d is not in 0..255", args.arg));
-      }
+      if (args.arg > 255) return Refuse(MVMM_EINVAL, "exit code above 255");
       control.Shutdown(static_cast<int>(args.arg));
-      return 0;
+      return Done(0);
     default:
-      return absl::InvalidArgumentError(absl::StrFormat("sched_op: unknown cmd %d", args.cmd));
+      return Refuse(MVMM_EINVAL, "unknown cmd");
   }
 }
 

@@ -3,23 +3,20 @@
 // IF (0 or 1). RFLAGS is part of the synced regs: no ioctl. Delivering an
 // interrupt that became deliverable is the run loop's business (it reads IF
 // after the exit).
-#include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
 namespace minivmm::hc {
 
-absl::StatusOr<uint64_t> set_if(HypercallEnv& env, const HypercallArgs& raw) {
+HypercallResult set_if(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = SetIfArgs::From(raw);
-  if (args.enable > 1) {
-    return absl::InvalidArgumentError(absl::StrFormat("set_if: enable=%d", args.enable));
-  }
+  if (args.enable > 1) return Refuse(MVMM_EINVAL, "enable is neither 0 nor 1");
   VcpuState& vcpu = env.exit.vcpu;
   const uint64_t rflags = vcpu.Get(Reg::kRflags);
   const uint64_t previous = (rflags & MVMM_RFLAGS_IF) ? 1 : 0;
   const uint64_t next = args.enable ? (rflags | MVMM_RFLAGS_IF) : (rflags & ~MVMM_RFLAGS_IF);
   if (next != rflags) vcpu.Set(Reg::kRflags, next);
-  return previous;
+  return Done(previous);
 }
 
 }  // namespace minivmm::hc

@@ -6,11 +6,11 @@
 
 namespace minivmm::hc {
 
-absl::StatusOr<uint64_t> set_timer_op(HypercallEnv& env, const HypercallArgs& raw) {
+HypercallResult set_timer_op(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = SetTimerOpArgs::From(raw);
-  if (env.timer == nullptr) return absl::UnimplementedError("set_timer_op: no timer");
+  if (env.timer == nullptr) return Refuse(MVMM_ENOSYS, "no timer wired");
   env.timer->SetOneShot(args.deadline_ns);
-  return 0;
+  return Done(0);
 }
 
 }  // namespace minivmm::hc

@@ -8,11 +8,9 @@
 // RAM were smaller than the boot layout). Returns 0.
 #include <cstddef>
 
-#include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 #include "minivmm_abi/boot.h"
-#include "vmm/internal/status_macros.h"
 
 namespace minivmm::hc {
 namespace {
@@ -25,18 +23,13 @@ bool IsCanonical(uint64_t va) {
 
 }  // namespace
 
-absl::StatusOr<uint64_t> stack_switch(HypercallEnv& env, const HypercallArgs& raw) {
+HypercallResult stack_switch(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = StackSwitchArgs::From(raw);
-  if (args.ss != MVMM_SEL_KERNEL_DS) {
-    return absl::InvalidArgumentError(absl::StrFormat("stack_switch: ss=0x%x", args.ss));
-  }
-  if (!IsCanonical(args.rsp)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("stack_switch: rsp 0x%x is not canonical", args.rsp));
-  }
+  if (args.ss != MVMM_SEL_KERNEL_DS) return Refuse(MVMM_EINVAL, "ss is not MVMM_SEL_KERNEL_DS");
+  if (!IsCanonical(args.rsp)) return Refuse(MVMM_EINVAL, "rsp not canonical");
   const GuestAddress rsp0(MVMM_TSS_GPA + offsetof(mvmm_tss, rsp));
-  RETURN_IF_ERROR(env.memory.WriteObj<uint64_t>(rsp0, args.rsp));
-  return 0;
+  if (!env.memory.WriteObj<uint64_t>(rsp0, args.rsp)) return Refuse(MVMM_EFAULT, "TSS outside RAM");
+  return Done(0);
 }
 
 }  // namespace minivmm::hc

@@ -3,24 +3,21 @@
 // turning paging or protection off would break the VMM's boot invariants);
 // any other difference is -EPERM and nothing changes. Returns 0. Like
 // fpu_taskswitch, an unchanged value is not written.
-#include "absl/strings/str_format.h"
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
 namespace minivmm::hc {
 
-absl::StatusOr<uint64_t> write_cr0(HypercallEnv& env, const HypercallArgs& raw) {
+HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = WriteCr0Args::From(raw);
   VcpuState& vcpu = env.exit.vcpu;
   const uint64_t cr0 = vcpu.Cr0();
   const uint64_t changed = args.value ^ cr0;
   if ((changed & ~MVMM_CR0_GUEST_WRITABLE) != 0) {
-    return absl::PermissionDeniedError(
-        absl::StrFormat("write_cr0: 0x%x would change protected bits 0x%x", args.value,
-                        changed & ~MVMM_CR0_GUEST_WRITABLE));
+    return Refuse(MVMM_EPERM, "would change CR0 bits other than MP, EM, TS");
   }
   if (changed != 0) vcpu.SetCr0(args.value);
-  return 0;
+  return Done(0);
 }
 
 }  // namespace minivmm::hc

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
-#include "vmm/cli/report_value.h"
+#include "cli/report_value.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "vmm/core/exit_context.h"
-#include "vmm/core/sinks.h"
+#include "minivmm/exit_context.h"
+#include "minivmm/sinks.h"
 
 namespace minivmm {
 

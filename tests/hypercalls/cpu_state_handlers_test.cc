@@ -17,19 +17,17 @@ constexpr uint64_t kCr0Pe = 1ull << 0, kCr0Et = 1ull << 4, kCr0Ne = 1ull << 5, k
 // A VcpuState that counts CR0 writes, to show unchanged values are not written.
 class CountingVcpu final : public VcpuState {
  public:
-  uint64_t Get(Reg reg) const override { return inner.Get(reg); }
-  void Set(Reg reg, uint64_t value) override {
-    ++reg_writes;
-    inner.Set(reg, value);
-  }
-  uint64_t Cr0() const override { return inner.Cr0(); }
+  CountingVcpu() : VcpuState(regs, &dirty, 1, &cpl) {}
+  uint64_t Cr0() const override { return cr0; }
   void SetCr0(uint64_t value) override {
     ++cr0_writes;
-    inner.SetCr0(value);
+    cr0 = value;
   }
-  int Cpl() const override { return 0; }
-  PlainVcpuState inner;
-  int cr0_writes = 0, reg_writes = 0;
+  RegWord regs[kRegCount] = {};
+  RegWord dirty = 0;
+  uint8_t cpl = 0;
+  uint64_t cr0 = 0;
+  int cr0_writes = 0;
 };
 
 class CpuStateHandlersTest : public ::testing::Test {
@@ -39,7 +37,9 @@ class CpuStateHandlersTest : public ::testing::Test {
 };
 
 TEST_F(CpuStateHandlersTest, FpuTaskswitchSetsTs) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, 1), 0);
+  const HypercallResult result = vm_.Result(MVMM_HC_fpu_taskswitch, 1);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0 | MVMM_CR0_TS);
 }
 
@@ -50,14 +50,18 @@ TEST_F(CpuStateHandlersTest, FpuTaskswitchClearsTs) {
 }
 
 TEST_F(CpuStateHandlersTest, FpuTaskswitchOtherValueIsEinval) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, 2), -MVMM_EINVAL);
+  const HypercallResult result = vm_.Result(MVMM_HC_fpu_taskswitch, 2);
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "set is neither 0 nor 1");
   EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
 }
 
 TEST_F(CpuStateHandlersTest, WriteCr0MayChangeMpEmTs) {
   const uint64_t value = (kBootCr0 & ~MVMM_CR0_MP) | MVMM_CR0_EM | MVMM_CR0_TS;
-  EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, value), 0);
+  const HypercallResult result = vm_.Result(MVMM_HC_write_cr0, value);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.cr0, value);
   EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, kBootCr0), 0);
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
@@ -73,25 +77,30 @@ TEST_F(CpuStateHandlersTest, WriteCr0ProtectedBitsArePermissionDenied) {
 }
 
 TEST_F(CpuStateHandlersTest, WriteCr0ZeroIsPermissionDenied) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, 0), -MVMM_EPERM);
+  const HypercallResult result = vm_.Result(MVMM_HC_write_cr0, 0);
+  EXPECT_EQ(result.value, -MVMM_EPERM);
+  EXPECT_STREQ(result.refusal, "would change CR0 bits other than MP, EM, TS");
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
 }
 
 TEST_F(CpuStateHandlersTest, UnchangedCr0IsNotWritten) {
   CountingVcpu vcpu;
-  vcpu.inner.cr0 = kBootCr0 | MVMM_CR0_TS;
+  vcpu.cr0 = kBootCr0 | MVMM_CR0_TS;
   ExitContext exit{vcpu, vm_.control, vm_.stats};
   HypercallEnv env{vm_.memory, vm_.gdt, exit};
-  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_fpu_taskswitch, {1}, true), 0);
-  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_write_cr0, {kBootCr0 | MVMM_CR0_TS}, true), 0);
+  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_fpu_taskswitch, {1}, true).value, 0);
+  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_write_cr0, {kBootCr0 | MVMM_CR0_TS}, true).value,
+            0);
   EXPECT_EQ(vcpu.cr0_writes, 0);
-  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_fpu_taskswitch, {0}, true), 0);
+  EXPECT_EQ(vm_.dispatcher.Dispatch(env, MVMM_HC_fpu_taskswitch, {0}, true).value, 0);
   EXPECT_EQ(vcpu.cr0_writes, 1);
 }
 
 TEST_F(CpuStateHandlersTest, SetIfReturnsPreviousAndSets) {
   vm_.vcpu.Set(Reg::kRflags, 0x2);
-  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 1), 0);
+  const HypercallResult result = vm_.Result(MVMM_HC_set_if, 1);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
   EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 1), 1);
   EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
@@ -105,9 +114,20 @@ TEST_F(CpuStateHandlersTest, SetIfClearsAndKeepsOtherFlags) {
   EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 0), 0);
 }
 
+TEST_F(CpuStateHandlersTest, UnchangedIfDoesNotDirtyRegisters) {
+  vm_.vcpu.Set(Reg::kRflags, 0x2 | MVMM_RFLAGS_IF);
+  vm_.vcpu.dirty = 0;
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 1), 1);
+  EXPECT_EQ(vm_.vcpu.dirty, 0u);  // no store: the next entry syncs nothing
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 0), 1);
+  EXPECT_EQ(vm_.vcpu.dirty, 1u);
+}
+
 TEST_F(CpuStateHandlersTest, SetIfOtherValueIsEinval) {
   vm_.vcpu.Set(Reg::kRflags, 0x2);
-  EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 2), -MVMM_EINVAL);
+  const HypercallResult result = vm_.Result(MVMM_HC_set_if, 2);
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "enable is neither 0 nor 1");
   EXPECT_EQ(vm_.Call(MVMM_HC_set_if, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2u);
 }

@@ -93,8 +93,9 @@ TEST(DescriptorTest, NonZeroNotPresentIsRefused) {
 }
 
 TEST(DescriptorTest, VerdictNamesAreDistinct) {
-  EXPECT_EQ(DescriptorVerdictName(DescriptorVerdict::kOk), "ok");
-  EXPECT_EQ(DescriptorVerdictName(DescriptorVerdict::kLongBitSet), "L bit set on a data segment");
+  EXPECT_STREQ(DescriptorVerdictName(DescriptorVerdict::kOk), "ok");
+  EXPECT_STREQ(DescriptorVerdictName(DescriptorVerdict::kLongBitSet),
+               "L bit set on a data segment");
 }
 
 TEST(DescriptorTest, OnlySlotsSevenToNineAreTls) {

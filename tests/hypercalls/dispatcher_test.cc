@@ -120,7 +120,7 @@ TEST_F(DispatcherTest, CallFromCpl3WithUnknownNumberIsStillEperm) {
 }
 
 TEST_F(DispatcherTest, NonDirectDispatchCountsOpButNoExit) {
-  EXPECT_EQ(vm_.dispatcher.Dispatch(vm_.env, MVMM_HC_set_if, {1}, /*direct=*/false), 0);
+  EXPECT_EQ(vm_.dispatcher.Dispatch(vm_.env, MVMM_HC_set_if, {1}, /*direct=*/false).value, 0);
   EXPECT_EQ(vm_.stats.hc_exits[MVMM_HC_set_if], 0u);
   EXPECT_EQ(vm_.stats.hc_ops[MVMM_HC_set_if], 1u);
   EXPECT_EQ(vm_.cause(Cause::kIfSet).ops, 1u);
@@ -128,8 +128,10 @@ TEST_F(DispatcherTest, NonDirectDispatchCountsOpButNoExit) {
 }
 
 TEST_F(DispatcherTest, NonDirectMulticallIsEinval) {
-  EXPECT_EQ(vm_.dispatcher.Dispatch(vm_.env, MVMM_HC_multicall, {0, 0}, /*direct=*/false),
-            -MVMM_EINVAL);
+  const HypercallResult r =
+      vm_.dispatcher.Dispatch(vm_.env, MVMM_HC_multicall, {0, 0}, /*direct=*/false);
+  EXPECT_EQ(r.value, -MVMM_EINVAL);
+  EXPECT_NE(r.refusal, nullptr);
 }
 
 TEST_F(DispatcherTest, RegisterRefusesNumbersOutsideUserRange) {
@@ -190,6 +192,43 @@ TEST_F(DispatcherTest, HandleExitCountsDirectCauses) {
   EXPECT_EQ(vm_.cause(Cause::kIfSet).exits, 1u);
   EXPECT_EQ(vm_.cause(Cause::kIfClear).exits, 1u);
   EXPECT_EQ(vm_.stats.hc_exits[MVMM_HC_set_if], 2u);
+}
+
+}  // namespace
+}  // namespace minivmm
+
+namespace minivmm {
+namespace {
+
+TEST(RefusalNotesTest, OneLinePerHypercallAndReason) {
+  RefusalNotes notes;
+  static constexpr char kBadCmd[] = "unknown cmd";
+  static constexpr char kTooBig[] = "count above the maximum";
+  notes.Note("console_io", -MVMM_EINVAL, kBadCmd);
+  notes.Note("console_io", -MVMM_EINVAL, kBadCmd);
+  notes.Note("console_io", -MVMM_E2BIG, kTooBig);
+  notes.Note("sched_op", -MVMM_EINVAL, kBadCmd);
+  ASSERT_EQ(notes.lines().size(), 3u);
+  EXPECT_NE(notes.lines()[0].find("console_io"), std::string::npos);
+  EXPECT_NE(notes.lines()[0].find("unknown cmd"), std::string::npos);
+  EXPECT_NE(notes.lines()[2].find("sched_op"), std::string::npos);
+}
+
+// An embedder's handler: its status becomes the errno, its message is not
+// passed on (the refusal says whose handler refused).
+TEST(DispatcherUserHandlerTest, StatusBecomesErrnoWithAFixedReason) {
+  testing::TestVm vm;
+  ASSERT_TRUE(vm.dispatcher
+                  .Register(70, "probe",
+                            [](HypercallEnv&, const HypercallArgs&) -> absl::StatusOr<uint64_t> {
+                              return absl::PermissionDeniedError("formatted 12345");
+                            })
+                  .ok());
+  const HypercallResult r = vm.dispatcher.Dispatch(vm.env, 70, {}, /*direct=*/true);
+  EXPECT_EQ(r.value, -MVMM_EPERM);
+  ASSERT_NE(r.refusal, nullptr);
+  EXPECT_EQ(std::string(r.refusal).find("12345"), std::string::npos);
+  EXPECT_EQ(vm.stats.hc_errors[70], 1u);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include "minivmm_abi/hypercall.h"
-#include "vmm/memory/guest_memory.h"
 
 namespace minivmm {
 namespace {
@@ -48,12 +47,6 @@ TEST(GuestErrnoTest, ErrnoValuesAreTheLinuxOnes) {
   EXPECT_EQ(MVMM_EFAULT, 14);
   EXPECT_EQ(MVMM_EINVAL, 22);
   EXPECT_EQ(MVMM_ENOSYS, 38);
-}
-
-TEST(GuestErrnoTest, GuestMemoryOutOfRangeIsEfault) {
-  std::vector<uint8_t> ram(16);
-  const GuestMemory memory(ram);
-  EXPECT_EQ(GuestErrno(memory.ReadObj<uint64_t>(GuestAddress(12)).status()), -MVMM_EFAULT);
 }
 
 }  // namespace

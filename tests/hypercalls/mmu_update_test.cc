@@ -15,18 +15,22 @@ constexpr uint64_t kTable = 0x9000;  // a page table the guest edits
 
 class MmuUpdateTest : public ::testing::Test {
  protected:
-  int64_t Update(const std::vector<mvmm_mmu_update>& reqs) {
+  HypercallResult UpdateResult(const std::vector<mvmm_mmu_update>& reqs) {
     for (size_t i = 0; i < reqs.size(); ++i) {
       vm_.Poke64(kReqs + 16 * i, reqs[i].ptr);
       vm_.Poke64(kReqs + 16 * i + 8, reqs[i].val);
     }
-    return vm_.Call(MVMM_HC_mmu_update, kReqs, reqs.size());
+    return vm_.Result(MVMM_HC_mmu_update, kReqs, reqs.size());
   }
+  int64_t Update(const std::vector<mvmm_mmu_update>& reqs) { return UpdateResult(reqs).value; }
   TestVm vm_;
 };
 
 TEST_F(MmuUpdateTest, WritesEveryPteAndReturnsCount) {
-  EXPECT_EQ(Update({{kTable, 0x5000 | 0x3}, {kTable + 8, 0x6000 | 0x7 | (1ull << 63)}}), 2);
+  const HypercallResult result =
+      UpdateResult({{kTable, 0x5000 | 0x3}, {kTable + 8, 0x6000 | 0x7 | (1ull << 63)}});
+  EXPECT_EQ(result.value, 2);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.Peek64(kTable), 0x5003u);
   EXPECT_EQ(vm_.Peek64(kTable + 8), 0x6007u | (1ull << 63));
 }
@@ -44,13 +48,18 @@ TEST_F(MmuUpdateTest, MaximumCountIsAccepted) {
 }
 
 TEST_F(MmuUpdateTest, OverMaximumCountIsE2big) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kReqs, MVMM_MMU_UPDATE_MAX_REQS + 1), -MVMM_E2BIG);
+  const HypercallResult result =
+      vm_.Result(MVMM_HC_mmu_update, kReqs, MVMM_MMU_UPDATE_MAX_REQS + 1);
+  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_STREQ(result.refusal, "count above MVMM_MMU_UPDATE_MAX_REQS");
   EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kReqs, 1ull << 60), -MVMM_E2BIG);  // count*16 wraps
 }
 
 TEST_F(MmuUpdateTest, ListOutsideRamIsEfault) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kRamSize - 16, 2), -MVMM_EFAULT);  // crosses end
-  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, ~0ull - 15, 1), -MVMM_EFAULT);     // wraps
+  const HypercallResult result = vm_.Result(MVMM_HC_mmu_update, kRamSize - 16, 2);  // crosses end
+  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_STREQ(result.refusal, "request list outside RAM");
+  EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, ~0ull - 15, 1), -MVMM_EFAULT);  // wraps
 }
 
 TEST_F(MmuUpdateTest, ListEndingAtEndOfRamIsAccepted) {
@@ -59,7 +68,11 @@ TEST_F(MmuUpdateTest, ListEndingAtEndOfRamIsAccepted) {
   EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kRamSize - 16, 1), 1);
 }
 
-TEST_F(MmuUpdateTest, MisalignedPtrIsEinval) { EXPECT_EQ(Update({{kTable + 4, 0}}), -MVMM_EINVAL); }
+TEST_F(MmuUpdateTest, MisalignedPtrIsEinval) {
+  const HypercallResult result = UpdateResult({{kTable + 4, 0}});
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "PTE address misaligned");
+}
 
 TEST_F(MmuUpdateTest, PtrOutsideRamIsEfault) {
   EXPECT_EQ(Update({{kRamSize, 0}}), -MVMM_EFAULT);
@@ -73,7 +86,9 @@ TEST_F(MmuUpdateTest, PtrAtLastWordOfRamIsAccepted) {
 }
 
 TEST_F(MmuUpdateTest, PresentFrameOutsideRamIsEperm) {
-  EXPECT_EQ(Update({{kTable, kRamSize | 1}}), -MVMM_EPERM);
+  const HypercallResult result = UpdateResult({{kTable, kRamSize | 1}});
+  EXPECT_EQ(result.value, -MVMM_EPERM);
+  EXPECT_STREQ(result.refusal, "PTE maps a frame outside RAM");
   EXPECT_EQ(Update({{kTable, MVMM_GDT_GPA | 3}}), -MVMM_EPERM);
   EXPECT_EQ(vm_.Peek64(kTable), 0u);
 }
@@ -89,7 +104,10 @@ TEST_F(MmuUpdateTest, LargePageBitIsEinval) {
 
 TEST_F(MmuUpdateTest, StopsAtFirstBadRequestAndReturnsDone) {
   vm_.Poke64(kTable + 16, 0x77);
-  EXPECT_EQ(Update({{kTable, 0x5001}, {kTable + 8, kRamSize | 1}, {kTable + 16, 0x6001}}), 1);
+  const HypercallResult result =
+      UpdateResult({{kTable, 0x5001}, {kTable + 8, kRamSize | 1}, {kTable + 16, 0x6001}});
+  EXPECT_EQ(result.value, 1);
+  EXPECT_EQ(result.refusal, nullptr);  // a short count is a success, not a refusal
   EXPECT_EQ(vm_.Peek64(kTable), 0x5001u);
   EXPECT_EQ(vm_.Peek64(kTable + 8), 0u);
   EXPECT_EQ(vm_.Peek64(kTable + 16), 0x77u);  // after the refused one: not run

@@ -31,6 +31,7 @@ class MulticallTest : public ::testing::Test {
  protected:
   void Put(uint64_t gpa, const std::vector<mvmm_multicall_entry>& entries) {
     ASSERT_LE(gpa + entries.size() * 64, vm_.ram.size());
+    // Safety: the range was asserted inside the fake RAM just above; entries are POD.
     std::memcpy(vm_.ram.data() + gpa, entries.data(), entries.size() * 64);
   }
   int64_t Run(const std::vector<mvmm_multicall_entry>& entries) {
@@ -45,10 +46,12 @@ class MulticallTest : public ::testing::Test {
 
 TEST_F(MulticallTest, RunsEntriesInOrder) {
   vm_.PokeBytes(kText, "abc");
-  EXPECT_EQ(
-      Run({Entry(MVMM_HC_console_io, {0, 1, kText}), Entry(MVMM_HC_console_io, {0, 1, kText + 1}),
-           Entry(MVMM_HC_console_io, {0, 1, kText + 2})}),
-      0);
+  Put(kList,
+      {Entry(MVMM_HC_console_io, {0, 1, kText}), Entry(MVMM_HC_console_io, {0, 1, kText + 1}),
+       Entry(MVMM_HC_console_io, {0, 1, kText + 2})});
+  const HypercallResult result = vm_.Result(MVMM_HC_multicall, kList, 3);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.console.out, "abc");
 }
 
@@ -108,7 +111,10 @@ TEST_F(MulticallTest, ZeroCountIsNoopEvenWithBadList) {
 }
 
 TEST_F(MulticallTest, OverMaximumCountIsE2big) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_multicall, kList, MVMM_MULTICALL_MAX_ENTRIES + 1), -MVMM_E2BIG);
+  const HypercallResult result =
+      vm_.Result(MVMM_HC_multicall, kList, MVMM_MULTICALL_MAX_ENTRIES + 1);
+  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_STREQ(result.refusal, "count above MVMM_MULTICALL_MAX_ENTRIES");
 }
 
 TEST_F(MulticallTest, CountTimes64OverflowIsRefusedNotTreatedAsEmpty) {
@@ -130,7 +136,9 @@ TEST_F(MulticallTest, MaximumCountRunsEveryEntry) {
 TEST_F(MulticallTest, ListCrossingEndOfRamIsEfaultAndRunsNothing) {
   vm_.PokeBytes(kText, "x");
   Put(kRamSize - 64, {Entry(MVMM_HC_console_io, {0, 1, kText})});
-  EXPECT_EQ(vm_.Call(MVMM_HC_multicall, kRamSize - 64, 2), -MVMM_EFAULT);
+  const HypercallResult result = vm_.Result(MVMM_HC_multicall, kRamSize - 64, 2);
+  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_STREQ(result.refusal, "entry list outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_multicall, kRamSize - 32, 1), -MVMM_EFAULT);
   EXPECT_EQ(vm_.console.out, "");
   EXPECT_EQ(Result(0, kRamSize - 64), 0xC0FFEE);
@@ -230,15 +238,16 @@ TEST_F(MulticallTest, PassesArgsZeroToFourAndIgnoresArgFive) {
 TEST(MulticallHandlerTest, CallsRunnerOncePerEntryInOrder) {
   TestVm vm;
   std::vector<mvmm_multicall_entry> entries = {Entry(3, {1}), Entry(200, {2}), Entry(1, {3})};
+  // Safety: 3 POD entries of 64 bytes at kList, far inside the 1 MiB fake RAM.
   std::memcpy(vm.ram.data() + kList, entries.data(), 3 * 64);
   std::vector<std::pair<uint64_t, uint64_t>> calls;
   auto runner = [&](uint64_t nr, const HypercallArgs& a) -> int64_t {
     calls.emplace_back(nr, a[0]);
     return -static_cast<int64_t>(calls.size());
   };
-  const absl::StatusOr<uint64_t> r = hc::multicall(vm.env, {kList, 3}, runner);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, 0u);
+  const HypercallResult r = hc::multicall(vm.env, {kList, 3}, runner);
+  EXPECT_EQ(r.value, 0);
+  EXPECT_EQ(r.refusal, nullptr);  // failing entries do not make the multicall a refusal
   EXPECT_EQ(calls, (std::vector<std::pair<uint64_t, uint64_t>>{{3, 1}, {200, 2}, {1, 3}}));
   EXPECT_EQ(static_cast<int64_t>(vm.Peek64(kList + 8)), -1);
   EXPECT_EQ(static_cast<int64_t>(vm.Peek64(kList + 64 + 8)), -2);

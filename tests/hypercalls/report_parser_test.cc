@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace minivmm {
 namespace {
@@ -54,42 +55,60 @@ TEST(ReportKeyTest, AllowedCharacters) {
 }
 
 TEST(ParseReportTest, SplitsLinesAtFirstEquals) {
-  auto entries = ParseReport("backend=pv\npvops=tls:naive,batch=x\nempty=\n");
-  ASSERT_TRUE(entries.ok());
-  ASSERT_EQ(entries->size(), 3u);
-  EXPECT_EQ((*entries)[0].key, "backend");
-  EXPECT_EQ((*entries)[0].value, "pv");
-  EXPECT_EQ((*entries)[1].key, "pvops");
-  EXPECT_EQ((*entries)[1].value, "tls:naive,batch=x");
-  EXPECT_EQ((*entries)[2].key, "empty");
-  EXPECT_EQ((*entries)[2].value, "");
+  const ParsedReport parsed = ParseReport("backend=pv\npvops=tls:naive,batch=x\nempty=\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_EQ(parsed.bad_line, 0u);
+  const std::vector<ReportEntry>& entries = parsed.entries;
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].key, "backend");
+  EXPECT_EQ(entries[0].value, "pv");
+  EXPECT_EQ(entries[1].key, "pvops");
+  EXPECT_EQ(entries[1].value, "tls:naive,batch=x");
+  EXPECT_EQ(entries[2].key, "empty");
+  EXPECT_EQ(entries[2].value, "");
 }
 
 TEST(ParseReportTest, LastLineMayOmitNewlineAndEmptyLinesAreSkipped) {
-  auto entries = ParseReport("\n\na=1\n\nb=2");
-  ASSERT_TRUE(entries.ok());
-  ASSERT_EQ(entries->size(), 2u);
-  EXPECT_EQ((*entries)[1].value, "2");
+  const ParsedReport parsed = ParseReport("\n\na=1\n\nb=2");
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  ASSERT_EQ(parsed.entries.size(), 2u);
+  EXPECT_EQ(parsed.entries[1].value, "2");
 }
 
 TEST(ParseReportTest, EmptyRecordHasNoEntries) {
-  auto entries = ParseReport("");
-  ASSERT_TRUE(entries.ok());
-  EXPECT_TRUE(entries->empty());
+  const ParsedReport parsed = ParseReport("");
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  EXPECT_TRUE(parsed.entries.empty());
 }
 
 TEST(ParseReportTest, ValueMayHoldTabsAndUtf8) {
-  auto entries = ParseReport("note=a\tb µ");
-  ASSERT_TRUE(entries.ok());
-  EXPECT_EQ((*entries)[0].value, "a\tb µ");
+  const ParsedReport parsed = ParseReport("note=a\tb µ");
+  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  ASSERT_EQ(parsed.entries.size(), 1u);
+  EXPECT_EQ(parsed.entries[0].value, "a\tb µ");
 }
 
 TEST(ParseReportTest, RefusesBadRecords) {
   for (const std::string& bad :
        {"noequals\n"s, "=value\n"s, "bad key=1\n"s, "a=1\nb\n"s, "a=1\r\n"s, "a=\x01\n"s,
         "a=b\x7F"s, "a=\x00"s, "k=\xC0\x80"s, "a=1\n\xFF=2\n"s}) {
-    EXPECT_EQ(ParseReport(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    const ParsedReport parsed = ParseReport(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    EXPECT_NE(parsed.error, nullptr) << bad;
+    EXPECT_TRUE(parsed.entries.empty()) << bad;
   }
+}
+
+TEST(ParseReportTest, RefusalNamesTheFirstBadLine) {
+  const ParsedReport bad_key = ParseReport("a=1\n\nbad key=2\nc\n");
+  EXPECT_STREQ(bad_key.error, "report line is not key=value");
+  EXPECT_EQ(bad_key.bad_line, 3u);
+  const ParsedReport control = ParseReport("a=1\r\n");
+  EXPECT_STREQ(control.error, "report line has a control character");
+  EXPECT_EQ(control.bad_line, 1u);
+  const ParsedReport utf8 = ParseReport("a=1\nk=\xC0\x80");
+  EXPECT_STREQ(utf8.error, "report is not valid UTF-8");
+  EXPECT_EQ(utf8.bad_line, 0u);
 }
 
 }  // namespace

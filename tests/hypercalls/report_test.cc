@@ -12,15 +12,18 @@ using testing::TestVm;
 
 class ReportTest : public ::testing::Test {
  protected:
-  int64_t Report(std::string_view text) {
+  HypercallResult ReportResult(std::string_view text) {
     vm_.PokeBytes(0x8000, text);
-    return vm_.Call(MVMM_HC_report, 0x8000, text.size());
+    return vm_.Result(MVMM_HC_report, 0x8000, text.size());
   }
+  int64_t Report(std::string_view text) { return ReportResult(text).value; }
   TestVm vm_;
 };
 
 TEST_F(ReportTest, AppendsEntriesAndReturnsTheirNumber) {
-  EXPECT_EQ(Report("backend=pv\nworkload=hello\n"), 2);
+  const HypercallResult result = ReportResult("backend=pv\nworkload=hello\n");
+  EXPECT_EQ(result.value, 2);
+  EXPECT_EQ(result.refusal, nullptr);
   ASSERT_EQ(vm_.reports.entries.size(), 2u);
   EXPECT_EQ(vm_.reports.entries[0], (std::pair<std::string, std::string>{"backend", "pv"}));
   EXPECT_EQ(vm_.reports.entries[1], (std::pair<std::string, std::string>{"workload", "hello"}));
@@ -41,11 +44,15 @@ TEST_F(ReportTest, EmptyRecordReturnsZero) {
 
 TEST_F(ReportTest, NoStoreIsEnosys) {
   vm_.env.reports = nullptr;
-  EXPECT_EQ(Report("a=1"), -MVMM_ENOSYS);
+  const HypercallResult result = ReportResult("a=1");
+  EXPECT_EQ(result.value, -MVMM_ENOSYS);
+  EXPECT_STREQ(result.refusal, "no report store wired");
 }
 
 TEST_F(ReportTest, OverMaximumLengthIsE2big) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_report, 0x8000, MVMM_REPORT_MAX_BYTES + 1), -MVMM_E2BIG);
+  const HypercallResult result = vm_.Result(MVMM_HC_report, 0x8000, MVMM_REPORT_MAX_BYTES + 1);
+  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_STREQ(result.refusal, "len above MVMM_REPORT_MAX_BYTES");
   EXPECT_EQ(vm_.Call(MVMM_HC_report, 0x8000, ~0ull), -MVMM_E2BIG);
 }
 
@@ -57,12 +64,17 @@ TEST_F(ReportTest, MaximumLengthIsAccepted) {
 }
 
 TEST_F(ReportTest, OutsideRamIsEfault) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_report, kRamSize - 2, 3), -MVMM_EFAULT);
+  const HypercallResult result = vm_.Result(MVMM_HC_report, kRamSize - 2, 3);
+  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_STREQ(result.refusal, "text outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_report, ~0ull, 2), -MVMM_EFAULT);
 }
 
 TEST_F(ReportTest, BadRecordIsEinvalAndAppendsNothing) {
-  EXPECT_EQ(Report("good=1\nbad line\n"), -MVMM_EINVAL);
+  const HypercallResult result = ReportResult("good=1\nbad line\n");
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "report line is not key=value");
+  EXPECT_STREQ(ReportResult("k=\xC0\x80").refusal, "report is not valid UTF-8");
   EXPECT_EQ(Report("k=\xC0\x80"), -MVMM_EINVAL);
   EXPECT_EQ(Report("bad key=1"), -MVMM_EINVAL);
   EXPECT_TRUE(vm_.reports.entries.empty());
@@ -72,7 +84,9 @@ TEST_F(ReportTest, BadRecordIsEinvalAndAppendsNothing) {
 TEST_F(ReportTest, FullStoreIsE2bigAndAppendsNothing) {
   // Each entry costs its key and value plus a fixed host overhead.
   vm_.reports.bytes = GuestReports::kMaxBytes - 3 - GuestReports::kEntryOverheadBytes;
-  EXPECT_EQ(Report("ab=cd"), -MVMM_E2BIG);
+  const HypercallResult result = ReportResult("ab=cd");
+  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_STREQ(result.refusal, "report store full");
   EXPECT_TRUE(vm_.reports.entries.empty());
   EXPECT_EQ(Report("a=bc"), 1);  // exactly fills the store
   EXPECT_EQ(vm_.reports.bytes, GuestReports::kMaxBytes);

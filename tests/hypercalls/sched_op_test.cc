@@ -13,7 +13,9 @@ class SchedOpTest : public ::testing::Test {
 };
 
 TEST_F(SchedOpTest, YieldRequestsYield) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD), 0);
+  const HypercallResult result = vm_.Result(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kYield);
 }
 
@@ -35,13 +37,17 @@ TEST_F(SchedOpTest, ShutdownWithZero) {
 }
 
 TEST_F(SchedOpTest, ShutdownCodeAbove255IsEinval) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256), -MVMM_EINVAL);
+  const HypercallResult result = vm_.Result(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256);
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "exit code above 255");
   EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);
 }
 
 TEST_F(SchedOpTest, UnknownCommandIsEinval) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, 3), -MVMM_EINVAL);
+  const HypercallResult result = vm_.Result(MVMM_HC_sched_op, 3);
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "unknown cmd");
   EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);
 }

@@ -9,7 +9,9 @@ using testing::TestVm;
 
 TEST(SetTimerOpTest, ArmsOneShotAtDeadline) {
   TestVm vm;
-  EXPECT_EQ(vm.Call(MVMM_HC_set_timer_op, 123456789), 0);
+  const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 123456789);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm.timer.armed, std::vector<uint64_t>{123456789});
 }
 
@@ -22,7 +24,9 @@ TEST(SetTimerOpTest, ZeroIsPassedOnToCancel) {
 TEST(SetTimerOpTest, NoTimerIsEnosys) {
   TestVm vm;
   vm.env.timer = nullptr;
-  EXPECT_EQ(vm.Call(MVMM_HC_set_timer_op, 5), -MVMM_ENOSYS);
+  const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 5);
+  EXPECT_EQ(result.value, -MVMM_ENOSYS);
+  EXPECT_STREQ(result.refusal, "no timer wired");
 }
 
 }  // namespace

@@ -15,7 +15,9 @@ class StackSwitchTest : public ::testing::Test {
 };
 
 TEST_F(StackSwitchTest, SetsTssRsp0) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x7FF000), 0);
+  const HypercallResult result = vm_.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x7FF000);
+  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0x7FF000u);
   EXPECT_EQ(vm_.Peek64(MVMM_TSS_GPA + 12), 0u);  // rsp1 untouched
 }
@@ -29,8 +31,10 @@ TEST_F(StackSwitchTest, CanonicalEdgesAreAccepted) {
 
 TEST_F(StackSwitchTest, NonCanonicalRspIsEinval) {
   vm_.Poke64(kRsp0Gpa, 0x1234);
-  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x0000800000000000ull),
-            -MVMM_EINVAL);
+  const HypercallResult result =
+      vm_.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x0000800000000000ull);
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "rsp not canonical");
   EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0xFFFF7FFFFFFFFFFFull),
             -MVMM_EINVAL);
   EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0x1234u);
@@ -44,12 +48,16 @@ TEST_F(StackSwitchTest, SsOtherThanKernelDataIsEinval) {
 }
 
 TEST_F(StackSwitchTest, SsIsCheckedBeforeRsp) {
-  EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, 0x18, 0x0000800000000000ull), -MVMM_EINVAL);
+  const HypercallResult result = vm_.Result(MVMM_HC_stack_switch, 0x18, 0x0000800000000000ull);
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "ss is not MVMM_SEL_KERNEL_DS");
 }
 
 TEST(StackSwitchSmallRamTest, TssOutsideRamIsEfault) {
   TestVm vm(MVMM_TSS_GPA + 8);  // rsp0 would end 4 bytes past RAM
-  EXPECT_EQ(vm.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x1000), -MVMM_EFAULT);
+  const HypercallResult result = vm.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x1000);
+  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_STREQ(result.refusal, "TSS outside RAM");
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hypercalls/dispatcher.h"
-#include "hypercalls/hypercall_env.h"
+#include "minivmm/hypercall_env.h"
 #include "minivmm_abi/boot.h"
 
 namespace minivmm::testing {
@@ -54,25 +54,43 @@ struct TestVm {
   HypercallEnv env{memory, gdt, exit, &console, &timer, &reports};
   Dispatcher dispatcher;
 
-  // One direct hypercall as the run loop would make it, minus the registers.
+  // One direct hypercall as the run loop would make it, minus the registers:
+  // the whole result. Every call also checks the contract of
+  // HypercallResult: a reason exactly when the call was refused.
+  HypercallResult Result(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                         uint64_t a3 = 0, uint64_t a4 = 0) {
+    const HypercallResult result =
+        dispatcher.Dispatch(env, nr, HypercallArgs{a0, a1, a2, a3, a4}, /*direct=*/true);
+    EXPECT_EQ(result.refusal != nullptr, !result.ok())
+        << "hypercall " << nr << " returned " << result.value << " with refusal "
+        << (result.refusal != nullptr ? result.refusal : "(null)");
+    return result;
+  }
+  // The same, just the value the guest gets in RAX (>= 0 or -errno).
   int64_t Call(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0, uint64_t a3 = 0,
                uint64_t a4 = 0) {
-    return dispatcher.Dispatch(env, nr, HypercallArgs{a0, a1, a2, a3, a4}, /*direct=*/true);
+    return Result(nr, a0, a1, a2, a3, a4).value;
   }
 
-  void Poke64(uint64_t gpa, uint64_t value) { std::memcpy(&ram.at(gpa + 7) - 7, &value, 8); }
+  void Poke64(uint64_t gpa, uint64_t value) {
+    // Safety: ram.at(gpa + 7) throws unless all 8 bytes are inside the fake RAM.
+    std::memcpy(&ram.at(gpa + 7) - 7, &value, 8);
+  }
   uint64_t Peek64(uint64_t gpa) const {
     uint64_t value;
+    // Safety: ram.at(gpa + 7) throws unless all 8 bytes are inside the fake RAM.
     std::memcpy(&value, &ram.at(gpa + 7) - 7, 8);
     return value;
   }
   void PokeBytes(uint64_t gpa, std::string_view bytes) {
     ASSERT_LE(gpa + bytes.size(), ram.size());
+    // Safety: the range was asserted inside the fake RAM just above.
     std::memcpy(ram.data() + gpa, bytes.data(), bytes.size());
   }
   uint64_t GdtSlot(int slot) const {
     uint64_t value;
-    std::memcpy(&value, gdt.data() + 8 * slot, 8);
+    // Safety: gdt.at(8 * slot + 7) throws unless all 8 bytes are inside the fake GDT.
+    std::memcpy(&value, &gdt.at(8 * slot + 7) - 7, 8);
     return value;
   }
   const CauseCount& cause(Cause c) const { return stats.causes[static_cast<int>(c)]; }

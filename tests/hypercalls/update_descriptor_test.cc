@@ -16,11 +16,15 @@ class UpdateDescriptorTest : public ::testing::Test {
   int64_t Update(uint64_t gpa, uint64_t desc) {
     return vm_.Call(MVMM_HC_update_descriptor, gpa, desc);
   }
+  const char* Refusal(uint64_t gpa, uint64_t desc) {
+    return vm_.Result(MVMM_HC_update_descriptor, gpa, desc).refusal;
+  }
   bool GdtUntouched() const { return vm_.gdt == std::vector<uint8_t>(4096, 0); }
   TestVm vm_;
 };
 
 TEST_F(UpdateDescriptorTest, WritesEachTlsSlotWithAccessedBit) {
+  EXPECT_EQ(Refusal(TlsSlotGpa(0), kUserTlsDesc), nullptr);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(Update(TlsSlotGpa(i), kUserTlsDesc), 0);
     EXPECT_EQ(vm_.GdtSlot(7 + i), kUserTlsDesc | MVMM_DESC_ACCESSED);
@@ -38,6 +42,7 @@ TEST_F(UpdateDescriptorTest, MisalignedAddressIsEinval) {
     EXPECT_EQ(Update(TlsSlotGpa(0) + off, kUserTlsDesc), -MVMM_EINVAL) << off;
   }
   EXPECT_EQ(Update(MVMM_GDT_GPA - 3, kUserTlsDesc), -MVMM_EINVAL);  // before range check
+  EXPECT_STREQ(Refusal(MVMM_GDT_GPA - 3, kUserTlsDesc), "gpa misaligned");
   EXPECT_TRUE(GdtUntouched());
 }
 
@@ -46,6 +51,8 @@ TEST_F(UpdateDescriptorTest, AddressOutsideGdtPageIsEfault) {
   EXPECT_EQ(Update(MVMM_GDT_GPA + 4096, kUserTlsDesc), -MVMM_EFAULT);
   EXPECT_EQ(Update(0x1000 + 56, kUserTlsDesc), -MVMM_EFAULT);  // RAM, not the GDT
   EXPECT_EQ(Update(~7ull, kUserTlsDesc), -MVMM_EFAULT);
+  EXPECT_STREQ(Refusal(MVMM_GDT_GPA - 8, kUserTlsDesc), "gpa below the GDT");
+  EXPECT_STREQ(Refusal(MVMM_GDT_GPA + 4096, kUserTlsDesc), "gpa outside the GDT");
   EXPECT_TRUE(GdtUntouched());
 }
 
@@ -53,6 +60,7 @@ TEST_F(UpdateDescriptorTest, ReservedSlotIsEperm) {
   for (uint64_t slot : {0, 1, 2, 3, 4, 5, 6, 10, 11, 511}) {
     EXPECT_EQ(Update(MVMM_GDT_GPA + 8 * slot, kUserTlsDesc), -MVMM_EPERM) << slot;
   }
+  EXPECT_STREQ(Refusal(MVMM_GDT_GPA + 8, kUserTlsDesc), "slot is not a TLS slot");
   EXPECT_TRUE(GdtUntouched());
 }
 
@@ -73,6 +81,11 @@ TEST_F(UpdateDescriptorTest, RefusedDescriptorIsEinval) {
   for (uint64_t desc : refused) {
     EXPECT_EQ(Update(TlsSlotGpa(2), desc), -MVMM_EINVAL) << std::hex << desc;
   }
+  EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[0]), "DPL is not 3");
+  EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[2]), "code segment");
+  EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[3]), "system segment");
+  EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[4]), "not present");
+  EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[5]), "L bit set on a data segment");
   EXPECT_TRUE(GdtUntouched());
 }
 

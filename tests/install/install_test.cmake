@@ -6,7 +6,7 @@
 #   embed_example   examples/embed builds against PREFIX and its checks pass;
 #                   (it needs a usable /dev/kvm: without one it fails after
 #                   building; the test command runs it on a nested KVM then)
-#   cli_public_api  vmm/cli's sources preprocess with only their own headers
+#   cli_public_api  cli's sources preprocess with only their own headers
 #                   and the installed ones
 # The consumer projects find minivmm in PREFIX and nowhere else.
 cmake_minimum_required(VERSION 3.25)
@@ -45,8 +45,8 @@ endfunction()
 if(STEP STREQUAL "install")
   file(REMOVE_RECURSE ${PREFIX})
   run_step("cmake --install" ${CMAKE_COMMAND} --install ${MINIVMM_BINARY_DIR} --prefix ${PREFIX})
-  foreach(file share/minivmm/minivmm-guest.elf bin/minivmm include/minivmm/vmm/vm.h
-               include/minivmm/minivmm_abi/hypercall.h include/minivmm/hypercalls/hypercall_env.h)
+  foreach(file share/minivmm/minivmm-guest.elf bin/minivmm include/minivmm/vm.h
+               include/minivmm_abi/hypercall.h include/minivmm/hypercall_env.h)
     if(NOT EXISTS ${PREFIX}/${file})
       message(FATAL_ERROR "install_test: ${PREFIX}/${file} was not installed")
     endif()
@@ -66,7 +66,7 @@ if(STEP STREQUAL "headers")
   # included after another, fails here rather than at an embedder's.
   set(dir ${WORK_DIR}/headers)
   file(REMOVE_RECURSE ${dir})
-  file(GLOB_RECURSE headers RELATIVE ${PREFIX}/include/minivmm ${PREFIX}/include/minivmm/*.h)
+  file(GLOB_RECURSE headers RELATIVE ${PREFIX}/include ${PREFIX}/include/*.h)
   set(sources "")
   foreach(header IN LISTS headers)
     string(MAKE_C_IDENTIFIER ${header} id)
@@ -111,13 +111,13 @@ elseif(STEP STREQUAL "cli_public_api")
   # double this test's time.)
   set(dir ${WORK_DIR}/cli)
   file(REMOVE_RECURSE ${dir})
-  file(GLOB cli_files ${MINIVMM_SOURCE_DIR}/vmm/cli/*.cc ${MINIVMM_SOURCE_DIR}/vmm/cli/*.h)
-  file(COPY ${cli_files} DESTINATION ${dir}/vmm/cli)
-  file(GLOB cli_sources ${dir}/vmm/cli/*.cc)
+  file(GLOB cli_files ${MINIVMM_SOURCE_DIR}/cli/*.cc ${MINIVMM_SOURCE_DIR}/cli/*.h)
+  file(COPY ${cli_files} DESTINATION ${dir}/cli)
+  file(GLOB cli_sources ${dir}/cli/*.cc)
   foreach(source IN LISTS cli_sources)
     get_filename_component(name ${source} NAME)
-    run_step("vmm/cli/${name} includes only public headers"
-      ${CXX_COMPILER} -std=c++20 -E -o ${dir}/${name}.i -I${dir} -I${PREFIX}/include/minivmm
+    run_step("cli/${name} includes only public headers"
+      ${CXX_COMPILER} -std=c++20 -E -o ${dir}/${name}.i -I${dir} -I${PREFIX}/include
       ${source})
   endforeach()
 

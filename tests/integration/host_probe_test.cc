@@ -1,4 +1,4 @@
-// ProbeHostBehaviour (vmm/host_info.h): every answer carries its evidence,
+// ProbeHostBehaviour (include/minivmm/host_info.h): every answer carries its evidence,
 // one it could not measure stays unmeasured, and a probe run, which on some
 // hosts ends by its time limit with the vCPU spinning in vmcall, leaves no
 // thread and no file descriptor behind.
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/integration/vm_test_util.h"
-#include "vmm/host_info.h"
+#include "minivmm/host_info.h"
 
 namespace minivmm::testing {
 namespace {

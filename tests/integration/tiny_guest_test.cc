@@ -3,7 +3,7 @@
 #include "gtest/gtest.h"
 #include "minivmm_abi/hypercall.h"
 #include "tests/integration/vm_test_util.h"
-#include "vmm/host_info.h"
+#include "minivmm/host_info.h"
 
 namespace minivmm::testing {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/common/command.h"
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 namespace minivmm::testing {
 

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/common/command.h"
-#include "vmm/vm.h"
+#include "minivmm/vm.h"
 
 // Under AddressSanitizer, freed memory sits in a quarantine (256 MiB by
 // default) and would show up as RSS growth; heap leaks are LeakSanitizer's

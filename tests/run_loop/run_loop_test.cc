@@ -3,14 +3,15 @@
 #include "vmm/run/run_loop.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <deque>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hypercalls/dispatcher.h"
+#include "hypercalls/hypercall_port.h"
 #include "minivmm_abi/boot.h"
-#include "vmm/run/vm_devices.h"
 
 namespace minivmm {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 // number and arguments) the way the guest would have.
 class ScriptedVcpu final : public Vcpu {
  public:
+  ScriptedVcpu() : Vcpu(state.regs, &state.dirty, 1, &state.cpl) {}
   struct Step {
     VcpuExit exit;
     std::vector<std::pair<Reg, uint64_t>> regs;
@@ -30,8 +32,8 @@ class ScriptedVcpu final : public Vcpu {
   bool ready = true;
   std::vector<uint8_t> scratch = std::vector<uint8_t>(64);
 
-  absl::StatusOr<VcpuExit> Run() override {
-    if (script.empty()) return absl::InternalError("script ran out");
+  VcpuExit Run() override {
+    if (script.empty()) return RunFailed{EIO};
     Step step = std::move(script.front());
     script.pop_front();
     for (auto [reg, value] : step.regs) state.Set(reg, value);
@@ -47,35 +49,33 @@ class ScriptedVcpu final : public Vcpu {
   void Kick() override {}
   void ClearKick() override {}
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override { return {}; }
-  uint64_t Get(Reg reg) const override { return state.Get(reg); }
-  void Set(Reg reg, uint64_t value) override { state.Set(reg, value); }
   uint64_t Cr0() const override { return state.Cr0(); }
   void SetCr0(uint64_t value) override { state.SetCr0(value); }
-  int Cpl() const override { return state.Cpl(); }
 };
 
 class RunLoopTest : public ::testing::Test {
  protected:
-  RunLoopTest() : memory_(ram_), port_(dispatcher_, memory_, {}, nullptr, nullptr, &reports_) {
-    EXPECT_TRUE(pio_.Register(MVMM_HYPERCALL_PORT, 4, &port_).ok());
-  }
+  RunLoopTest() : memory_(ram_) { EXPECT_TRUE(pio_.Register(MVMM_HYPERCALL_PORT, 4, &port_).ok()); }
 
   RunStop Run(bool timer_can_fire = false) {
-    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; }, &port_,
-                              nullptr});
+    RunLoop loop(
+        RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; }, Hypercalls()});
     RunStop stop = loop.Loop();
     stats_ = loop.stats();
+    notes_ = loop.notes();
     return stop;
   }
 
   // Run() with an exit observer, which also sees the report store.
-  RunStop RunObserved(const Vm::ExitObserver& observer) {
-    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [] { return false; }, &port_, &observer,
-                              &reports_});
+  RunStop RunObserved(const ExitObserver& observer) {
+    RunLoop loop(
+        RunLoopParts{vcpu_, pio_, mmio_, signals_, [] { return false; }, Hypercalls(), &observer});
     RunStop stop = loop.Loop();
     stats_ = loop.stats();
     return stop;
   }
+
+  HypercallParts Hypercalls() { return {dispatcher_, memory_, {}, nullptr, nullptr, &reports_}; }
 
   // An `out %eax, $0xEC` exit with the hypercall's registers.
   void Hypercall(uint32_t nr, uint64_t a0 = 0, uint64_t a1 = 0) {
@@ -97,6 +97,7 @@ class RunLoopTest : public ::testing::Test {
   VmSignals signals_;
   ScriptedVcpu vcpu_;
   ExitStats stats_;
+  std::vector<std::string> notes_;
   std::deque<std::vector<uint8_t>> out_data_;
 };
 
@@ -207,7 +208,7 @@ TEST_F(RunLoopTest, HaltWithNoTimerNeverWakes) {
 TEST_F(RunLoopTest, HaltWithPendingInterruptResumesAndRequestsAWindow) {
   vcpu_.state.Set(Reg::kRflags, 0x202);
   vcpu_.ready = false;  // not injectable before the first entry
-  signals_.irq_pending = true;
+  signals_.raised = VmSignals::kInterrupt;
   Exit(Hlt{});
   Exit(IrqWindowOpen{});
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
@@ -221,23 +222,23 @@ TEST_F(RunLoopTest, HaltWithPendingInterruptResumesAndRequestsAWindow) {
 }
 
 TEST_F(RunLoopTest, PendingInterruptIsInjectedWhenReady) {
-  signals_.irq_pending = true;
+  signals_.raised = VmSignals::kInterrupt;
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
   Run();
   EXPECT_EQ(vcpu_.injected, 1);
   EXPECT_EQ(stats_.timer_injections, 1u);
-  EXPECT_FALSE(signals_.irq_pending);
+  EXPECT_EQ(signals_.Raised() & VmSignals::kInterrupt, 0u);
 }
 
 TEST_F(RunLoopTest, StopRequestEndsTheRunBeforeTheNextEntry) {
-  signals_.stop_requested = true;
+  signals_.raised = VmSignals::kStop;
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
   EXPECT_EQ(Run().reason, StopReason::kStopRequested);
   EXPECT_EQ(Reason(ExitReason::kIo), 0u);
 }
 
 TEST_F(RunLoopTest, TimeoutEndsTheRun) {
-  signals_.timed_out = true;
+  signals_.raised = VmSignals::kTimeout;
   EXPECT_EQ(Run().reason, StopReason::kTimeout);
 }
 
@@ -255,6 +256,55 @@ TEST_F(RunLoopTest, HypercallFromRing3IsRefusedAndCounted) {
   EXPECT_EQ(Run().reason, StopReason::kTripleFault);
   EXPECT_EQ(stats_.hc_refused_cpl3, 1u);
   EXPECT_EQ(static_cast<int64_t>(vcpu_.state.Get(Reg::kRax)), -MVMM_EPERM);
+}
+
+}  // namespace
+}  // namespace minivmm
+
+namespace minivmm {
+namespace {
+
+// A refused hypercall's reason reaches the observer, and the run's notes say
+// it once per kind however often it happens.
+TEST_F(RunLoopTest, RefusalsReachTheObserverAndAreNotedOncePerKind) {
+  for (int i = 0; i < 3; ++i) Hypercall(MVMM_HC_set_if, 7);  // neither 0 nor 1
+  Hypercall(MVMM_HC_sched_op, 99);                           // unknown command
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  std::vector<std::pair<int64_t, std::string>> refused;
+  RunObserved([&](const ExitEvent& e) {
+    if (e.result < 0) refused.emplace_back(e.result, std::string(e.refusal));
+  });
+  ASSERT_EQ(refused.size(), 4u);
+  for (const auto& [result, why] : refused) {
+    EXPECT_EQ(result, -MVMM_EINVAL);
+    EXPECT_FALSE(why.empty());
+  }
+  EXPECT_EQ(refused[0].second, refused[2].second);
+  EXPECT_NE(refused[0].second, refused[3].second);
+  Hypercall(MVMM_HC_set_if, 7);
+  Hypercall(MVMM_HC_set_if, 7);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  ASSERT_EQ(notes_.size(), 1u);
+  EXPECT_NE(notes_[0].find("set_if"), std::string::npos) << notes_[0];
+  EXPECT_EQ(stats_.hc_errors[MVMM_HC_set_if], 2u);
+}
+
+// Only a single 4-byte `out` is a hypercall; any other access to the port is
+// an I/O exit of the hypercall device that does nothing.
+TEST_F(RunLoopTest, OtherAccessesToTheHypercallPortAreIgnored) {
+  vcpu_.state.Set(Reg::kRax, MVMM_HC_sched_op);
+  vcpu_.state.Set(Reg::kRdi, MVMM_SCHEDOP_SHUTDOWN);
+  std::vector<uint8_t> word(2), rep(8), in(4);
+  Exit(IoOut{MVMM_HYPERCALL_PORT, 2, word});
+  Exit(IoOut{MVMM_HYPERCALL_PORT, 4, rep});  // rep outsl, two elements
+  Exit(IoIn{MVMM_HYPERCALL_PORT, 4, in});
+  Exit(Shutdown{});
+  EXPECT_EQ(Run().reason, StopReason::kTripleFault);
+  EXPECT_EQ(stats_.hc_exits, decltype(stats_.hc_exits){});
+  EXPECT_EQ(in, std::vector<uint8_t>(4, 0xff));
+  EXPECT_EQ(Reason(ExitReason::kIo), 3u);
+  EXPECT_EQ(stats_.pio_by_device[0], 4u);  // 1 + 2 elements + 1
 }
 
 }  // namespace

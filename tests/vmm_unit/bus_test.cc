@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "vmm/core/exit_stats.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm {
 namespace {

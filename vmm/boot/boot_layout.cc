@@ -1,7 +1,7 @@
 #include "vmm/boot/boot_layout.h"
 
 #include <cstring>
-#include <string>
+#include <span>
 
 #include "absl/strings/str_format.h"
 #include "minivmm_abi/boot.h"
@@ -38,48 +38,50 @@ void WriteInitialGdt(std::span<uint8_t> gdt_page) {
   gdt[MVMM_GDT_TSS] = TssDescriptorLow(MVMM_TSS_GPA, sizeof(mvmm_tss) - 1);
   gdt[MVMM_GDT_TSS + 1] = MVMM_TSS_GPA >> 32;
   std::memset(gdt_page.data(), 0, gdt_page.size());
-  // Safety: the GDT page is 4096 bytes, the table 80.
+  // Safety: gdt_page is the host's 4096-byte GDT page (caller's contract), the table 80 bytes.
   std::memcpy(gdt_page.data(), gdt, sizeof(gdt));
 }
 
 absl::StatusOr<uint64_t> WriteIdentityPageTables(const GuestMemory& memory) {
   if (memory.size() < MVMM_PAGE_TABLES_END || memory.size() > MVMM_MEMORY_MAX)
     return absl::InvalidArgumentError("RAM size outside what the boot page tables can map");
+  // Every table lies below MVMM_PAGE_TABLES_END, checked above, so no store
+  // can be refused; if one is, nothing is written after it.
+  bool inside = true;
   auto write = [&](uint64_t gpa, uint64_t value) {
-    return memory.WriteObj(GuestAddress(gpa), value);
+    inside = inside && memory.WriteObj(GuestAddress(gpa), value);
   };
-  if (auto s = write(kPml4Gpa, kPdptGpa | kPresent | kWritable); !s.ok()) return s;
+  write(kPml4Gpa, kPdptGpa | kPresent | kWritable);
   for (uint64_t gib = 0; gib < 4; ++gib) {
     uint64_t pd = kFirstPdGpa + gib * 0x1000;
-    if (auto s = write(kPdptGpa + gib * 8, pd | kPresent | kWritable); !s.ok()) return s;
+    write(kPdptGpa + gib * 8, pd | kPresent | kWritable);
   }
   auto map_2mib = [&](uint64_t gpa) {
     uint64_t pd_entry = kFirstPdGpa + (gpa >> 30) * 0x1000 + ((gpa >> 21) & 511) * 8;
-    return write(pd_entry, gpa | kPresent | kWritable | kLargePage);
+    write(pd_entry, gpa | kPresent | kWritable | kLargePage);
   };
-  for (uint64_t gpa = 0; gpa < memory.size(); gpa += kTwoMiB) {
-    if (auto s = map_2mib(gpa); !s.ok()) return s;
-  }
-  if (auto s = map_2mib(MVMM_GDT_GPA); !s.ok()) return s;
+  for (uint64_t gpa = 0; gpa < memory.size(); gpa += kTwoMiB) map_2mib(gpa);
+  map_2mib(MVMM_GDT_GPA);
+  if (!inside) return absl::OutOfRangeError("boot page tables outside guest RAM");
   return kPml4Gpa;
 }
 
 absl::Status WriteTss(const GuestMemory& memory) {
   mvmm_tss tss{};
   tss.iomap_base = sizeof(mvmm_tss);  // no I/O bitmap: every port faults at CPL 3
-  return memory.WriteObj(GuestAddress(MVMM_TSS_GPA), tss);
+  if (!memory.WriteObj(GuestAddress(MVMM_TSS_GPA), tss))
+    return absl::OutOfRangeError("TSS outside guest RAM");
+  return absl::OkStatus();
 }
 
 absl::Status WriteBootInfo(const GuestMemory& memory, const BootInfoParams& params) {
   if (params.cmdline.size() > MVMM_CMDLINE_MAX)
     return absl::InvalidArgumentError(absl::StrFormat(
         "guest command line is %u bytes, at most %u fit", params.cmdline.size(), MVMM_CMDLINE_MAX));
-  std::string cmdline(params.cmdline);
-  cmdline.push_back('\0');
-  if (auto s = memory.Write(GuestAddress(MVMM_CMDLINE_GPA),
-                            {reinterpret_cast<const uint8_t*>(cmdline.data()), cmdline.size()});
-      !s.ok())
-    return s;
+  const GuestAddress cmdline_gpa(MVMM_CMDLINE_GPA);
+  if (!memory.Write(cmdline_gpa, std::span(params.cmdline)) ||
+      !memory.WriteObj(cmdline_gpa + params.cmdline.size(), '\0'))
+    return absl::OutOfRangeError("command line outside guest RAM");
   mvmm_boot_info info{};
   info.magic = MVMM_BOOT_MAGIC;
   info.version = MVMM_BOOT_VERSION;
@@ -93,7 +95,9 @@ absl::Status WriteBootInfo(const GuestMemory& memory, const BootInfoParams& para
   info.timer_vector = MVMM_TIMER_VECTOR;
   info.timer_hz = params.timer_hz;
   info.flags = params.timer_hz > 0 ? MVMM_BOOT_FLAG_TIMER_PERIODIC : 0;
-  return memory.WriteObj(GuestAddress(MVMM_BOOT_INFO_GPA), info);
+  if (!memory.WriteObj(GuestAddress(MVMM_BOOT_INFO_GPA), info))
+    return absl::OutOfRangeError("boot_info outside guest RAM");
+  return absl::OkStatus();
 }
 
 }  // namespace minivmm

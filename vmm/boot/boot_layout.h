@@ -10,7 +10,8 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "vmm/memory/guest_memory.h"
+#include "absl/status/statusor.h"
+#include "minivmm/guest_memory.h"
 
 namespace minivmm {
 
@@ -21,10 +22,12 @@ void WriteInitialGdt(std::span<uint8_t> gdt_page);
 
 // PML4 at MVMM_PAGE_TABLES_GPA, one PDPT, and 2 MiB pages mapping
 // [0, RAM size rounded up to 2 MiB) and the GDT page's 2 MiB region
-// identity. Returns the CR3 value.
+// identity. Returns the CR3 value; InvalidArgument when RAM is smaller than
+// MVMM_PAGE_TABLES_END or larger than MVMM_MEMORY_MAX.
 absl::StatusOr<uint64_t> WriteIdentityPageTables(const GuestMemory& memory);
 
 // The TSS at MVMM_TSS_GPA: rsp0 = 0 until the guest sets it, no I/O bitmap.
+// OutOfRange when RAM does not hold it.
 absl::Status WriteTss(const GuestMemory& memory);
 
 struct BootInfoParams {
@@ -33,7 +36,8 @@ struct BootInfoParams {
   uint32_t timer_hz;
 };
 // boot_info at MVMM_BOOT_INFO_GPA and the NUL-terminated command line at
-// MVMM_CMDLINE_GPA. InvalidArgument when the command line is too long.
+// MVMM_CMDLINE_GPA. InvalidArgument when the command line is too long,
+// OutOfRange when RAM does not hold them.
 absl::Status WriteBootInfo(const GuestMemory& memory, const BootInfoParams& params);
 
 }  // namespace minivmm

@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "vmm/core/exit_stats.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm {
 namespace {

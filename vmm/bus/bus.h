@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "vmm/core/io_device.h"
+#include "minivmm/io_device.h"
 
 namespace minivmm {
 

@@ -1,4 +1,4 @@
-#include "vmm/core/exit_stats.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm {
 namespace {

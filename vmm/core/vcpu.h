@@ -11,16 +11,17 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "minivmm/vcpu_state.h"
 #include "vmm/core/vcpu_exit.h"
-#include "vmm/core/vcpu_state.h"
 
 namespace minivmm {
 
 class Vcpu : public VcpuState {
  public:
-  // Enters the guest once and returns the decoded exit. Spans inside the
-  // exit are valid until the next Run().
-  virtual absl::StatusOr<VcpuExit> Run() = 0;
+  // Enters the guest once and returns the decoded exit (RunFailed when
+  // KVM_RUN itself fails). Spans inside the exit are valid until the next
+  // Run().
+  virtual VcpuExit Run() = 0;
 
   // True when an external interrupt can be injected before the next entry
   // (IF=1, no interrupt shadow).
@@ -34,6 +35,9 @@ class Vcpu : public VcpuState {
   virtual void ClearKick() = 0;
 
   virtual std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const = 0;
+
+ protected:
+  using VcpuState::VcpuState;
 };
 
 }  // namespace minivmm

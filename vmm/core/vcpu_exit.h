@@ -1,53 +1,95 @@
 // One VM exit, decoded once from kvm_run into a typed value (rust-vmm's
-// VcpuExit). Spans point into the vCPU's kvm_run page and are valid until the
-// next KVM_RUN. Nothing outside vmm/kvm/ reads kvm_run.
+// VcpuExit). Each type names the ExitReason it is counted under (kReason);
+// RunFailed is not an exit (KVM_RUN itself failed) and is never counted.
+// Spans point into the vCPU's kvm_run page and are valid until the next
+// KVM_RUN. Nothing outside vmm/kvm/ reads kvm_run.
 #ifndef MINIVMM_VMM_CORE_VCPU_EXIT_H_
 #define MINIVMM_VMM_CORE_VCPU_EXIT_H_
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <variant>
+
+#include "minivmm/exit_stats.h"
 
 namespace minivmm {
 
 // `data` holds `count` accesses of `size` bytes each (count > 1 for rep ins/outs).
 struct IoIn {
+  static constexpr ExitReason kReason = ExitReason::kIo;
   uint16_t port;
   uint8_t size;
   std::span<uint8_t> data;  // fill it for the guest
 };
 struct IoOut {
+  static constexpr ExitReason kReason = ExitReason::kIo;
   uint16_t port;
   uint8_t size;
   std::span<const uint8_t> data;
 };
 struct MmioRead {
+  static constexpr ExitReason kReason = ExitReason::kMmio;
   uint64_t address;
   std::span<uint8_t> data;
 };
 struct MmioWrite {
+  static constexpr ExitReason kReason = ExitReason::kMmio;
   uint64_t address;
   std::span<const uint8_t> data;
 };
-struct Hlt {};
-struct IrqWindowOpen {};
-struct Interrupted {};  // KVM_RUN returned EINTR or KVM_EXIT_INTR (a kick)
-struct Shutdown {};     // triple fault
+struct Hlt {
+  static constexpr ExitReason kReason = ExitReason::kHlt;
+};
+struct IrqWindowOpen {
+  static constexpr ExitReason kReason = ExitReason::kIrqWindowOpen;
+};
+// KVM_RUN returned EINTR or KVM_EXIT_INTR (a kick).
+struct Interrupted {
+  static constexpr ExitReason kReason = ExitReason::kIntr;
+};
+// Triple fault.
+struct Shutdown {
+  static constexpr ExitReason kReason = ExitReason::kShutdown;
+};
 struct FailEntry {
+  static constexpr ExitReason kReason = ExitReason::kFailEntry;
   uint64_t hardware_reason;
 };
 struct InternalError {
+  static constexpr ExitReason kReason = ExitReason::kInternalError;
   uint32_t suberror;
 };
 struct SystemEvent {
+  static constexpr ExitReason kReason = ExitReason::kSystemEvent;
   uint32_t type;
 };
 struct UnknownExit {
+  static constexpr ExitReason kReason = ExitReason::kUnknown;
   uint32_t kvm_reason;
 };
+// KVM_RUN failed with `error` (an errno other than EINTR/EAGAIN).
+struct RunFailed {
+  int error;
+};
 
-using VcpuExit = std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOpen, Interrupted,
-                              Shutdown, FailEntry, InternalError, SystemEvent, UnknownExit>;
+using VcpuExit =
+    std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOpen, Interrupted, Shutdown,
+                 FailEntry, InternalError, SystemEvent, UnknownExit, RunFailed>;
+
+// The reason `exit` is counted under; not for RunFailed.
+inline ExitReason ReasonOf(const VcpuExit& exit) {
+  return std::visit(
+      [](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, RunFailed>) {
+          return ExitReason::kCount;
+        } else {
+          return T::kReason;
+        }
+      },
+      exit);
+}
 
 }  // namespace minivmm
 

@@ -34,8 +34,8 @@ bool Within(uint64_t offset, uint64_t len, uint64_t size) {
 template <typename T>
 T CopyOut(std::span<const uint8_t> file, uint64_t offset) {
   T value;
-  // Safety: Within(offset, sizeof(T), file.size()) was checked by the caller;
   // memcpy because the file buffer carries no alignment guarantee.
+  // Safety: the caller checked Within(offset, sizeof(T), file.size()); T is an ELF POD struct.
   std::memcpy(&value, file.data() + offset, sizeof(T));
   return value;
 }
@@ -181,12 +181,12 @@ absl::StatusOr<LoadedImage> LoadElf(std::span<const uint8_t> file, const GuestMe
   for (const Elf64_Phdr& ph : phdrs) {
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
     const GuestAddress gpa(ph.p_paddr);
-    if (absl::Status s = memory.Write(gpa, file.subspan(ph.p_offset, ph.p_filesz)); !s.ok()) {
-      return s;
-    }
-    absl::StatusOr<std::span<uint8_t>> bss =
+    // Cannot fail: ValidateLoad found [p_paddr, + p_memsz) inside RAM.
+    const std::optional<std::span<uint8_t>> bss =
         memory.GetSpan(gpa + ph.p_filesz, ph.p_memsz - ph.p_filesz);
-    if (!bss.ok()) return bss.status();
+    if (!memory.Write(gpa, file.subspan(ph.p_offset, ph.p_filesz)) || !bss) {
+      return absl::OutOfRangeError("ELF: a validated PT_LOAD no longer fits in guest RAM");
+    }
     std::fill(bss->begin(), bss->end(), uint8_t{0});
   }
   return image;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "vmm/memory/guest_memory.h"
+#include "minivmm/guest_memory.h"
 
 namespace minivmm {
 

@@ -25,7 +25,7 @@ struct Note {
 absl::StatusOr<uint64_t> ParseNote(std::span<const uint8_t> seg, uint64_t pos, uint64_t align,
                                    size_t phdr_index, Note& note) {
   Elf64_Nhdr nhdr;
-  // Safety: the caller checked that a whole Elf64_Nhdr is left at `pos`.
+  // Safety: the caller checked a whole Elf64_Nhdr (a POD) is left at `pos` in `seg`.
   std::memcpy(&nhdr, seg.data() + pos, sizeof(nhdr));
   // namesz and descsz are 32-bit, so none of these sums can overflow 64 bits.
   const uint64_t name_pos = pos + sizeof(nhdr);
@@ -72,11 +72,13 @@ absl::StatusOr<std::optional<uint64_t>> FindPvhEntry(std::span<const uint8_t> fi
       if (!IsPvhNote(note)) continue;
       if (note.desc.size() == 4) {
         uint32_t value;
-        std::memcpy(&value, note.desc.data(), 4);  // Safety: size checked just above
+        // Safety: desc.size() == 4 was checked just above; u32 is trivially copyable.
+        std::memcpy(&value, note.desc.data(), 4);
         entry = value;
       } else if (note.desc.size() == 8) {
         uint64_t value;
-        std::memcpy(&value, note.desc.data(), 8);  // Safety: size checked just above
+        // Safety: desc.size() == 8 was checked just above; u64 is trivially copyable.
+        std::memcpy(&value, note.desc.data(), 8);
         entry = value;
       } else {
         return absl::InvalidArgumentError(absl::StrFormat(

@@ -8,8 +8,10 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -41,7 +43,33 @@ kvm_segment Segment(uint16_t selector, uint8_t type, bool code) {
   return s;
 }
 
+// VcpuState reads the general registers as an array in Reg order.
+static_assert(sizeof(kvm_regs) == kRegCount * sizeof(uint64_t));
+static_assert(offsetof(kvm_regs, rax) == 8 * static_cast<int>(Reg::kRax));
+static_assert(offsetof(kvm_regs, rdi) == 8 * static_cast<int>(Reg::kRdi));
+static_assert(offsetof(kvm_regs, r8) == 8 * static_cast<int>(Reg::kR8));
+static_assert(offsetof(kvm_regs, r10) == 8 * static_cast<int>(Reg::kR10));
+static_assert(offsetof(kvm_regs, r15) == 8 * static_cast<int>(Reg::kR15));
+static_assert(offsetof(kvm_regs, rip) == 8 * static_cast<int>(Reg::kRip));
+static_assert(offsetof(kvm_regs, rflags) == 8 * static_cast<int>(Reg::kRflags));
+
+static_assert(std::is_same_v<__u64, RegWord>);
+
+RegWord* RegisterFile(kvm_run* run) {
+  // Safety: kvm_regs is 18 consecutive __u64 (= RegWord) in Reg order
+  // (asserted above), inside the kvm_run mapping that lives as long as the
+  // vCPU.
+  return reinterpret_cast<RegWord*>(&run->s.regs.regs);
+}
+
 }  // namespace
+
+KvmVcpu::KvmVcpu(Fd fd, int id, kvm_run* run, size_t run_size)
+    : Vcpu(RegisterFile(run), &run->kvm_dirty_regs, KVM_SYNC_X86_REGS, &run->s.regs.sregs.ss.dpl),
+      fd_(std::move(fd)),
+      id_(id),
+      run_(run),
+      run_size_(run_size) {}
 
 absl::StatusOr<std::unique_ptr<KvmVcpu>> KvmVcpu::Create(int kvm_fd, int vcpu_fd, int id) {
   Fd fd(vcpu_fd);
@@ -122,7 +150,7 @@ void KvmVcpu::UnbindFromThread() {
   ClearKick();
 }
 
-absl::StatusOr<VcpuExit> KvmVcpu::Run() {
+VcpuExit KvmVcpu::Run() {
   int rc = ioctl(fd_.get(), KVM_RUN, 0);
   run_->kvm_dirty_regs = 0;
   if (rc < 0) {
@@ -130,17 +158,18 @@ absl::StatusOr<VcpuExit> KvmVcpu::Run() {
       DrainKickSignal();
       return Interrupted{};
     }
-    return KvmError("KVM_RUN");
+    return RunFailed{errno};
   }
   kvm_run* r = run_;
+  if (r->exit_reason == KVM_EXIT_IO) [[likely]] {
+    // Safety: KVM guarantees data_offset + size * count lies in the kvm_run
+    // mapping, which stays mapped while this vCPU exists.
+    auto* data = reinterpret_cast<uint8_t*>(r) + r->io.data_offset;
+    size_t len = static_cast<size_t>(r->io.size) * r->io.count;
+    if (r->io.direction == KVM_EXIT_IO_OUT) return IoOut{r->io.port, r->io.size, {data, len}};
+    return IoIn{r->io.port, r->io.size, {data, len}};
+  }
   switch (r->exit_reason) {
-    case KVM_EXIT_IO: {
-      // Safety: KVM guarantees data_offset + size * count lies in the mapping.
-      auto* data = reinterpret_cast<uint8_t*>(r) + r->io.data_offset;
-      size_t len = static_cast<size_t>(r->io.size) * r->io.count;
-      if (r->io.direction == KVM_EXIT_IO_OUT) return IoOut{r->io.port, r->io.size, {data, len}};
-      return IoIn{r->io.port, r->io.size, {data, len}};
-    }
     case KVM_EXIT_MMIO: {
       size_t len = r->mmio.len <= 8 ? r->mmio.len : 8;
       if (r->mmio.is_write) return MmioWrite{r->mmio.phys_addr, {r->mmio.data, len}};
@@ -191,115 +220,6 @@ void KvmVcpu::Kick() {
 
 void KvmVcpu::ClearKick() { __atomic_store_n(&run_->immediate_exit, 0, __ATOMIC_SEQ_CST); }
 
-uint64_t KvmVcpu::Get(Reg reg) const {
-  const kvm_regs& r = run_->s.regs.regs;
-  switch (reg) {
-    case Reg::kRax:
-      return r.rax;
-    case Reg::kRbx:
-      return r.rbx;
-    case Reg::kRcx:
-      return r.rcx;
-    case Reg::kRdx:
-      return r.rdx;
-    case Reg::kRsi:
-      return r.rsi;
-    case Reg::kRdi:
-      return r.rdi;
-    case Reg::kRsp:
-      return r.rsp;
-    case Reg::kRbp:
-      return r.rbp;
-    case Reg::kR8:
-      return r.r8;
-    case Reg::kR9:
-      return r.r9;
-    case Reg::kR10:
-      return r.r10;
-    case Reg::kR11:
-      return r.r11;
-    case Reg::kR12:
-      return r.r12;
-    case Reg::kR13:
-      return r.r13;
-    case Reg::kR14:
-      return r.r14;
-    case Reg::kR15:
-      return r.r15;
-    case Reg::kRip:
-      return r.rip;
-    case Reg::kRflags:
-      return r.rflags;
-  }
-  return 0;
-}
-
-HypercallRegs KvmVcpu::ReadHypercallRegs() const {
-  const kvm_regs& r = run_->s.regs.regs;
-  return {r.rax, r.rdi, r.rsi, r.rdx, r.r10, r.r8, run_->s.regs.sregs.ss.dpl & 3};
-}
-
-void KvmVcpu::Set(Reg reg, uint64_t value) {
-  kvm_regs& r = run_->s.regs.regs;
-  switch (reg) {
-    case Reg::kRax:
-      r.rax = value;
-      break;
-    case Reg::kRbx:
-      r.rbx = value;
-      break;
-    case Reg::kRcx:
-      r.rcx = value;
-      break;
-    case Reg::kRdx:
-      r.rdx = value;
-      break;
-    case Reg::kRsi:
-      r.rsi = value;
-      break;
-    case Reg::kRdi:
-      r.rdi = value;
-      break;
-    case Reg::kRsp:
-      r.rsp = value;
-      break;
-    case Reg::kRbp:
-      r.rbp = value;
-      break;
-    case Reg::kR8:
-      r.r8 = value;
-      break;
-    case Reg::kR9:
-      r.r9 = value;
-      break;
-    case Reg::kR10:
-      r.r10 = value;
-      break;
-    case Reg::kR11:
-      r.r11 = value;
-      break;
-    case Reg::kR12:
-      r.r12 = value;
-      break;
-    case Reg::kR13:
-      r.r13 = value;
-      break;
-    case Reg::kR14:
-      r.r14 = value;
-      break;
-    case Reg::kR15:
-      r.r15 = value;
-      break;
-    case Reg::kRip:
-      r.rip = value;
-      break;
-    case Reg::kRflags:
-      r.rflags = value;
-      break;
-  }
-  run_->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
-}
-
 uint64_t KvmVcpu::Cr0() const { return run_->s.regs.sregs.cr0; }
 
 void KvmVcpu::SetCr0(uint64_t value) {
@@ -311,11 +231,6 @@ void KvmVcpu::SetCr0(uint64_t value) {
   // interrupt twice.
   std::memset(run_->s.regs.sregs.interrupt_bitmap, 0, sizeof(run_->s.regs.sregs.interrupt_bitmap));
   run_->kvm_dirty_regs |= KVM_SYNC_X86_SREGS;
-}
-
-int KvmVcpu::Cpl() const {
-  // SS.DPL is the CPL in 64-bit mode (CS.DPL can differ for conforming code).
-  return run_->s.regs.sregs.ss.dpl & 3;
 }
 
 std::vector<std::pair<std::string, uint64_t>> KvmVcpu::DumpRegisters() const {

@@ -58,9 +58,9 @@ class KvmVcpu final : public Vcpu {
   // that no blocked kick signal outlives the run in the caller's thread.
   void UnbindFromThread();
 
-  // Enters the guest once. Returns the decoded exit, or an error naming
-  // KVM_RUN and errno (EINTR is not an error: it decodes as Interrupted).
-  absl::StatusOr<VcpuExit> Run() override;
+  // Enters the guest once and decodes the exit; EINTR and EAGAIN (a kick)
+  // decode as Interrupted, any other failure as RunFailed.
+  VcpuExit Run() override;
 
   // Interrupt injection without an in-kernel irqchip.
   bool ReadyForInterrupt() const override;
@@ -71,13 +71,10 @@ class KvmVcpu final : public Vcpu {
   void Kick() override;
   void ClearKick() override;
 
-  // VcpuState over the synced registers.
-  uint64_t Get(Reg reg) const override;
-  HypercallRegs ReadHypercallRegs() const override;
-  void Set(Reg reg, uint64_t value) override;
+  // VcpuState's registers are the synced block in kvm_run; CR0 is in the
+  // synced sregs.
   uint64_t Cr0() const override;
   void SetCr0(uint64_t value) override;
-  int Cpl() const override;
 
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
 
@@ -85,8 +82,7 @@ class KvmVcpu final : public Vcpu {
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> ReadStats() const;
 
  private:
-  KvmVcpu(Fd fd, int id, kvm_run* run, size_t run_size)
-      : fd_(std::move(fd)), id_(id), run_(run), run_size_(run_size) {}
+  KvmVcpu(Fd fd, int id, kvm_run* run, size_t run_size);
 
   Fd fd_;
   Fd stats_fd_;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vmm/core/sinks.h"
+#include "minivmm/sinks.h"
 
 namespace minivmm {
 

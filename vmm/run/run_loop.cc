@@ -1,13 +1,14 @@
 #include "vmm/run/run_loop.h"
 
 #include <sched.h>
+#include <string.h>
 
 #include <chrono>
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "hypercalls/hypercall_port.h"
 #include "minivmm_abi/boot.h"
-#include "vmm/run/vm_devices.h"
 
 namespace minivmm {
 namespace {
@@ -17,27 +18,6 @@ struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
-// The exit reason of each VcpuExit alternative, by variant index.
-constexpr ExitReason kReasonByIndex[] = {
-    ExitReason::kIo,          ExitReason::kIo,
-    ExitReason::kMmio,        ExitReason::kMmio,
-    ExitReason::kHlt,         ExitReason::kIrqWindowOpen,
-    ExitReason::kIntr,        ExitReason::kShutdown,
-    ExitReason::kFailEntry,   ExitReason::kInternalError,
-    ExitReason::kSystemEvent, ExitReason::kUnknown,
-};
-static_assert(std::size(kReasonByIndex) == std::variant_size_v<VcpuExit>);
-static_assert(std::is_same_v<std::variant_alternative_t<1, VcpuExit>, IoOut>);
-static_assert(std::is_same_v<std::variant_alternative_t<11, VcpuExit>, UnknownExit>);
-
-ExitReason ReasonOf(const VcpuExit& exit) { return kReasonByIndex[exit.index()]; }
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 using MaybeStop = std::optional<RunStop>;
 
 MaybeStop StopWith(StopReason reason, std::string detail) {
@@ -46,63 +26,86 @@ MaybeStop StopWith(StopReason reason, std::string detail) {
 
 }  // namespace
 
+RunLoop::RunLoop(RunLoopParts parts)
+    : p_(std::move(parts)), ctx_{p_.vcpu, control_, stats_}, env_{p_.hypercalls.memory,
+                                                                  p_.hypercalls.gdt,
+                                                                  ctx_,
+                                                                  p_.hypercalls.console,
+                                                                  p_.hypercalls.timer,
+                                                                  p_.hypercalls.reports} {
+  if (std::optional<BusMatch> port = p_.pio_bus.Find(MVMM_HYPERCALL_PORT, 4))
+    hypercall_device_ = port->index;
+}
+
 RunStop RunLoop::Loop() {
+  const bool observed = p_.observer != nullptr && *p_.observer;
   for (;;) {
-    if (p_.signals.stop_requested.load(std::memory_order_acquire))
-      return {StopReason::kStopRequested, "stop requested"};
-    if (p_.signals.timed_out.load(std::memory_order_acquire))
-      return {StopReason::kTimeout, "the run's time limit elapsed"};
-    if (absl::Status st = InjectPendingInterrupt(); !st.ok())
-      return {StopReason::kVmmError, st.ToString()};
-    absl::StatusOr<VcpuExit> exit = p_.vcpu.Run();
-    // The exit's time, only for an observer (--trace): one branch otherwise.
-    const bool observed = p_.observer != nullptr && *p_.observer;
-    const int64_t exit_ns = observed ? NowNs() : 0;
-    if (!exit.ok()) return {StopReason::kVmmError, exit.status().ToString()};
-    ExitReason reason = ReasonOf(*exit);
-    ++stats_.by_reason[static_cast<int>(reason)];
-    MaybeStop stop = IsHypercall(*exit) ? Hypercall(std::get<IoOut>(*exit)) : Handle(*exit);
-    if (!stop && control_.request != VcpuRequest::kNone) stop = HonourRequest();
-    if (observed) Observe(*exit, reason, exit_ns);
+    if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
+      if (MaybeStop stop = HonourSignals(raised)) return *stop;
+    }
+    const VcpuExit exit = p_.vcpu.Run();
+    MaybeStop stop = observed ? HandleObserved(exit) : Handle(exit, nullptr);
     if (stop) return *stop;
   }
 }
 
-// A plain 4-byte `out` to the hypercall port, by far the most frequent exit:
-// it takes a short path with the port's bus match looked up once, and is
-// counted exactly as Access() would count it.
-bool RunLoop::IsHypercall(const VcpuExit& exit) const {
+// Every exit goes through here, hypercalls first: a hypercall costs two
+// increments and the dispatcher, then one test of the run control.
+inline MaybeStop RunLoop::Handle(const VcpuExit& exit, ExitEvent* event) {
   const IoOut* io = std::get_if<IoOut>(&exit);
-  return io != nullptr && io->port == MVMM_HYPERCALL_PORT && io->size == 4 &&
-         io->data.size() == 4 && hypercall_match_.has_value();
+  if (io != nullptr && hypercall_device_ >= 0 && HypercallPort::IsHypercall(*io)) [[likely]] {
+    ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
+    ++stats_.pio_by_device[hypercall_device_];
+    p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);
+    if (control_.request == VcpuRequest::kNone) [[likely]]
+      return std::nullopt;
+    return HonourRequest();
+  }
+  MaybeStop stop = HandleOther(exit);
+  if (!stop && control_.request != VcpuRequest::kNone) stop = HonourRequest();
+  return stop;
 }
 
-std::optional<RunStop> RunLoop::Hypercall(const IoOut& io) {
-  if (p_.observer != nullptr && *p_.observer) BeforeHypercall();
-  ++stats_.pio_by_device[hypercall_match_->index];
-  hypercall_match_->device->Write(hypercall_match_->offset, io.data, ctx_);
+// Handle() with the exit shown to the observer, timed from the return of
+// KVM_RUN to just before the next entry.
+MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
+  event_ = ExitEvent{};
+  event_.exit_ns = ExitClockNs();
+  event_.sequence = sequence_++;
+  Describe(exit, event_);
+  MaybeStop stop = Handle(exit, &event_);
+  event_.resume_ns = ExitClockNs();
+  (*p_.observer)(event_);
+  return stop;
+}
+
+MaybeStop RunLoop::HonourSignals(uint32_t raised) {
+  if (raised & VmSignals::kStop) return StopWith(StopReason::kStopRequested, "stop requested");
+  if (raised & VmSignals::kTimeout)
+    return StopWith(StopReason::kTimeout, "the run's time limit elapsed");
+  // A pending timer interrupt: inject it now, or ask for an exit as soon as
+  // the guest can take it.
+  if (!p_.vcpu.ReadyForInterrupt()) {
+    p_.vcpu.RequestInterruptWindow(true);
+    return std::nullopt;
+  }
+  if (absl::Status s = p_.vcpu.InjectInterrupt(MVMM_TIMER_VECTOR); !s.ok())
+    return StopWith(StopReason::kVmmError, s.ToString());
+  p_.signals.Clear(VmSignals::kInterrupt);
+  ++stats_.timer_injections;
+  p_.vcpu.RequestInterruptWindow(false);
   return std::nullopt;
 }
 
-absl::Status RunLoop::InjectPendingInterrupt() {
-  if (!p_.signals.irq_pending.load(std::memory_order_acquire)) return absl::OkStatus();
-  if (!p_.vcpu.ReadyForInterrupt()) {
-    p_.vcpu.RequestInterruptWindow(true);
-    return absl::OkStatus();
-  }
-  if (absl::Status s = p_.vcpu.InjectInterrupt(MVMM_TIMER_VECTOR); !s.ok()) return s;
-  p_.signals.irq_pending.store(false, std::memory_order_release);
-  ++stats_.timer_injections;
-  p_.vcpu.RequestInterruptWindow(false);
-  return absl::OkStatus();
-}
-
-MaybeStop RunLoop::Handle(const VcpuExit& exit) {
+// Any exit but a hypercall.
+MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
+  if (const RunFailed* failed = std::get_if<RunFailed>(&exit))
+    return StopWith(StopReason::kVmmError,
+                    absl::StrFormat("KVM_RUN failed: %s", strerror(failed->error)));
+  ++stats_.by_reason[static_cast<int>(ReasonOf(exit))];
   return std::visit(
       Overloaded{
           [&](const IoOut& io) -> MaybeStop {
-            if (io.port == MVMM_HYPERCALL_PORT && p_.observer != nullptr && *p_.observer)
-              BeforeHypercall();
             Access(p_.pio_bus, io.port, io.size, io.data, true);
             return std::nullopt;
           },
@@ -152,6 +155,7 @@ MaybeStop RunLoop::Handle(const VcpuExit& exit) {
             return StopWith(StopReason::kVmmError,
                             absl::StrFormat("unexpected KVM exit reason %u", u.kvm_reason));
           },
+          [&](const RunFailed&) -> MaybeStop { return std::nullopt; },  // handled above
       },
       exit);
 }
@@ -206,43 +210,25 @@ MaybeStop RunLoop::Block(bool from_hlt) {
   if (from_hlt && !interrupts_on)
     return StopWith(StopReason::kHaltedForever, "the guest halted with interrupts disabled");
   VmSignals& s = p_.signals;
-  if (!s.irq_pending.load(std::memory_order_acquire) && !(p_.timer_can_fire && p_.timer_can_fire()))
+  if (!(s.Raised() & VmSignals::kInterrupt) && !(p_.timer_can_fire && p_.timer_can_fire()))
     return StopWith(StopReason::kHaltedForever, from_hlt ? "the guest halted with no timer armed"
                                                          : "the guest blocked with no timer armed");
   std::unique_lock lock(s.mu);
   // RequestStop() may not take the lock (it runs in signal handlers), so
-  // poll its flag at a coarse interval.
-  while (!s.AnyWake()) s.cv.wait_for(lock, std::chrono::milliseconds(50));
+  // poll its bit at a coarse interval.
+  while (s.Raised() == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
   p_.vcpu.ClearKick();
   return std::nullopt;
 }
 
-void RunLoop::BeforeHypercall() {
-  // Captured before the handler overwrites RAX; only when observed.
-  last_nr_ = static_cast<int64_t>(p_.vcpu.Get(Reg::kRax) & 0xffffffff);
-  last_args_ = {p_.vcpu.Get(Reg::kRdi), p_.vcpu.Get(Reg::kRsi), p_.vcpu.Get(Reg::kRdx),
-                p_.vcpu.Get(Reg::kR10), p_.vcpu.Get(Reg::kR8)};
-  reports_before_ = p_.reports != nullptr ? p_.reports->entries.size() : 0;
-}
-
-void RunLoop::Observe(const VcpuExit& exit, ExitReason reason, int64_t exit_ns) {
-  ExitEvent event{};
-  event.resume_ns = NowNs();
-  event.exit_ns = exit_ns;
-  event.sequence = sequence_++;
-  event.reason = reason;
-  event.hypercall = -1;
+// What the observer sees of any exit; the dispatcher adds a hypercall's
+// number, arguments and result.
+void RunLoop::Describe(const VcpuExit& exit, ExitEvent& event) {
+  event.reason = ReasonOf(exit);
   std::visit(Overloaded{
                  [&](const IoOut& io) {
                    event.address = io.port;
                    event.is_write = true;
-                   if (io.port == MVMM_HYPERCALL_PORT && p_.hypercall_port != nullptr) {
-                     event.hypercall = last_nr_;
-                     event.args = last_args_;
-                     event.result = p_.hypercall_port->last_result();
-                     if (p_.reports != nullptr && p_.reports->entries.size() > reports_before_)
-                       event.reports = std::span(p_.reports->entries).subspan(reports_before_);
-                   }
                  },
                  [&](const IoIn& io) { event.address = io.port; },
                  [&](const MmioWrite& m) {
@@ -253,7 +239,6 @@ void RunLoop::Observe(const VcpuExit& exit, ExitReason reason, int64_t exit_ns) 
                  [](const auto&) {},
              },
              exit);
-  (*p_.observer)(event);
 }
 
 }  // namespace minivmm

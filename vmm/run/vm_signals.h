@@ -1,12 +1,14 @@
 // Cross-thread signals to a vCPU thread: a pending timer interrupt, a stop
 // request, the run's timeout. Set from the timer thread, a signal handler
-// (stop only: atomics, no lock) or the embedding program; read by the run
-// loop before every entry. Block() sleeps until one of them is raised.
+// (stop only: a lock-free atomic, no lock) or the embedding program; the run
+// loop reads them with one load before every entry. Block() sleeps until one
+// of them is raised.
 #ifndef MINIVMM_VMM_RUN_VM_SIGNALS_H_
 #define MINIVMM_VMM_RUN_VM_SIGNALS_H_
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 #include "vmm/core/vcpu.h"
@@ -14,18 +16,21 @@
 namespace minivmm {
 
 struct VmSignals {
-  std::atomic<bool> irq_pending{false};
-  std::atomic<bool> stop_requested{false};
-  std::atomic<bool> timed_out{false};
+  // Bits of `raised`.
+  static constexpr uint32_t kInterrupt = 1;  // the timer has an interrupt to deliver
+  static constexpr uint32_t kStop = 2;       // RequestStop()
+  static constexpr uint32_t kTimeout = 4;    // the run's time limit elapsed
+
+  std::atomic<uint32_t> raised{0};
   std::atomic<Vcpu*> vcpu{nullptr};  // kicked out of the guest on every signal
   std::mutex mu;
   std::condition_variable cv;
 
-  bool AnyWake() const {
-    return irq_pending.load(std::memory_order_acquire) ||
-           stop_requested.load(std::memory_order_acquire) ||
-           timed_out.load(std::memory_order_acquire);
-  }
+  static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+  uint32_t Raised() const { return raised.load(std::memory_order_acquire); }
+  void Clear(uint32_t bits) { raised.fetch_and(~bits, std::memory_order_acq_rel); }
+
   // Wakes a blocked vCPU and kicks a running one. Not async-signal-safe.
   void Wake() {
     { std::lock_guard lock(mu); }
@@ -33,17 +38,17 @@ struct VmSignals {
     if (Vcpu* v = vcpu.load(std::memory_order_acquire)) v->Kick();
   }
   void RaiseInterrupt() {
-    irq_pending.store(true, std::memory_order_release);
+    raised.fetch_or(kInterrupt, std::memory_order_acq_rel);
     Wake();
   }
   void TimeOut() {
-    timed_out.store(true, std::memory_order_release);
+    raised.fetch_or(kTimeout, std::memory_order_acq_rel);
     Wake();
   }
   // Async-signal-safe: no lock; the kick forces an exit, after which the run
-  // loop sees the flag (a blocked vCPU re-checks it at least every 50 ms).
+  // loop sees the bit (a blocked vCPU re-checks it at least every 50 ms).
   void RequestStop() {
-    stop_requested.store(true, std::memory_order_release);
+    raised.fetch_or(kStop, std::memory_order_acq_rel);
     if (Vcpu* v = vcpu.load(std::memory_order_acquire)) v->Kick();
   }
 };

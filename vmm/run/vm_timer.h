@@ -14,7 +14,7 @@
 #include <optional>
 #include <thread>
 
-#include "vmm/core/sinks.h"
+#include "minivmm/sinks.h"
 
 namespace minivmm {
 

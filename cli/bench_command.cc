@@ -1,0 +1,320 @@
+// minivmm bench: every workload with all ops naive, each op optimized alone
+// and all optimized, repeated and interleaved, run in this process through
+// the public API; the seed patches' before/after tables, JSON and CSV.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "fmt/format.h"
+#include "cli/bench_record.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/file_digest.h"
+#include "cli/plot_script.h"
+#include "cli/run_record.h"
+#include "minivmm/host_info.h"
+#include "minivmm/vm.h"
+
+namespace minivmm::cli {
+namespace {
+
+using nlohmann::json;
+
+struct WorkloadChoice {
+  std::string name;  // "ctx"
+  std::string spec;  // guest workload= value: "ctx,rounds=50"
+};
+
+struct PlannedRun {
+  const WorkloadChoice* workload;  // null for a baseline (workload=none)
+  std::string backend;
+  const BenchConfiguration* config;
+  int repetition;  // 0-based
+};
+
+// "ctx:rounds=50:tasks=4,irq" -> {ctx, "ctx,rounds=50,tasks=4"}, {irq, "irq"}.
+std::vector<WorkloadChoice> ParseWorkloads(const std::string& list) {
+  std::vector<WorkloadChoice> out;
+  for (absl::string_view item : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    std::vector<std::string> parts = absl::StrSplit(item, ':');
+    out.push_back({parts[0], absl::StrJoin(parts, ",")});
+  }
+  return out;
+}
+
+std::string Clock(absl::Duration d) {
+  int64_t s = absl::ToInt64Seconds(d);
+  return fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+// The runs in execution order: one baseline (workload=none) per backend and
+// configuration, then the repetitions. Repetition r runs the list of
+// (workload, backend, configuration) forwards when r is even and backwards
+// when odd (A B .. B A), so that a slow drift of the machine weighs on every
+// configuration alike.
+std::vector<PlannedRun> Plan(const std::vector<WorkloadChoice>& workloads,
+                             const std::vector<std::string>& backends, int repeat) {
+  std::vector<PlannedRun> plan, cycle;
+  for (const std::string& b : backends)
+    for (const BenchConfiguration& c : BenchConfigurations()) plan.push_back({nullptr, b, &c, 0});
+  for (const WorkloadChoice& w : workloads)
+    for (const std::string& b : backends)
+      for (const BenchConfiguration& c : BenchConfigurations()) cycle.push_back({&w, b, &c, 0});
+  for (int r = 0; r < repeat; ++r) {
+    if (r % 2 == 0) {
+      for (PlannedRun p : cycle) plan.push_back({p.workload, p.backend, p.config, r});
+    } else {
+      for (auto it = cycle.rbegin(); it != cycle.rend(); ++it)
+        plan.push_back({it->workload, it->backend, it->config, r});
+    }
+  }
+  return plan;
+}
+
+struct Executed {
+  PlannedRun plan;
+  json record;
+  std::string failure;  // "" when the guest shut down with 0 and no failed check
+};
+
+class Bench {
+ public:
+  explicit Bench(const BenchOptions& o) : o_(o) {}
+
+  int Run();
+
+ private:
+  absl::Status Execute(const PlannedRun& p);
+  void PrintProgress(size_t i, size_t n, const PlannedRun& p, absl::Duration took);
+  std::vector<ConfigResult> Aggregate() const;
+  json BenchRecord(const std::vector<ConfigResult>& results) const;
+  int WriteOutputs(const std::vector<ConfigResult>& results);
+
+  const BenchOptions& o_;
+  std::vector<WorkloadChoice> workloads_;
+  std::vector<std::string> backends_;
+  std::string kernel_, digest_;
+  std::unique_ptr<HostInfo> host_;
+  std::vector<Executed> runs_;
+  absl::Time start_;
+  int failures_ = 0;
+};
+
+absl::Status Bench::Execute(const PlannedRun& p) {
+  VmConfig config;
+  config.kernel_path = kernel_;
+  config.memory_bytes = o_.memory;
+  config.cmdline = fmt::format("backend={} pvops={} workload={}", p.backend, p.config->pvops,
+                               p.workload ? p.workload->spec : "none");
+  if (o_.timeout_seconds > 0) config.timeout = absl::Seconds(o_.timeout_seconds);
+  absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+  if (!vm.ok()) return vm.status();
+  absl::StatusOr<RunResult> result = (*vm)->Run();
+  if (!result.ok()) return result.status();
+  Executed e{p, MakeRunRecord(config, *result, host_.get(), digest_), RunFailure(*result)};
+  if (!e.failure.empty()) {
+    ++failures_;
+    fmt::print(stderr, "minivmm bench: FAILED: {}: {}\n", config.cmdline, e.failure);
+    for (const std::string& line : result->console_tail) fmt::print(stderr, "  | {}\n", line);
+  }
+  runs_.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+void Bench::PrintProgress(size_t i, size_t n, const PlannedRun& p, absl::Duration took) {
+  absl::Duration elapsed = absl::Now() - start_;
+  absl::Duration left = elapsed / static_cast<double>(i) * static_cast<double>(n - i);
+  fmt::print(
+      stderr, "bench [{:>{}}/{}] {:<12} {:<6} {:<11} {:<9} {:6.2f} s  elapsed {}  left ~{}\n", i,
+      std::to_string(n).size(), n, p.workload ? p.workload->name : "none (base)", p.backend,
+      p.config->name, p.workload ? fmt::format("rep {}/{}", p.repetition + 1, o_.repeat) : "",
+      absl::ToDoubleSeconds(took), Clock(elapsed), Clock(left));
+}
+
+std::vector<ConfigResult> Bench::Aggregate() const {
+  std::vector<ConfigResult> results;
+  for (const WorkloadChoice& w : workloads_) {
+    for (const std::string& b : backends_) {
+      for (const BenchConfiguration& c : BenchConfigurations()) {
+        const json* baseline = nullptr;
+        std::map<std::string, std::vector<double>> values;
+        int runs = 0;
+        for (const Executed& e : runs_) {
+          if (e.plan.backend == b && e.plan.config == &c && e.plan.workload == nullptr) {
+            baseline = &e.record;
+          }
+        }
+        for (const Executed& e : runs_) {
+          if (e.plan.workload != &w || e.plan.backend != b || e.plan.config != &c) continue;
+          ++runs;
+          for (const auto& [name, v] : RunMetrics(e.record, baseline, w.name))
+            values[name].push_back(v);
+        }
+        ConfigResult r{w.name, w.spec, b, c.name, c.pvops, baseline ? "workload" : "whole run",
+                       runs,   {}};
+        for (auto& [name, v] : values) r.metrics[name] = Summarize(std::move(v));
+        results.push_back(std::move(r));
+      }
+    }
+  }
+  return results;
+}
+
+json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
+  json provenance = runs_.empty() ? json::object() : runs_.front().record["provenance"];
+  provenance["command_line"] = o_.command_line;
+  provenance["started_at"] = absl::FormatTime(absl::RFC3339_sec, start_, absl::UTCTimeZone());
+  provenance["elapsed_ns"] = absl::ToInt64Nanoseconds(absl::Now() - start_);
+  json configurations = json::array();
+  for (const BenchConfiguration& c : BenchConfigurations())
+    configurations.push_back({{"name", c.name}, {"pvops", c.pvops}});
+  json workloads = json::array();
+  for (const WorkloadChoice& w : workloads_) workloads.push_back(w.spec);
+  json runs = json::array();
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    const Executed& e = runs_[i];
+    runs.push_back({{"index", i},
+                    {"workload", e.plan.workload ? e.plan.workload->name : "none"},
+                    {"workload_spec", e.plan.workload ? e.plan.workload->spec : "none"},
+                    {"baseline", e.plan.workload == nullptr},
+                    {"backend", e.plan.backend},
+                    {"configuration", e.plan.config->name},
+                    {"pvops", e.plan.config->pvops},
+                    {"repetition", e.plan.repetition},
+                    {"ok", e.failure.empty()},
+                    {"failure", e.failure},
+                    {"record", e.record}});
+  }
+  json out_results = json::array();
+  for (const ConfigResult& r : results) out_results.push_back(ConfigResultToJson(r));
+  return {{"schema", "minivmm.bench"},
+          {"schema_version", kBenchRecordSchemaVersion},
+          {"provenance", provenance},
+          {"settings",
+           {{"workloads", workloads},
+            {"backends", backends_},
+            {"repeat", o_.repeat},
+            {"memory_bytes", o_.memory},
+            {"timeout_seconds", o_.timeout_seconds},
+            {"order", "baselines, then repetitions alternately forwards and backwards"},
+            {"configurations", configurations}}},
+          {"failures", failures_},
+          {"results", out_results},
+          {"runs", runs}};
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) fmt::print(stderr, "minivmm bench: cannot write {}\n", path);
+  return static_cast<bool>(out);
+}
+
+int Bench::WriteOutputs(const std::vector<ConfigResult>& results) {
+  std::string json_path = o_.json_path;
+  if (json_path.empty() && !o_.plot_path.empty()) {
+    char tmpl[] = "/tmp/minivmm-bench-XXXXXX";
+    int fd = mkstemp(tmpl);
+    if (fd >= 0) close(fd);
+    json_path = tmpl;
+  }
+  if (!json_path.empty() && !WriteFile(json_path, BenchRecord(results).dump(1) + "\n"))
+    return kExitVmmError;
+  if (!o_.csv_path.empty() && !WriteFile(o_.csv_path, ResultsCsv(results))) return kExitVmmError;
+  if (!o_.plot_path.empty()) {
+    int status = RunPlotScript(json_path, o_.plot_path);
+    if (o_.json_path.empty()) unlink(json_path.c_str());
+    if (status != kPlotOk) return kBenchPlotFailed;
+  }
+  return 0;
+}
+
+int Bench::Run() {
+  workloads_ = ParseWorkloads(o_.workloads);
+  if (workloads_.empty()) {
+    fmt::print(stderr, "minivmm bench: --workloads is empty\n");
+    return kExitUsage;
+  }
+  backends_ = o_.backend == "both" ? std::vector<std::string>{"pv", "native"}
+                                   : std::vector<std::string>{o_.backend};
+  kernel_ = o_.kernel.empty() ? DefaultGuestKernelPath() : o_.kernel;
+  digest_ = FileSha256(kernel_);
+  if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok()) {
+    host_ = std::make_unique<HostInfo>(*host);
+    ProbeBehaviourInto(*host_);  // once per bench; every run record carries it
+  }
+
+  std::vector<PlannedRun> plan = Plan(workloads_, backends_, o_.repeat);
+  start_ = absl::Now();
+  for (size_t i = 0; i < plan.size(); ++i) {
+    absl::Time t0 = absl::Now();
+    if (absl::Status s = Execute(plan[i]); !s.ok()) {
+      fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
+      return kExitVmmError;
+    }
+    if (!o_.quiet) PrintProgress(i + 1, plan.size(), plan[i], absl::Now() - t0);
+  }
+
+  std::vector<ConfigResult> results = Aggregate();
+  for (size_t i = 0; i < results.size(); i += BenchConfigurations().size()) {
+    const ConfigResult& naive = results[i];
+    const ConfigResult& optimized = results[i + BenchConfigurations().size() - 1];
+    std::vector<const ConfigResult*> group;
+    for (size_t k = 0; k < BenchConfigurations().size(); ++k) group.push_back(&results[i + k]);
+    fmt::print("{}\n{}\n",
+               RenderBeforeAfter(fmt::format("{} (workload={}), backend={}: all naive -> all "
+                                             "optimized; median of {} runs, {} only",
+                                             naive.workload, naive.workload_spec, naive.backend,
+                                             optimized.runs, naive.scope),
+                                 "before", "after", naive, optimized),
+               RenderConfigurations(
+                   fmt::format("{} (workload={}), backend={}: one op optimized at a time, "
+                               "against all naive",
+                               naive.workload, naive.workload_spec, naive.backend),
+                   group));
+  }
+  int status = WriteOutputs(results);
+  if (status != 0) return status;
+  if (failures_ > 0) {
+    fmt::print(stderr, "minivmm bench: {} of {} runs failed\n", failures_, runs_.size());
+    return kBenchRunFailed;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddBenchFlags(CLI::App& app, BenchOptions& o) {
+  app.add_option("--workloads", o.workloads,
+                 "Comma-separated workloads, each NAME[:k=v...], e.g. ctx:rounds=50,irq")
+      ->capture_default_str();
+  app.add_option("--backend", o.backend, "Guest backend(s)")
+      ->check(CLI::IsMember({"pv", "native", "both"}))
+      ->capture_default_str();
+  app.add_option("--repeat", o.repeat, "Runs per workload, backend and configuration")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--json", o.json_path, "Write the bench record (JSON) here");
+  app.add_option("--csv", o.csv_path, "Write one row per result and metric (CSV) here");
+  app.add_option("--plot", o.plot_path,
+                 "Draw the figures into this image (.png, .svg, .pdf) or page (.html)");
+  app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
+  app.add_option("--memory", o.memory, "Guest RAM per run, e.g. 64M")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--timeout", o.timeout_seconds, "Stop a run after this many seconds (0 = never)")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_flag("--quiet,-q", o.quiet, "No progress lines");
+}
+
+int BenchCommand(const BenchOptions& options) { return Bench(options).Run(); }
+
+}  // namespace minivmm::cli

@@ -1,0 +1,88 @@
+// The CLI's subcommands. Each returns the process exit status.
+#ifndef MINIVMM_CLI_COMMANDS_H_
+#define MINIVMM_CLI_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace minivmm::cli {
+
+struct RunOptions {
+  std::string kernel;
+  uint64_t memory = 64ull << 20;
+  std::string backend;
+  std::string pvops;
+  std::string workload;
+  std::string cmdline;
+  uint32_t timer_hz = 0;
+  double timeout_seconds = 0;
+  std::string json_path;
+  std::string trace_path;
+  std::string trace_format = "jsonl";  // jsonl | perfetto (docs/trace.md)
+  bool quiet = false;
+};
+
+void AddRunFlags(CLI::App& app, RunOptions& options);
+// The guest command line that the flags add up to (docs/design.md "Guest command line").
+std::string GuestCommandLine(const RunOptions& options);
+int RunCommand(const RunOptions& options);
+
+// minivmm trace IN.jsonl -o OUT.json: a saved jsonl trace in the perfetto
+// format (cli/trace_writer.cc, docs/trace.md).
+struct TraceOptions {
+  std::string input_path;
+  std::string output_path;
+};
+void AddTraceFlags(CLI::App& app, TraceOptions& options);
+int TraceCommand(const TraceOptions& options);
+
+// minivmm info: the host's KVM, its capabilities and the host probe's answers.
+struct InfoOptions {
+  bool json = false;
+};
+void AddInfoFlags(CLI::App& app, InfoOptions& options);
+int InfoCommand(const InfoOptions& options);
+
+// minivmm bench (cli/bench_command.cc, docs/run-record.md).
+struct BenchOptions {
+  std::string workloads = "ctx,pipe,irq,cpa,fpu";
+  std::string backend = "both";  // pv, native, both
+  int repeat = 3;
+  std::string json_path;
+  std::string csv_path;
+  std::string plot_path;
+  std::string kernel;
+  uint64_t memory = 64ull << 20;
+  double timeout_seconds = 120;
+  bool quiet = false;
+  std::string command_line;  // for provenance
+};
+inline constexpr int kBenchRunFailed = 1;   // a run failed or a guest self-check failed
+inline constexpr int kBenchPlotFailed = 3;  // the --plot figure could not be drawn
+void AddBenchFlags(CLI::App& app, BenchOptions& options);
+int BenchCommand(const BenchOptions& options);
+
+// minivmm compare (cli/compare_command.cc): exit statuses as diff(1).
+struct CompareOptions {
+  std::string a_path;
+  std::string b_path;
+  bool fail_on_regression = false;
+  double time_threshold_pct = 0;  // 0: timings never count as regressions
+};
+inline constexpr int kCompareRegression = 1;
+inline constexpr int kCompareTrouble = 2;
+void AddCompareFlags(CLI::App& app, CompareOptions& options);
+int CompareCommand(const CompareOptions& options);
+
+// minivmm report (cli/report_command.cc).
+struct ReportOptions {
+  std::string input_path;
+  std::string output_path;
+};
+void AddReportFlags(CLI::App& app, ReportOptions& options);
+int ReportCommand(const ReportOptions& options);
+
+}  // namespace minivmm::cli
+
+#endif  // MINIVMM_CLI_COMMANDS_H_

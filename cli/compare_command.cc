@@ -1,0 +1,221 @@
+// minivmm compare A.json B.json: the bench tables between two run records or
+// two bench records, metric by metric. Exit status as diff(1) with
+// --fail-on-regression: 0 same or better, 1 a regression, 2 trouble.
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "fmt/format.h"
+#include "cli/bench_record.h"
+#include "cli/commands.h"
+
+namespace minivmm::cli {
+namespace {
+
+using nlohmann::json;
+
+bool Load(const std::string& path, json* out, std::string* schema) {
+  std::ifstream in(path);
+  if (!in) {
+    fmt::print(stderr, "minivmm compare: cannot read {}\n", path);
+    return false;
+  }
+  *out = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (out->is_discarded() || !out->is_object()) {
+    fmt::print(stderr, "minivmm compare: {} is not JSON\n", path);
+    return false;
+  }
+  *schema = out->value("schema", "");
+  if (*schema != "minivmm.run" && *schema != "minivmm.bench") {
+    fmt::print(stderr, "minivmm compare: {} is neither a run nor a bench record (schema \"{}\")\n",
+               path, *schema);
+    return false;
+  }
+  return true;
+}
+
+class Comparison {
+ public:
+  explicit Comparison(const CompareOptions& o) : o_(o) {}
+
+  // Judges one metric; returns its change cell, marked when it regressed.
+  std::string Judge(const std::string& where, const MetricDef& def, const Stats& a,
+                    const Stats& b) {
+    std::string cell = FormatChange(a.median, b.median);
+    double pct = ChangePct(a.median, b.median);
+    bool worse = false, better = false;
+    if (def.kind == MetricKind::kExits) {
+      worse = b.median > a.median;
+      better = b.median < a.median;
+    } else if (def.kind == MetricKind::kTime && o_.time_threshold_pct > 0 && !std::isnan(pct)) {
+      worse = pct > o_.time_threshold_pct;
+      better = pct < -o_.time_threshold_pct;
+    }
+    if (def.kind == MetricKind::kInfo) return cell;
+    ++compared_;
+    if (worse) {
+      regressions_.push_back(fmt::format("{}: {} {} -> {} ({})", where,
+                                         def.label.substr(def.label.find_first_not_of(' ')),
+                                         FormatValue(a.median), FormatValue(b.median), cell));
+      return cell + " !";
+    }
+    if (better) ++better_;
+    return cell;
+  }
+
+  std::string Table(const std::string& title, const std::string& where, const ConfigResult& a,
+                    const ConfigResult& b) {
+    std::vector<std::vector<std::string>> rows;
+    for (const MetricDef& def : MetricDefs(a.workload)) {
+      const Stats* sa = a.Find(def.name);
+      const Stats* sb = b.Find(def.name);
+      if (sa == nullptr || sb == nullptr) continue;
+      std::string change = Judge(where, def, *sa, *sb);
+      if (!def.in_table) continue;
+      bool is_cause = def.name.rfind("exits.", 0) == 0 && def.name != "exits.total";
+      if (is_cause && sa->median == 0 && sb->median == 0) continue;
+      rows.push_back(
+          {def.label, def.source, FormatStats(*sa, def.kind), FormatStats(*sb, def.kind), change});
+    }
+    return RenderTable(title, {"metric", "source", "A", "B", "change"}, rows);
+  }
+
+  int Finish() const {
+    fmt::print("{} metrics compared: {} better, {} worse, {} the same{}\n", compared_, better_,
+               regressions_.size(), compared_ - better_ - regressions_.size(),
+               o_.time_threshold_pct > 0
+                   ? fmt::format(" (timings count beyond ±{}%)", o_.time_threshold_pct)
+                   : " (timings shown, not judged: see --time-threshold)");
+    for (const std::string& r : regressions_) fmt::print("regression: {}\n", r);
+    return o_.fail_on_regression && !regressions_.empty() ? kCompareRegression : 0;
+  }
+
+ private:
+  const CompareOptions& o_;
+  size_t compared_ = 0, better_ = 0;
+  std::vector<std::string> regressions_;
+};
+
+// A run record as a one-run result of its own workload (whole-run exits).
+ConfigResult FromRun(const json& run, const std::string& workload) {
+  ConfigResult r;
+  r.workload = workload;
+  r.workload_spec = workload;
+  r.scope = "whole run";
+  r.runs = 1;
+  for (const auto& [name, v] : RunMetrics(run, nullptr, workload)) r.metrics[name] = Summarize({v});
+  if (workload == "all") {
+    // Whole-run exits divided by one sub-workload's operations mean nothing.
+    r.metrics.erase("exits_per_op");
+    r.metrics.erase("kvm.insn_emulation_per_op");
+  }
+  return r;
+}
+
+int CompareRuns(Comparison& c, const json& a, const json& b) {
+  std::string wa = RecordWorkload(a), wb = RecordWorkload(b);
+  auto cmdline = [](const json& r) {
+    return r.contains("config") && r["config"].is_object() ? r["config"].value("cmdline", "") : "";
+  };
+  fmt::print("A: {}\nB: {}\n\n", cmdline(a), cmdline(b));
+  if (wa != wb)
+    fmt::print("note: different workloads ({} and {}); per-operation rows use A's\n", wa, wb);
+  fmt::print("{}\n", c.Table(fmt::format("{}: A -> B (one run each, whole run)", wa), wa,
+                             FromRun(a, wa), FromRun(b, wa)));
+  if (wa == "all") {
+    for (const char* sub : {"ctx", "pipe", "irq", "cpa", "fpu"}) {
+      ConfigResult ra = FromRun(a, sub), rb = FromRun(b, sub);
+      for (ConfigResult* r : {&ra, &rb}) {
+        std::erase_if(r->metrics, [](const auto& m) { return m.first.rfind("guest.", 0) != 0; });
+      }
+      if (ra.metrics.empty()) continue;
+      fmt::print("{}\n", c.Table(fmt::format("{} within workload=all", sub), sub, ra, rb));
+    }
+  }
+  return c.Finish();
+}
+
+int CompareBenches(Comparison& c, const json& a, const json& b) {
+  auto results = [](const json& bench) {
+    std::vector<ConfigResult> out;
+    for (const json& r : bench.value("results", json::array()))
+      out.push_back(ConfigResultFromJson(r));
+    return out;
+  };
+  std::vector<ConfigResult> ra = results(a), rb = results(b);
+  auto key = [](const ConfigResult& r) {
+    return r.workload_spec + " " + r.backend + " " + r.configuration;
+  };
+  std::map<std::string, const ConfigResult*> by_key;
+  for (const ConfigResult& r : rb) by_key[key(r)] = &r;
+  // One table per workload and backend: each configuration, A against B.
+  std::vector<std::string> groups;
+  std::map<std::string, std::vector<std::vector<std::string>>> rows;
+  size_t matched = 0;
+  for (const ConfigResult& r : ra) {
+    auto it = by_key.find(key(r));
+    if (it == by_key.end()) continue;
+    ++matched;
+    const ConfigResult& s = *it->second;
+    std::string group =
+        fmt::format("{} (workload={}), backend={}", r.workload, r.workload_spec, r.backend);
+    if (!rows.count(group)) groups.push_back(group);
+    std::string where = group + ", " + r.configuration;
+    std::vector<std::string> row = {r.configuration};
+    for (const MetricDef& def : MetricDefs(r.workload)) {
+      const Stats* x = r.Find(def.name);
+      const Stats* y = s.Find(def.name);
+      if (x == nullptr || y == nullptr) continue;
+      std::string change = c.Judge(where, def, *x, *y);
+      if (def.name == "exits.total") {
+        row.insert(row.end(), {FormatValue(x->median), FormatValue(y->median), change});
+      } else if (def.name == "guest.tsc_per_op_net") {
+        row.insert(row.end(), {FormatStats(*x, def.kind), FormatStats(*y, def.kind), change});
+      }
+    }
+    rows[group].push_back(row);
+  }
+  if (matched == 0) {
+    fmt::print(stderr,
+               "minivmm compare: the two benches share no workload, backend and configuration\n");
+    return kCompareTrouble;
+  }
+  for (const std::string& g : groups) {
+    fmt::print("{}\n", RenderTable(g + ": A -> B (medians)",
+                                   {"optimized", "exits A", "exits B", "change", "TSC/op A",
+                                    "TSC/op B", "change"},
+                                   rows[g]));
+  }
+  if (matched < ra.size() || matched < rb.size()) {
+    fmt::print("note: {} results only in A, {} only in B (not compared)\n", ra.size() - matched,
+               rb.size() - matched);
+  }
+  return c.Finish();
+}
+
+}  // namespace
+
+void AddCompareFlags(CLI::App& app, CompareOptions& o) {
+  app.add_option("A", o.a_path, "The earlier run or bench record (JSON)")->required();
+  app.add_option("B", o.b_path, "The later one, of the same kind")->required();
+  app.add_flag("--fail-on-regression", o.fail_on_regression,
+               "Exit 1 if any exit count grew (or a timing, with --time-threshold)");
+  app.add_option("--time-threshold", o.time_threshold_pct,
+                 "Count a guest timing as a regression beyond this many percent (0 = never)")
+      ->check(CLI::Range(0.0, 1e6));
+}
+
+int CompareCommand(const CompareOptions& o) {
+  json a, b;
+  std::string schema_a, schema_b;
+  if (!Load(o.a_path, &a, &schema_a) || !Load(o.b_path, &b, &schema_b)) return kCompareTrouble;
+  if (schema_a != schema_b) {
+    fmt::print(stderr, "minivmm compare: cannot compare a {} record with a {} record\n", schema_a,
+               schema_b);
+    return kCompareTrouble;
+  }
+  Comparison c(o);
+  return schema_a == "minivmm.run" ? CompareRuns(c, a, b) : CompareBenches(c, a, b);
+}
+
+}  // namespace minivmm::cli

@@ -1,0 +1,126 @@
+#include "cli/exit_table.h"
+
+#include <fmt/format.h>
+
+#include "cli/report_value.h"
+
+namespace minivmm::cli {
+namespace {
+
+using nlohmann::json;
+
+void Row(std::string& out, std::string_view what, const json& ops, const json& exits,
+         std::string_view source) {
+  fmt::format_to(std::back_inserter(out), "  {:<28} {:>12} {:>12}  {}\n", what,
+                 ops.is_null() ? std::string("-") : ops.dump(),
+                 exits.is_null() ? std::string("-") : exits.dump(), source);
+}
+
+}  // namespace
+
+std::string RenderExitTable(const json& record) {
+  std::string out;
+  const json& result = record["result"];
+  fmt::format_to(std::back_inserter(out), "minivmm: {} ({}), {:.3f} s\n",
+                 result["stop_reason"].get<std::string>(), result["detail"].get<std::string>(),
+                 result["elapsed_ns"].get<int64_t>() / 1e9);
+  // The configuration the guest says it used (it parses the command line).
+  const json& guest = record["guest"]["reports"];
+  if (guest.contains("config.backend")) {
+    std::string pvops;
+    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch"}) {
+      std::string key = std::string("config.pvops.") + op;
+      if (guest.contains(key))
+        pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));
+    }
+    fmt::format_to(std::back_inserter(out), "guest:   backend={} workload={} pvops={}\n",
+                   ReportText(guest["config.backend"]),
+                   guest.contains("config.workload") ? ReportText(guest["config.workload"]) : "?",
+                   pvops);
+  }
+
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
+                 "exits", "source");
+  // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
+  for (const char* name :
+       {"if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"}) {
+    const json& c = record["causes"]["causes"][name];
+    Row(out, name, c["ops"], c["exits"], "vmm");
+    if (std::string_view(name) == "if_set")
+      Row(out, "  of which irq window", nullptr, c["host_dependent_exits"], "vmm (host-dependent)");
+  }
+  const json& histogram = record["causes"]["multicall_entries_histogram_log2"];
+  std::string buckets;
+  for (size_t i = 0; i < histogram.size(); ++i) {
+    uint64_t n = histogram[i].get<uint64_t>();
+    if (n == 0) continue;
+    std::string range = i == 0   ? "0"
+                        : i == 1 ? "1"
+                                 : fmt::format("{}-{}", 1u << (i - 1), (1u << i) - 1);
+    if (i + 1 == histogram.size()) range = fmt::format("{}+", 1u << (i - 1));
+    buckets += fmt::format("{}{}:{}", buckets.empty() ? "" : " ", range, n);
+  }
+  if (!buckets.empty())
+    fmt::format_to(std::back_inserter(out), "  {:<28} {}  vmm\n", "  entries per multicall",
+                   buckets);
+  const json& gdt = record["causes"]["gdt_stores"];
+  if (gdt["applied"].get<uint64_t>() + gdt["rejected"].get<uint64_t>() > 0)
+    fmt::format_to(std::back_inserter(out), "  {:<28} {} applied, {} rejected  vmm\n",
+                   "  trapped GDT stores", gdt["applied"].get<uint64_t>(),
+                   gdt["rejected"].get<uint64_t>());
+
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "hypercalls", "ops",
+                 "exits", "source");
+  for (const auto& [name, c] : record["hypercalls"]["calls"].items()) {
+    Row(out, name, c["ops"], c["exits"],
+        c["errors"].get<uint64_t>() > 0
+            ? fmt::format("vmm ({} errors)", c["errors"].get<uint64_t>())
+            : std::string("vmm"));
+  }
+
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by reason", "",
+                 "exits", "source");
+  for (const auto& [name, n] : record["exits"]["by_reason"].items())
+    Row(out, name, nullptr, n, "vmm");
+  Row(out, "total", nullptr, record["exits"]["total"], "vmm");
+  for (const char* bus : {"pio_by_device", "mmio_by_device"}) {
+    for (const auto& [name, n] : record["exits"][bus].items()) {
+      if (n.get<uint64_t>() == 0) continue;
+      Row(out, fmt::format("{} {}", bus[0] == 'p' ? "pio" : "mmio", name), nullptr, n, "vmm");
+    }
+  }
+
+  // What the guest says it did (kernel totals), to set beside the VMM's.
+  const json& reports = record["guest"]["reports"];
+  bool header = false;
+  for (const char* key :
+       {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
+        "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables", "cr0_writes",
+        "timer_irqs", "check.passed", "check.failed"}) {
+    std::string name =
+        std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
+    if (!reports.contains(name)) continue;
+    // A number, or in a record of run schema version 1 a string of digits.
+    const json& v = reports[name];
+    std::optional<double> n = ReportNumber(v);
+    if (!n) continue;
+    if (!header) {
+      fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n",
+                     "guest's own counts", "", "count", "source");
+      header = true;
+    }
+    Row(out, name, nullptr, v.is_number() ? v : json(static_cast<int64_t>(*n)), "guest");
+  }
+
+  const json& host = record["host_counters"]["deltas"];
+  if (!host.empty()) {
+    fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "host counters", "",
+                   "delta", "source");
+    for (const auto& [name, n] : host.items()) {
+      if (n.get<uint64_t>() != 0) Row(out, name, nullptr, n, "kvm-stats (host-dependent)");
+    }
+  }
+  return out;
+}
+
+}  // namespace minivmm::cli

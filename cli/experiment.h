@@ -1,0 +1,44 @@
+// What the CLI and the Python module (python/minivmm_py.cc) share: how
+// backend/pvops/workload become the guest command line, the pvops
+// configurations `bench` runs, and when a finished run counts as failed.
+// Uses only the public API; linked by both as minivmm_cli_shared.
+#ifndef MINIVMM_CLI_EXPERIMENT_H_
+#define MINIVMM_CLI_EXPERIMENT_H_
+
+#include <string>
+#include <vector>
+
+#include "minivmm/run_result.h"
+
+namespace minivmm::cli {
+
+// "backend=B pvops=P workload=W EXTRA", leaving out the empty parts, in that
+// order (docs/design.md "Guest command line"). `minivmm run` builds its
+// guest command line from its flags with this.
+std::string ComposeGuestCommandLine(const std::string& backend, const std::string& pvops,
+                                    const std::string& workload, const std::string& extra);
+
+// The guest's backends (`--backend`).
+const std::vector<std::string>& GuestBackends();
+
+// One pvops setting that bench runs: all naive, one op optimized on top of
+// all naive, or all optimized.
+struct BenchConfiguration {
+  std::string name;   // "naive", "irq_restore", ..., "optimized"
+  std::string pvops;  // the guest's pvops= value
+};
+// naive, each op optimized alone (irq_restore, fpu_switch, tls, pte_flags,
+// batch), optimized: the order of the tables and the plots.
+const std::vector<BenchConfiguration>& BenchConfigurations();
+
+// The exit status `minivmm run` gives a finished run (README "Exit status");
+// `stop_signal` is the signal that requested a stop (SIGINT or SIGTERM).
+int ExitStatusFor(const RunResult& r, int stop_signal);
+
+// Why a finished run does not count as a pass (not a guest shutdown, a
+// non-zero code, failed guest self-checks), or "".
+std::string RunFailure(const RunResult& r);
+
+}  // namespace minivmm::cli
+
+#endif  // MINIVMM_CLI_EXPERIMENT_H_

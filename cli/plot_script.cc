@@ -1,0 +1,91 @@
+#include "cli/plot_script.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+
+namespace minivmm::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs argv[0] (searched in PATH) and returns its exit status; 127 if it
+// could not be started, 128 + signal if it was killed. `quiet` sends its
+// output to /dev/null.
+int Spawn(const std::vector<std::string>& args, bool quiet = false) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) return 127;
+  if (pid == 0) {
+    if (quiet) {
+      int null = open("/dev/null", O_WRONLY);
+      if (null >= 0) {
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+      }
+    }
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return 127;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+std::string FindPlotScript() {
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("MINIVMM_PLOT_SCRIPT"); env != nullptr && *env != '\0') {
+    return env;  // the user's choice, even if wrong: the error will name it
+  }
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    candidates.push_back(exe.parent_path() / ".." / "share" / "minivmm" / "plot_report.py");
+    candidates.push_back(exe.parent_path() / "plot_report.py");
+  }
+  candidates.push_back(fs::path(MINIVMM_SOURCE_DIR) / "bench" / "plot_report.py");
+  for (const fs::path& p : candidates) {
+    if (fs::is_regular_file(p, ec)) return fs::weakly_canonical(p, ec).string();
+  }
+  return "";
+}
+
+int RunPlotScript(const std::string& input, const std::string& output) {
+  std::string script = FindPlotScript();
+  if (script.empty()) {
+    fmt::print(stderr,
+               "minivmm: cannot find plot_report.py (set MINIVMM_PLOT_SCRIPT to its path)\n");
+    return kPlotFailed;
+  }
+  std::vector<std::string> pythons;
+  if (const char* env = std::getenv("MINIVMM_PYTHON"); env != nullptr && *env != '\0') {
+    pythons.push_back(env);
+  } else {
+    pythons = {"python3", "/usr/bin/python3"};
+  }
+  for (const std::string& python : pythons) {
+    if (Spawn({python, "-c", "import matplotlib"}, /*quiet=*/true) != 0) continue;
+    return Spawn({python, script, input, "-o", output});
+  }
+  fmt::print(stderr,
+             "minivmm: no Python 3 with matplotlib found (tried {}); install python3-matplotlib "
+             "or set MINIVMM_PYTHON\n",
+             fmt::join(pythons, ", "));
+  return kPlotNoMatplotlib;
+}
+
+}  // namespace minivmm::cli

@@ -1,0 +1,210 @@
+#include <fcntl.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "fmt/format.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/exit_table.h"
+#include "cli/experiment.h"
+#include "cli/file_digest.h"
+#include "cli/run_record.h"
+#include "cli/trace_writer.h"
+#include "minivmm/host_info.h"
+#include "minivmm/vm.h"
+
+namespace minivmm::cli {
+namespace {
+
+// Streams the guest console to stdout, flushing per line so that output
+// interleaves sensibly with the table on stderr.
+class StdoutConsole final : public ConsoleSink {
+ public:
+  void Write(std::string_view bytes) override {
+    fwrite(bytes.data(), 1, bytes.size(), stdout);
+    if (bytes.find('\n') != std::string_view::npos) fflush(stdout);
+  }
+};
+
+std::atomic<Vm*> g_running_vm{nullptr};
+std::atomic<int> g_signal{0};
+
+void OnStopSignal(int signo) {
+  g_signal.store(signo);
+  if (Vm* vm = g_running_vm.load()) vm->RequestStop();
+}
+
+void PrintCrashReport(const RunResult& result) {
+  fmt::print(stderr, "minivmm: {}\n", result.detail);
+  fmt::print(stderr, "vCPU 0 registers:\n");
+  int column = 0;
+  for (const auto& [name, value] : result.registers) {
+    fmt::print(stderr, "  {:>6}={:016x}{}", name, value, ++column % 4 == 0 ? "\n" : "");
+  }
+  if (column % 4 != 0) fmt::print(stderr, "\n");
+  fmt::print(stderr, "last console lines:\n");
+  for (const std::string& line : result.console_tail) fmt::print(stderr, "  | {}\n", line);
+}
+
+}  // namespace
+
+void AddRunFlags(CLI::App& app, RunOptions& o) {
+  app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
+  app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--backend", o.backend, "Guest backend")->check(CLI::IsMember({"pv", "native"}));
+  app.add_option("--pvops", o.pvops, "naive | optimized | op:variant,...");
+  app.add_option("--workload", o.workload, "Guest workload NAME[,k=v...]");
+  app.add_option("--cmdline", o.cmdline, "Extra guest command-line words");
+  app.add_option("--timer-hz", o.timer_hz, "Periodic timer interrupts per second (0 = off)")
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--timeout", o.timeout_seconds, "Stop after this many seconds (0 = never)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--json", o.json_path, "Write the run record (JSON) here");
+  app.add_option("--trace", o.trace_path, "Write every exit here (see --trace-format)");
+  app.add_option("--trace-format", o.trace_format,
+                 "jsonl: one JSON line per exit; perfetto: a timeline for ui.perfetto.dev")
+      ->check(CLI::IsMember({"jsonl", "perfetto"}));
+  app.add_flag("--quiet,-q", o.quiet, "Do not print the exit table");
+}
+
+std::string GuestCommandLine(const RunOptions& o) {
+  return ComposeGuestCommandLine(o.backend, o.pvops, o.workload, o.cmdline);
+}
+
+int RunCommand(const RunOptions& o) {
+  // Handlers first, so that a signal during set-up still ends the run
+  // cleanly (RequestStop is called as soon as there is a VM).
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  StdoutConsole console;
+  VmConfig config;
+  config.kernel_path = o.kernel;
+  config.memory_bytes = o.memory;
+  config.cmdline = GuestCommandLine(o);
+  config.timer_hz = o.timer_hz;
+  if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
+  config.console = &console;
+
+  absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+  if (!vm.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", std::string(vm.status().message()));
+    return kExitVmmError;
+  }
+  if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
+
+  std::unique_ptr<TraceWriter> trace;
+  if (!o.trace_path.empty()) {
+    absl::StatusOr<std::unique_ptr<TraceWriter>> t = TraceWriter::Open(
+        o.trace_path, o.trace_format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kJsonl,
+        "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload));
+    if (!t.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", std::string(t.status().message()));
+      return kExitVmmError;
+    }
+    trace = std::move(*t);
+    (*vm)->SetExitObserver([&trace](const ExitEvent& e) { trace->Write(e); });
+  }
+
+  g_running_vm.store(vm->get());
+  if (g_signal.load() != 0) (*vm)->RequestStop();
+  absl::StatusOr<RunResult> result = (*vm)->Run();
+  g_running_vm.store(nullptr);
+  fflush(stdout);
+  // Closes the trace whatever stopped the run (timeout, signal, fault).
+  if (trace != nullptr) {
+    if (result.ok())
+      trace->Finish(std::string(StopReasonName(result->reason)), result->detail);
+    else
+      trace->Finish("VMM error", std::string(result.status().message()));
+  }
+  if (!result.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
+    return kExitVmmError;
+  }
+
+  // The provenance (host description, host probe, the guest image's digest)
+  // is only written to the --json file; the exit table does not show it, so
+  // a run without --json does not gather it. The host probe is a second,
+  // short guest run.
+  std::optional<HostInfo> host;
+  std::string kernel_digest;
+  if (!o.json_path.empty()) {
+    if (absl::StatusOr<HostInfo> probed = ProbeHost(config.kvm_device); probed.ok()) {
+      host = *std::move(probed);
+      ProbeBehaviourInto(*host, config.kvm_device);
+    }
+    kernel_digest = FileSha256(config.kernel_path);
+  }
+  nlohmann::json record =
+      MakeRunRecord(config, *result, host ? &*host : nullptr, kernel_digest);
+  for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
+  if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
+  if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << record.dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "minivmm: cannot write {}\n", o.json_path);
+      return kExitVmmError;
+    }
+  }
+  return ExitStatusFor(*result, g_signal.load());
+}
+
+namespace {
+
+// "emulated (evidence)", "not delivered (evidence)", "not measured (why)".
+std::string BehaviourLine(const ProbedBehaviour& b, const char* yes, const char* no) {
+  return fmt::format("{} ({})", !b.value ? "not measured" : *b.value ? yes : no, b.evidence);
+}
+
+}  // namespace
+
+void AddInfoFlags(CLI::App& app, InfoOptions& o) {
+  app.add_flag("--json", o.json, "Print the host description as JSON (provenance.host's form)");
+}
+
+int InfoCommand(const InfoOptions& o) {
+  absl::StatusOr<HostInfo> host = ProbeHost();
+  if (!host.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", std::string(host.status().message()));
+    return kExitVmmError;
+  }
+  ProbeBehaviourInto(*host);
+  const HostBehaviour& b = *host->behaviour;
+  if (o.json) {
+    fmt::print("{}\n", HostRecord(*host).dump(2));
+    return 0;
+  }
+  fmt::print("KVM API version      {}\n", host->kvm_api_version);
+  fmt::print("KVM module           {}\n", host->kvm_module);
+  fmt::print("guest ring 0         {}\n", BehaviourLine(b.ring0_emulated, "emulated", "native"));
+  fmt::print("ring-3 #NM           {}\n", BehaviourLine(b.ring3_nm, "delivered", "not delivered"));
+  fmt::print("vmcall               {}\n", BehaviourLine(b.vmcall_in_kernel, "handled in the kernel",
+                                                        "not handled in the kernel"));
+  fmt::print("host probe           {:.0f} ms ({} guest run{} of workload=hostprobe)\n",
+             absl::ToDoubleMilliseconds(b.elapsed), b.runs, b.runs == 1 ? "" : "s");
+  fmt::print("host kernel          {}\n", host->host_kernel);
+  fmt::print("CPU                  {}\n", host->cpu_model);
+  fmt::print("capabilities:\n");
+  for (const HostCapability& cap : host->capabilities) {
+    fmt::print("  {:<26} {:<8} {}\n", cap.name,
+               cap.value != 0 ? fmt::format("yes ({})", cap.value) : "no",
+               cap.required ? "required" : "optional");
+  }
+  fmt::print("default guest        {}\n", DefaultGuestKernelPath());
+  return 0;
+}
+
+}  // namespace minivmm::cli

@@ -1,0 +1,33 @@
+// The JSON run record: the source of truth of a run. The exit table, bench
+// tables and plots are renderings of it. Schema: docs/run-record.md.
+#ifndef MINIVMM_CLI_RUN_RECORD_H_
+#define MINIVMM_CLI_RUN_RECORD_H_
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "minivmm/host_info.h"
+#include "minivmm/run_result.h"
+#include "minivmm/vm_config.h"
+
+namespace minivmm::cli {
+
+// 2: guest report values that are decimal integers are JSON numbers (1: all strings).
+inline constexpr int kRunRecordSchemaVersion = 2;
+
+// Runs the host probe (ProbeHostBehaviour with the built-in guest) and
+// stores its answers in host.behaviour; when the probe cannot run at all,
+// every answer is left unmeasured with the reason as its evidence.
+void ProbeBehaviourInto(HostInfo& host, const std::string& kvm_device = "/dev/kvm");
+
+// provenance.host without guest_detected: the host, its KVM and the probe's answers.
+nlohmann::json HostRecord(const HostInfo& host);
+
+// provenance.host holds `host` (when not null) with its probed behaviours,
+// and always guest_detected: what this run's guest itself reported.
+nlohmann::json MakeRunRecord(const VmConfig& config, const RunResult& result, const HostInfo* host,
+                             const std::string& kernel_digest);
+
+}  // namespace minivmm::cli
+
+#endif  // MINIVMM_CLI_RUN_RECORD_H_

@@ -1,0 +1,301 @@
+#include "cli/trace_writer.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/report_value.h"
+#include "fmt/format.h"
+#include "minivmm/exit_event.h"
+#include "minivmm_abi/hypercall.h"
+
+namespace minivmm::cli {
+namespace {
+
+using nlohmann::json;
+
+std::string HypercallName(int64_t nr) {
+  switch (nr) {
+#define MVMM_TRACE_NAME_(n, name) \
+  case n:                         \
+    return #name;
+    MVMM_HYPERCALL_LIST(MVMM_TRACE_NAME_)
+#undef MVMM_TRACE_NAME_
+  }
+  return absl::StrFormat("nr%d", nr);
+}
+
+// Invalid UTF-8 cannot come from the guest (reports are checked), but a
+// trace must never throw half-way.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// The jsonl line of one exit; times relative to `base_ns`.
+json Line(const ExitEvent& e, int64_t base_ns) {
+  json line = {{"seq", e.sequence}, {"reason", std::string(ExitReasonName(e.reason))}};
+  if (e.reason == ExitReason::kIo) line["port"] = e.address;
+  if (e.reason == ExitReason::kMmio) line["address"] = e.address;
+  if (e.reason == ExitReason::kIo || e.reason == ExitReason::kMmio) line["write"] = e.is_write;
+  if (e.hypercall >= 0) {
+    line["hypercall"] = HypercallName(e.hypercall);
+    line["args"] = e.args;
+    line["result"] = e.result;
+  }
+  line["vcpu"] = e.vcpu;
+  line["t_ns"] = e.exit_ns - base_ns;
+  line["dur_ns"] = e.resume_ns - e.exit_ns;
+  if (!e.reports.empty()) {
+    json report = json::object();
+    for (const auto& [key, value] : e.reports) report[key] = ReportValueJson(value);
+    line["report"] = report;
+  }
+  return line;
+}
+
+// "report config", "report ctx", "report kernel": the prefix of the record's
+// keys names it (guest/README.md "Reports"); a workload's record also holds
+// check.<w>.* keys, so the first other prefix wins.
+std::string ReportMarkerName(const json& report) {
+  std::string name;
+  for (const auto& [key, value] : report.items()) {
+    std::string prefix = key.substr(0, key.find('.'));
+    if (name.empty() || (name == "check" && prefix != "check")) name = prefix;
+  }
+  return name.empty() ? "report" : "report " + name;
+}
+
+}  // namespace
+
+// Trace Event Format, streamed: a header, one event per line, a footer.
+class PerfettoOut {
+ public:
+  PerfettoOut(FILE* file, int pid) : file_(file), pid_(pid) {}
+
+  void Header() {
+    std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":" +
+                       Dump({{"tool", "minivmm"},
+                             {"tool_version", MINIVMM_VERSION},
+                             {"clock", "host steady clock; ts 0 is when the trace was opened"}}) +
+                       ",\"traceEvents\":[";
+    fwrite(head.data(), 1, head.size(), file_);
+  }
+
+  void Footer() {
+    static constexpr char kEnd[] = "\n]}\n";
+    fwrite(kEnd, 1, sizeof(kEnd) - 1, file_);
+  }
+
+  void Emit(const json& event) {
+    std::string text = (first_ ? "\n" : ",\n") + Dump(event);
+    first_ = false;
+    fwrite(text.data(), 1, text.size(), file_);
+  }
+
+  void NameProcess(const std::string& name) {
+    Emit({{"ph", "M"},
+          {"name", "process_name"},
+          {"pid", pid_},
+          {"tid", 0},
+          {"ts", 0},
+          {"args", {{"name", name}}}});
+  }
+
+  void NameThread(uint32_t vcpu) {
+    if (!named_.insert(vcpu).second) return;
+    Emit({{"ph", "M"},
+          {"name", "thread_name"},
+          {"pid", pid_},
+          {"tid", vcpu},
+          {"ts", 0},
+          {"args", {{"name", absl::StrFormat("vCPU %u", vcpu)}}}});
+    Emit({{"ph", "M"},
+          {"name", "thread_sort_index"},
+          {"pid", pid_},
+          {"tid", vcpu},
+          {"ts", 0},
+          {"args", {{"sort_index", vcpu}}}});
+  }
+
+  // One exit (a jsonl line) as a complete slice, and its report as a marker.
+  void Exit(json line) {
+    const uint32_t vcpu = line.value("vcpu", 0u);
+    NameThread(vcpu);
+    const double ts = line.value("t_ns", int64_t{0}) / 1000.0;
+    const double dur = line.value("dur_ns", int64_t{0}) / 1000.0;
+    json report;
+    if (auto it = line.find("report"); it != line.end()) {
+      report = std::move(*it);
+      line.erase("report");
+    }
+    line.erase("t_ns");
+    line.erase("dur_ns");
+    line.erase("vcpu");
+    std::string name = line.contains("hypercall") && line["hypercall"].is_string()
+                           ? line["hypercall"].get<std::string>()
+                           : line["reason"].get<std::string>();
+    Emit({{"ph", "X"},
+          {"cat", "exit"},
+          {"name", name},
+          {"pid", pid_},
+          {"tid", vcpu},
+          {"ts", ts},
+          {"dur", dur},
+          {"args", line}});
+    if (report.is_object()) {
+      Emit({{"ph", "i"},
+            {"s", "t"},
+            {"cat", "guest"},
+            {"name", ReportMarkerName(report)},
+            {"pid", pid_},
+            {"tid", vcpu},
+            {"ts", ts},
+            {"args", report}});
+    }
+    last_us_ = ts + dur;
+  }
+
+  // At `at_us` (when the run stopped), never before the last slice's end.
+  void Stop(const std::string& reason, const std::string& detail, double at_us) {
+    Emit({{"ph", "i"},
+          {"s", "p"},
+          {"cat", "run"},
+          {"name", "stop: " + reason},
+          {"pid", pid_},
+          {"tid", 0},
+          {"ts", std::max(last_us_, at_us)},
+          {"args", {{"stop_reason", reason}, {"detail", detail}}}});
+  }
+
+ private:
+  FILE* file_;
+  int pid_;
+  bool first_ = true;
+  double last_us_ = 0;
+  std::set<uint32_t> named_;
+};
+
+std::string_view TraceFormatName(TraceFormat format) {
+  return format == TraceFormat::kPerfetto ? "perfetto" : "jsonl";
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path,
+                                                               TraceFormat format,
+                                                               const std::string& process_name) {
+  FILE* f = fopen(path.c_str(), "w");
+  if (f == nullptr)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cannot open trace file %s: %s", path, strerror(errno)));
+  return std::unique_ptr<TraceWriter>(new TraceWriter(f, format, process_name));
+}
+
+TraceWriter::TraceWriter(FILE* file, TraceFormat format, const std::string& process_name)
+    : file_(file), format_(format), base_ns_(ExitClockNs()) {
+  if (format_ == TraceFormat::kPerfetto) {
+    perfetto_ = std::make_unique<PerfettoOut>(file_, static_cast<int>(getpid()));
+    perfetto_->Header();
+    perfetto_->NameProcess(process_name);
+    perfetto_->NameThread(0);  // the track exists even when the run has no exit
+  }
+}
+
+TraceWriter::~TraceWriter() {
+  Finish();
+  fclose(file_);
+}
+
+void TraceWriter::Write(const ExitEvent& e) {
+  if (finished_) return;
+  json line = Line(e, base_ns_);
+  if (perfetto_ != nullptr) {
+    perfetto_->Exit(std::move(line));
+    return;
+  }
+  std::string text = Dump(line);
+  text.push_back('\n');
+  fwrite(text.data(), 1, text.size(), file_);
+}
+
+void TraceWriter::Finish(const std::string& stop_reason, const std::string& detail) {
+  if (finished_) return;
+  finished_ = true;
+  if (perfetto_ != nullptr) {
+    if (!stop_reason.empty())
+      perfetto_->Stop(stop_reason, detail, static_cast<double>(ExitClockNs() - base_ns_) / 1000.0);
+    perfetto_->Footer();
+  }
+  fflush(file_);
+}
+
+absl::StatusOr<uint64_t> ConvertJsonlTrace(const std::string& in_path, const std::string& out_path,
+                                           const std::string& process_name) {
+  std::ifstream in(in_path);
+  if (!in) return absl::NotFoundError(absl::StrFormat("cannot read %s", in_path));
+  FILE* f = fopen(out_path.c_str(), "w");
+  if (f == nullptr)
+    return absl::FailedPreconditionError(
+        absl::StrFormat("cannot open %s: %s", out_path, strerror(errno)));
+  PerfettoOut out(f, 1);
+  out.Header();
+  out.NameProcess(process_name);
+  out.NameThread(0);
+  uint64_t exits = 0, line_number = 0;
+  absl::Status status = absl::OkStatus();
+  for (std::string text; std::getline(in, text);) {
+    ++line_number;
+    if (text.empty()) continue;
+    json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (line.is_discarded() || !line.is_object() || !line.contains("reason") ||
+        !line["reason"].is_string()) {
+      status = absl::InvalidArgumentError(
+          absl::StrFormat("%s:%d is not a minivmm trace line", in_path, line_number));
+      break;
+    }
+    if (!line.contains("t_ns")) {  // a trace from before times were recorded
+      line["t_ns"] = static_cast<int64_t>(line.value("seq", exits)) * 1000;
+      line["dur_ns"] = 500;
+    }
+    try {
+      out.Exit(std::move(line));
+    } catch (const json::exception& e) {  // a field of the wrong type
+      status = absl::InvalidArgumentError(
+          absl::StrFormat("%s:%d is not a minivmm trace line: %s", in_path, line_number, e.what()));
+      break;
+    }
+    ++exits;
+  }
+  out.Footer();
+  if (fclose(f) != 0 && status.ok())
+    status = absl::InternalError(absl::StrFormat("cannot write %s", out_path));
+  if (!status.ok()) return status;
+  return exits;
+}
+
+void AddTraceFlags(CLI::App& app, TraceOptions& o) {
+  app.add_option("TRACE", o.input_path, "A trace written by run --trace (jsonl)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("-o,--output", o.output_path, "The timeline (Trace Event Format JSON)")
+      ->required();
+}
+
+int TraceCommand(const TraceOptions& o) {
+  std::string name = o.input_path.substr(o.input_path.find_last_of('/') + 1);
+  absl::StatusOr<uint64_t> exits =
+      ConvertJsonlTrace(o.input_path, o.output_path, "minivmm: " + name);
+  if (!exits.ok()) {
+    fmt::print(stderr, "minivmm trace: {}\n", std::string(exits.status().message()));
+    // Not a trace: as a usage error; unreadable or unwritable files: 125.
+    return absl::IsInvalidArgument(exits.status()) ? kExitUsage : kExitVmmError;
+  }
+  fmt::print(stderr, "minivmm trace: wrote {} ({} exits)\n", o.output_path, *exits);
+  return 0;
+}
+
+}  // namespace minivmm::cli

@@ -1,0 +1,83 @@
+// Per-vCPU exit accounting. Plain arrays of counters: the exit path does an
+// increment, never a lock, allocation or syscall. Summed over vCPUs after the
+// run.
+#ifndef MINIVMM_EXIT_STATS_H_
+#define MINIVMM_EXIT_STATS_H_
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "minivmm_abi/hypercall.h"
+
+namespace minivmm {
+
+// Why the VM exited, as decoded from kvm_run (see vmm/core/vcpu_exit.h).
+enum class ExitReason : uint8_t {
+  kIo,
+  kMmio,
+  kHlt,
+  kIrqWindowOpen,
+  kIntr,
+  kShutdown,
+  kFailEntry,
+  kInternalError,
+  kSystemEvent,
+  kUnknown,
+  kCount
+};
+std::string_view ExitReasonName(ExitReason reason);
+
+// The causes the mission names (docs/design.md "What the VMM counts").
+enum class Cause : uint8_t {
+  kIfSet,             // set_if(1); interrupt-window exits (host-dependent)
+  kIfClear,           // set_if(0)
+  kCr0Write,          // fpu_taskswitch, write_cr0
+  kDescriptorUpdate,  // update_descriptor, trapped GDT stores
+  kPageTableUpdate,   // mmu_update (operations = PTE requests)
+  kMulticall,         // multicall calls (operations = entries)
+  kCount
+};
+std::string_view CauseName(Cause cause);
+
+struct CauseCount {
+  uint64_t ops = 0;    // operations, wherever they were issued
+  uint64_t exits = 0;  // exits they took (a multicall's entries share one)
+};
+
+inline constexpr int kMaxBusDevices = 32;
+inline constexpr int kMulticallHistogramBuckets = 11;  // 1, 2-3, 4-7, ..., 512+ entries
+
+struct ExitStats {
+  std::array<uint64_t, static_cast<int>(ExitReason::kCount)> by_reason{};
+  std::array<uint64_t, kMaxBusDevices> pio_by_device{};   // index from the port bus
+  std::array<uint64_t, kMaxBusDevices> mmio_by_device{};  // index from the MMIO bus
+  uint64_t pio_unclaimed = 0;
+  uint64_t mmio_unclaimed = 0;
+
+  std::array<uint64_t, MVMM_HC_MAX> hc_exits{};   // direct calls
+  std::array<uint64_t, MVMM_HC_MAX> hc_ops{};     // direct calls + multicall entries
+  std::array<uint64_t, MVMM_HC_MAX> hc_errors{};  // operations that returned < 0
+  uint64_t hc_bad_number = 0;                     // out of [0, MVMM_HC_MAX) or unregistered
+  uint64_t hc_refused_cpl3 = 0;
+
+  std::array<CauseCount, static_cast<int>(Cause::kCount)> causes{};
+  std::array<uint64_t, kMulticallHistogramBuckets> multicall_entries_histogram{};
+
+  uint64_t gdt_stores_applied = 0;
+  uint64_t gdt_stores_rejected = 0;
+  uint64_t timer_injections = 0;
+
+  void CountCause(Cause cause, uint64_t ops, uint64_t exits) {
+    auto& c = causes[static_cast<int>(cause)];
+    c.ops += ops;
+    c.exits += exits;
+  }
+
+  // Adds every counter of `other` into this one.
+  void Add(const ExitStats& other);
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_EXIT_STATS_H_

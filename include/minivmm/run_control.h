@@ -1,0 +1,30 @@
+// What a device or hypercall handler asks the run loop to do after the exit
+// it is handling. Plain data, one per vCPU, read by the run loop after every
+// handled exit.
+#ifndef MINIVMM_RUN_CONTROL_H_
+#define MINIVMM_RUN_CONTROL_H_
+
+#include <cstdint>
+
+namespace minivmm {
+
+enum class VcpuRequest : uint8_t {
+  kNone,      // resume the guest
+  kYield,     // sched_op(yield): give other vCPUs/threads a chance, then resume
+  kBlock,     // sched_op(block) or HLT: sleep until an interrupt is pending
+  kShutdown,  // the guest asked to stop; exit_code says with what
+};
+
+struct RunControl {
+  VcpuRequest request = VcpuRequest::kNone;
+  int exit_code = 0;
+
+  void Shutdown(int code) {
+    request = VcpuRequest::kShutdown;
+    exit_code = code;
+  }
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_RUN_CONTROL_H_

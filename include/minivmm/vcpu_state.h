@@ -1,0 +1,102 @@
+// The narrow view of one vCPU's registers that devices and hypercall handlers
+// get. Backed by KVM's synced register block (KVM_CAP_SYNC_REGS) in the VMM,
+// so reads cost nothing and writes cost no ioctl: they are marked dirty and
+// applied by the next KVM_RUN. Tests back it with a plain struct.
+#ifndef MINIVMM_VCPU_STATE_H_
+#define MINIVMM_VCPU_STATE_H_
+
+#include <cstdint>
+
+namespace minivmm {
+
+enum class Reg : uint8_t {
+  kRax,
+  kRbx,
+  kRcx,
+  kRdx,
+  kRsi,
+  kRdi,
+  kRsp,
+  kRbp,
+  kR8,
+  kR9,
+  kR10,
+  kR11,
+  kR12,
+  kR13,
+  kR14,
+  kR15,
+  kRip,
+  kRflags,
+};
+
+inline constexpr int kRegCount = 18;
+// A register's storage type: the type of Linux's __u64, so that this view and
+// KVM's synced block (struct kvm_regs) are the same type in memory.
+using RegWord = unsigned long long;
+static_assert(sizeof(RegWord) == 8);
+
+// What a hypercall exit needs.
+struct HypercallRegs {
+  uint64_t rax, rdi, rsi, rdx, r10, r8;
+  int cpl;
+};
+
+// Registers are plain loads and stores into a register file the backend
+// provides (for KVM, the synced block inside kvm_run, in Reg order); a store
+// also sets the backend's "registers dirty" bit so that the next entry
+// applies it. Nothing on this path is a virtual call. CR0 is virtual: a
+// backend may need to do more than store it.
+class VcpuState {
+ public:
+  virtual ~VcpuState() = default;
+  VcpuState(const VcpuState&) = delete;
+  VcpuState& operator=(const VcpuState&) = delete;
+
+  uint64_t Get(Reg reg) const { return regs_[static_cast<int>(reg)]; }
+  void Set(Reg reg, uint64_t value) {
+    regs_[static_cast<int>(reg)] = value;
+    *dirty_ |= dirty_bit_;
+  }
+  // Current privilege level, 0-3: SS.DPL, which is the CPL in 64-bit mode.
+  int Cpl() const { return *dpl_ & 3; }
+
+  // The number, arguments and CPL of a hypercall.
+  HypercallRegs ReadHypercallRegs() const {
+    return {Get(Reg::kRax), Get(Reg::kRdi), Get(Reg::kRsi), Get(Reg::kRdx),
+            Get(Reg::kR10), Get(Reg::kR8),  Cpl()};
+  }
+
+  virtual uint64_t Cr0() const = 0;
+  virtual void SetCr0(uint64_t value) = 0;
+
+ protected:
+  // `regs` holds kRegCount registers in Reg order; `*dirty |= dirty_bit`
+  // marks them changed; `dpl` is SS.DPL. All must outlive this object.
+  VcpuState(RegWord* regs, RegWord* dirty, RegWord dirty_bit, const uint8_t* dpl)
+      : regs_(regs), dirty_(dirty), dirty_bit_(dirty_bit), dpl_(dpl) {}
+
+ private:
+  RegWord* regs_;
+  RegWord* dirty_;
+  RegWord dirty_bit_;
+  const uint8_t* dpl_;
+};
+
+// A VcpuState over plain fields, for unit tests and for tools.
+class PlainVcpuState final : public VcpuState {
+ public:
+  PlainVcpuState() : VcpuState(regs, &dirty, 1, &cpl) {}
+
+  RegWord regs[kRegCount] = {};
+  RegWord dirty = 0;  // 1 once a register was set
+  uint64_t cr0 = 0x80050033;
+  uint8_t cpl = 0;
+
+  uint64_t Cr0() const override { return cr0; }
+  void SetCr0(uint64_t value) override { cr0 = value; }
+};
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VCPU_STATE_H_

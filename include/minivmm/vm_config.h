@@ -1,0 +1,39 @@
+// How to build a VM. Part of the public API (docs/API.md).
+#ifndef MINIVMM_VM_CONFIG_H_
+#define MINIVMM_VM_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "minivmm/sinks.h"
+
+namespace minivmm {
+
+struct VmConfig {
+  // Guest RAM in bytes, a multiple of 2 MiB in [MVMM_MEMORY_MIN, MVMM_MEMORY_MAX].
+  uint64_t memory_bytes = 64ull << 20;
+  // The guest ELF. Empty means the guest kernel built with minivmm
+  // (DefaultGuestKernelPath()).
+  std::string kernel_path;
+  // The guest's command line (docs/design.md "Guest command line"), at most
+  // MVMM_CMDLINE_MAX bytes.
+  std::string cmdline;
+  // Periodic timer interrupts per second (vector 0x20); 0 = off, which keeps
+  // runs deterministic. At most 10000.
+  uint32_t timer_hz = 0;
+  // Wall-clock limit for Run(); absl::InfiniteDuration() for none.
+  absl::Duration timeout = absl::InfiniteDuration();
+  // Guest console bytes go here; null drops them. Not owned; must outlive the VM.
+  ConsoleSink* console = nullptr;
+  // Path of the /dev/kvm device.
+  std::string kvm_device = "/dev/kvm";
+};
+
+// Where the guest kernel built with this copy of minivmm lives: the build
+// tree's copy when run from the build tree, else the installed one.
+std::string DefaultGuestKernelPath();
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VM_CONFIG_H_

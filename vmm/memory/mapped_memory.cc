@@ -1,0 +1,36 @@
+#include "vmm/memory/mapped_memory.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "absl/strings/str_format.h"
+
+namespace minivmm {
+
+absl::StatusOr<MappedMemory> MappedMemory::Create(uint64_t size) {
+  if (size == 0 || size % 4096 != 0)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("mapping size %u is not a page multiple", size));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED)
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("mmap of %u bytes of guest memory failed: %s", size, strerror(errno)));
+  return MappedMemory(static_cast<uint8_t*>(p), size);
+}
+
+MappedMemory& MappedMemory::operator=(MappedMemory&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+MappedMemory::~MappedMemory() {
+  if (data_ != nullptr) munmap(data_, size_);
+}
+
+}  // namespace minivmm
