@@ -1,12 +1,13 @@
 /* The floor for whole-process start-up (VMM benchmark 3b, docs/RESULTS.md):
  * the least a program must do to run a guest to its first exit, in plain C
  * with nothing but libc. It opens /dev/kvm, creates a VM, maps guest RAM of
- * minivmm's default size (VmConfig::memory_bytes, 64 MiB) with minivmm's
- * mmap flags, copies a two-instruction blob, `out 0xf4, al; hlt`, to 0x1000,
- * creates one vCPU, points it at the blob (the vCPU starts in real mode: CS
- * base 0, RIP 0x1000) and runs it until its first exit, the `out`. Nothing
- * more: no CPUID, no page tables, no 64-bit mode, which minivmm's guests need
- * and this blob does not, so that this is a floor and not a rival VMM.
+ * minivmm's default size (VmConfig::memory_bytes, 64 MiB; startup_bench
+ * passes it as the argument) with minivmm's mmap flags, copies a
+ * two-instruction blob, `out 0xf4, al; hlt`, to 0x1000, creates one vCPU,
+ * points it at the blob (the vCPU starts in real mode: CS base 0, RIP
+ * 0x1000) and runs it until its first exit, the `out`. Nothing more: no
+ * CPUID, no page tables, no 64-bit mode, which minivmm's guests need and this
+ * blob does not, so that this is a floor and not a rival VMM.
  *
  * Exit status 0 when the first exit is the `out`, 1 for any other exit, 2
  * when a step fails. startup_bench times it as a whole process (spawn to
@@ -22,7 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
-#define RAM_BYTES (64ull << 20) /* minivmm's VmConfig::memory_bytes default */
+#define DEFAULT_RAM_BYTES (64ull << 20) /* minivmm's VmConfig::memory_bytes default */
 #define CODE_GPA 0x1000u
 #define EXIT_PORT 0xf4u
 
@@ -31,17 +32,22 @@ static void die(const char* what) {
   exit(2);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  uint64_t ram_bytes = argc > 1 ? strtoull(argv[1], NULL, 0) : DEFAULT_RAM_BYTES;
+  if (ram_bytes < 2 * CODE_GPA || ram_bytes % 4096 != 0) {
+    fprintf(stderr, "usage: bare_first_exit [RAM_BYTES, a page multiple]\n");
+    return 2;
+  }
   int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (kvm < 0) die("open /dev/kvm");
   int vm = ioctl(kvm, KVM_CREATE_VM, 0);
   if (vm < 0) die("KVM_CREATE_VM");
 
-  uint8_t* ram = mmap(NULL, RAM_BYTES, PROT_READ | PROT_WRITE,
+  uint8_t* ram = mmap(NULL, ram_bytes, PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (ram == MAP_FAILED) die("mmap guest RAM");
   struct kvm_userspace_memory_region region = {
-      .slot = 0, .guest_phys_addr = 0, .memory_size = RAM_BYTES,
+      .slot = 0, .guest_phys_addr = 0, .memory_size = ram_bytes,
       .userspace_addr = (uint64_t)(uintptr_t)ram};
   if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &region) < 0) die("KVM_SET_USER_MEMORY_REGION");
   static const uint8_t blob[] = {0xe6, EXIT_PORT, 0xf4}; /* out 0xf4, al; hlt */

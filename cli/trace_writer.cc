@@ -47,6 +47,7 @@ json Line(const ExitEvent& e, int64_t base_ns) {
     line["hypercall"] = HypercallName(e.hypercall);
     line["args"] = e.args;
     line["result"] = e.result;
+    if (!e.refusal.empty()) line["refusal"] = e.refusal;
   }
   line["vcpu"] = e.vcpu;
   line["t_ns"] = e.exit_ns - base_ns;

@@ -64,12 +64,39 @@ inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int6
 
 }  // namespace
 
-void RefusalNotes::Note(std::string_view hypercall, int64_t result, const char* reason) {
-  const std::pair<std::string_view, const char*> kind{hypercall, reason};
+namespace {
+
+// The ABI's errno values by name, for notes a person reads.
+std::string ErrnoName(int64_t result) {
+  switch (-result) {
+    case MVMM_EPERM:
+      return "-EPERM";
+    case MVMM_ENOENT:
+      return "-ENOENT";
+    case MVMM_E2BIG:
+      return "-E2BIG";
+    case MVMM_EFAULT:
+      return "-EFAULT";
+    case MVMM_EINVAL:
+      return "-EINVAL";
+    case MVMM_ENOSYS:
+      return "-ENOSYS";
+    default:
+      return std::to_string(result);
+  }
+}
+
+}  // namespace
+
+void RefusalNotes::Note(uint64_t nr, std::string_view name, int64_t result, const char* reason) {
+  // Keyed by name, not number: unregistered numbers are the guest's to
+  // choose, and must not make the notes grow.
+  const Kind kind{name, reason};
   if (std::find(seen_.begin(), seen_.end(), kind) != seen_.end()) return;
   seen_.push_back(kind);
-  lines_.push_back(absl::StrFormat("hypercall %s refused with %d: %s (noted once per kind)",
-                                   hypercall.empty() ? "?" : hypercall, result,
+  lines_.push_back(absl::StrFormat("hypercall %s refused with %s: %s (noted once per kind)",
+                                   name.empty() ? absl::StrFormat("nr%d", nr) : std::string(name),
+                                   ErrnoName(result),
                                    reason != nullptr ? reason : "no reason given"));
 }
 
@@ -131,7 +158,7 @@ int64_t Dispatcher::HandleExit(HypercallEnv& env, ExitEvent* event, RefusalNotes
   }
   vcpu.Set(Reg::kRax, static_cast<uint64_t>(result.value));
   if (result.refusal != nullptr && notes != nullptr) [[unlikely]]
-    notes->Note(Name(nr), result.value, result.refusal);
+    notes->Note(nr, Name(nr), result.value, result.refusal);
   return result.value;
 }
 

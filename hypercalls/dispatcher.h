@@ -52,16 +52,20 @@ using MulticallFn = HypercallResult (*)(HypercallEnv&, const HypercallArgs&, hc:
 using UserHypercallFn =
     std::function<absl::StatusOr<uint64_t>(HypercallEnv&, const HypercallArgs&)>;
 
-// The first refusal of each kind (hypercall, reason) as one line for the
-// run's notes; later ones cost a pointer comparison per kind seen. One per
-// vCPU.
+// The first refusal of each kind (hypercall name, reason) as one line for
+// the run's notes; later ones cost a comparison per kind seen. Bounded by
+// the registered names and the static reasons, whatever the guest calls.
+// One per vCPU.
 class RefusalNotes {
  public:
-  void Note(std::string_view hypercall, int64_t result, const char* reason);
+  // Hypercall `nr` (named `name`, "" when unregistered) returned `result`
+  // for `reason`, a static string.
+  void Note(uint64_t nr, std::string_view name, int64_t result, const char* reason);
   const std::vector<std::string>& lines() const { return lines_; }
 
  private:
-  std::vector<std::pair<std::string_view, const char*>> seen_;
+  using Kind = std::pair<std::string_view, const char*>;
+  std::vector<Kind> seen_;
   std::vector<std::string> lines_;
 };
 

@@ -1,8 +1,8 @@
-// A fake VM for the hypercall fuzzers: guest RAM of a size the input picks,
-// a GDT page laid out as the VMM lays it out, PlainVcpuState, counters, and
-// bounded recording sinks. Modelled on tests/hypercalls/test_vm.h (which
-// needs gtest). Also the argument generator and the invariants that every
-// hypercall must keep whatever the guest passes (docs/design.md "Hypercalls").
+// The fuzz layer over testing::FakeVm (tests/common/fake_vm.h): guest RAM
+// and GDT sizes and the RAM fill picked by the input, the GDT laid out as the
+// VMM lays it out, a bounded console, the argument and number generators, and
+// the invariants that every hypercall must keep whatever the guest passes
+// (docs/design.md "Hypercalls").
 #ifndef MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 #define MINIVMM_FUZZ_COMMON_FUZZ_VM_H_
 
@@ -12,8 +12,6 @@
 #include <map>
 #include <memory>
 #include <span>
-#include <string>
-#include <string_view>
 #include <vector>
 
 #include "common/input.h"
@@ -22,55 +20,16 @@
 #include "minivmm/hypercall_env.h"
 #include "minivmm_abi/boot.h"
 #include "minivmm_abi/hypercall.h"
+#include "tests/common/descriptors.h"
+#include "tests/common/fake_vm.h"
 
 namespace minivmm::fuzz {
 
-// Keeps only counts and the last write, so a long input cannot grow memory.
-class CountingConsole final : public ConsoleSink {
- public:
-  void Write(std::string_view bytes) override {
-    last.assign(bytes);
-    total += bytes.size();
-    ++writes;
-  }
-  std::string last;
-  uint64_t total = 0;
-  uint64_t writes = 0;
-};
-
-class FakeTimer final : public TimerControl {
- public:
-  uint64_t NowNs() const override { return now; }
-  void SetOneShot(uint64_t deadline_ns) override {
-    armed = deadline_ns;
-    ++sets;
-  }
-  uint64_t now = 1000;
-  uint64_t armed = 0;
-  uint64_t sets = 0;
-};
+using testing::kUserTlsDesc;
 
 inline constexpr uint32_t kUserHypercall = MVMM_HC_USER_FIRST;
-inline constexpr uint64_t kUserTlsDesc = 0x00CFF2000000FFFFull;
 inline constexpr uint64_t kInitialCr0 = 0x80050033;  // PE|MP|ET|NE|WP|PG
 inline constexpr uint64_t kInitialRflags = 0x2;
-
-// The GDT as vmm/boot/boot_layout.cc writes it (entries 0-6), TLS slots empty.
-inline void WriteFakeGdt(std::span<uint8_t> gdt) {
-  const uint64_t entries[MVMM_GDT_ENTRIES] = {0,
-                                              0x00AF9A000000FFFF,
-                                              0x00CF92000000FFFF,
-                                              0x00CFF2000000FFFF,
-                                              0x00AFFA000000FFFF,
-                                              0x0000890030000067,
-                                              0,
-                                              0,
-                                              0,
-                                              0};
-  if (gdt.empty()) return;
-  std::memset(gdt.data(), 0, gdt.size());
-  std::memcpy(gdt.data(), entries, std::min(gdt.size(), sizeof(entries)));
-}
 
 // The embedder-style hypercall registered at kUserHypercall: returns args[0]
 // when args[1] == 0 (so values above INT64_MAX reach the dispatcher's clamp),
@@ -82,87 +41,71 @@ inline absl::StatusOr<uint64_t> UserHypercall(HypercallEnv&, const HypercallArgs
   return absl::Status(code, "fuzz");
 }
 
-struct FuzzVm {
+struct FuzzVm : testing::FakeVm {
   // Picks RAM and GDT sizes and the RAM fill from the input's first bytes.
-  explicit FuzzVm(Input& in) {
+  explicit FuzzVm(Input& in) : FakeVm(/*ram_size=*/0, /*gdt_size=*/0) {
     switch (in.U8() % 8) {
       case 0:
       case 1:
-        UseRam(0x4000);
+        UseRamOfSize(0x4000);
         break;  // boot info, command line, TSS; no page tables
       case 2:
-        UseRam(0x12000);
+        UseRamOfSize(0x12000);
         break;  // also the PML4 and PDPT pages
       case 3:
-        UseRam(0);
+        UseRamOfSize(0);
         break;
       case 4:
-        UseRam(0x1000);
+        UseRamOfSize(0x1000);
         break;  // the TSS is outside RAM
       case 5:
-        UseRam(MVMM_TSS_GPA + sizeof(mvmm_tss));
+        UseRamOfSize(MVMM_TSS_GPA + sizeof(mvmm_tss));
         break;  // ends right after the TSS
       case 6:
-        UseRam(MVMM_PAGE_TABLES_END);
+        UseRamOfSize(MVMM_PAGE_TABLES_END);
         break;
       default:
-        UseRam((in.U16() % 0x9000 + 1) * 2);
+        UseRamOfSize((in.U16() % 0x9000 + 1) * 2);
         break;  // odd page fraction
     }
     const uint8_t fill = in.U8();
-    if (!ram.empty()) std::memset(ram.data(), fill, ram.size());
+    std::fill(ram.begin(), ram.end(), fill);
     const uint8_t g = in.U8();
     if (g % 8 < 5) {
-      gdt.resize(4096);
+      ResizeGdt(testing::kGdtPageSize);
     } else if (g % 8 == 5) {
-      gdt.resize(0);
+      ResizeGdt(0);
     } else if (g % 8 == 6) {
-      gdt.resize(MVMM_GDT_ENTRIES * 8);
+      ResizeGdt(MVMM_GDT_ENTRIES * 8);
     } else {
-      gdt.resize(in.U8() * 8 + g / 8 % 8);  // short or misaligned table ends
+      ResizeGdt(in.U8() * 8 + g / 8 % 8);  // short or misaligned table ends
     }
-    WriteFakeGdt(gdt);
+    LayOutGdtAsVmm();
     initial_gdt = gdt;
     vcpu.cr0 = kInitialCr0;
     vcpu.regs[static_cast<int>(Reg::kRflags)] = kInitialRflags;
+    console.keep_last = MVMM_CONSOLEIO_MAX_BYTES;  // enough for the last write
+    timer.now = 1000;
     if (!dispatcher.Register(kUserHypercall, "fuzz_user", UserHypercall).ok()) std::abort();
   }
 
-  std::span<uint8_t> ram;  // exactly ram_size() bytes: ASan sees any overrun
-  std::vector<uint8_t> gdt;
   std::vector<uint8_t> initial_gdt;
-  GuestMemory memory{std::span<uint8_t>()};
-  PlainVcpuState vcpu;
-  RunControl control;
-  ExitStats stats;
-  ExitContext exit{vcpu, control, stats};
-  CountingConsole console;
-  FakeTimer timer;
-  GuestReports reports;
-  Dispatcher dispatcher;
-  std::unique_ptr<uint8_t[]> own_ram_;
-
-  // Built on demand: `memory` must see the final RAM vector.
-  HypercallEnv Env() {
-    memory = GuestMemory(ram);
-    return HypercallEnv{memory, gdt, exit, &console, &timer, &reports};
-  }
 
   uint64_t ram_size() const { return ram.size(); }
 
-  // Points `ram` at an exact-size heap buffer. The common sizes are cached
+  // Points RAM at an exact-size heap buffer. The common sizes are cached
   // across inputs: fresh 128 KiB allocations per input would cost more than
   // the code under test (ASan quarantine, page faults).
-  void UseRam(uint64_t size) {
+  void UseRamOfSize(uint64_t size) {
     static auto* cache = new std::map<uint64_t, std::unique_ptr<uint8_t[]>>;
-    if (size == 0) {
-      ram = {};
+    const bool common = size % 0x1000 == 0 || size == MVMM_TSS_GPA + sizeof(mvmm_tss);
+    if (size == 0 || !common) {
+      ResizeRam(size);
       return;
     }
-    const bool common = size % 0x1000 == 0 || size == MVMM_TSS_GPA + sizeof(mvmm_tss);
-    std::unique_ptr<uint8_t[]>& slot = common ? (*cache)[size] : own_ram_;
+    std::unique_ptr<uint8_t[]>& slot = (*cache)[size];
     if (!slot) slot = std::make_unique<uint8_t[]>(size);
-    ram = std::span<uint8_t>(slot.get(), size);
+    FakeVm::UseRam(std::span<uint8_t>(slot.get(), size));
   }
 
   // A guest argument: mostly values near the edges that matter.
@@ -179,7 +122,7 @@ struct FuzzVm {
       case 4:
         return MVMM_GDT_GPA + in.U16() % 0x1010;  // the GDT page and past it
       case 5:
-        return MVMM_GDT_GPA + 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4);
+        return testing::TlsSlotGpa(in.U8() % 4);
       case 6:
         return MVMM_PAGE_TABLES_GPA + in.U16() % 0x10000;
       case 7:
@@ -259,7 +202,7 @@ struct Snapshot {
     report_bytes = vm.reports.bytes;
     request = vm.control.request;
     exit_code = vm.control.exit_code;
-    timer_sets = vm.timer.sets;
+    timer_sets = vm.timer.armed.size();
   }
 
   bool Same(const FuzzVm& vm) const {
@@ -267,7 +210,7 @@ struct Snapshot {
            cr0 == vm.vcpu.cr0 && rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
-           exit_code == vm.control.exit_code && timer_sets == vm.timer.sets;
+           exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size();
   }
 
   std::vector<uint8_t> ram, gdt;

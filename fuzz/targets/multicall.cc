@@ -67,7 +67,7 @@ uint64_t Count(uint64_t n, Input& in) {
 
 void Run(Input& in) {
   FuzzVm vm(in);
-  HypercallEnv env = vm.Env();
+  HypercallEnv& env = vm.env;
   const uint64_t list = Placement(vm, in);
   const uint64_t n = in.U16() % 600;
   const uint64_t count = Count(n, in);

@@ -14,15 +14,10 @@
 
 #include "common/input.h"
 #include "devices/uart16550.h"
+#include "tests/common/fake_vm.h"
 
 namespace minivmm::fuzz {
 namespace {
-
-class CollectingConsole final : public ConsoleSink {
- public:
-  void Write(std::string_view bytes) override { out.append(bytes); }
-  std::string out;
-};
 
 struct Model {
   uint8_t rbr = 0, ier = 0, lcr = 0x03, mcr = 0x08, scr = 0, dll = 0x0C, dlm = 0;
@@ -101,13 +96,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace minivmm;
   using namespace minivmm::fuzz;
   Input in(data, size);
-  CollectingConsole console;
-  Uart16550 uart(&console);
+  testing::FakeVm vm(/*ram_size=*/0, /*gdt_size=*/0);  // the console keeps all it is sent
+  Uart16550 uart(&vm.console);
   Model model;
-  PlainVcpuState vcpu;
-  RunControl control;
-  ExitStats stats;
-  ExitContext ctx{vcpu, control, stats};
   while (!in.empty()) {
     const uint8_t op = in.U8();
     const uint64_t offset = op & 0x10 ? in.U64() : op >> 1 & 7;
@@ -116,15 +107,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (op & 1) {
       const auto bytes = in.Bytes(width);
       if (!bytes.empty()) std::memcpy(buf.data(), bytes.data(), bytes.size());
-      uart.Write(offset, buf, ctx);
+      uart.Write(offset, buf, vm.exit);
       for (size_t i = 0; i < width; ++i) model.Write(offset + i, buf[i]);
     } else {
-      uart.Read(offset, buf, ctx);
+      uart.Read(offset, buf, vm.exit);
       for (size_t i = 0; i < width; ++i) FUZZ_CHECK(buf[i] == model.Read(offset + i));
     }
-    FUZZ_CHECK(console.out == model.out);
+    FUZZ_CHECK(vm.console.out == model.out);
     FUZZ_CHECK(uart.bytes_transmitted() == model.out.size());
-    FUZZ_CHECK(control.request == VcpuRequest::kNone);  // a UART never stops the VM
+    FUZZ_CHECK(vm.control.request == VcpuRequest::kNone);  // a UART never stops the VM
   }
   return 0;
 }

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "cli/report_value.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
-#include "cli/report_value.h"
 
 namespace {
 
@@ -147,6 +147,28 @@ TEST(CliTest, TraceHasOneLinePerExit) {
     if (line.find("\"hypercall\":\"console_io\"") != std::string::npos) ++console;
   EXPECT_EQ(lines, 1001);
   EXPECT_EQ(console, 1000);
+}
+
+// A refused hypercall's reason reaches the trace; a successful one has none.
+TEST(CliTraceTest, RefusedHypercallsCarryTheirReason) {
+  REQUIRE_KVM();
+  std::string path = ::testing::TempDir() + "/hostile.jsonl";
+  ASSERT_EQ(Minivmm("run -q --workload hostile --trace " + path).status, 0);
+  std::ifstream in(path);
+  int refused = 0;
+  for (std::string text; std::getline(in, text);) {
+    const json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(line.is_object()) << text;
+    if (!line.contains("hypercall")) continue;
+    if (line["result"].get<int64_t>() < 0) {
+      ++refused;
+      ASSERT_TRUE(line.contains("refusal")) << text;
+      EXPECT_FALSE(line["refusal"].get<std::string>().empty()) << text;
+    } else {
+      EXPECT_FALSE(line.contains("refusal")) << text;
+    }
+  }
+  EXPECT_GT(refused, 100);  // the hostile workload makes ~200 refused calls
 }
 
 json ReadJson(const std::string& path) {

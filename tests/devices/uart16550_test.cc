@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/devices/device_test_context.h"
+#include "tests/common/fake_vm.h"
 
 namespace minivmm {
 namespace {
@@ -16,27 +16,26 @@ class Uart16550Test : public ::testing::Test {
  protected:
   void Out(uint64_t offset, uint8_t value) {
     const uint8_t data[1] = {value};
-    uart_.Write(offset, data, t_.ctx);
+    uart_.Write(offset, data, vm_.exit);
   }
   uint8_t In(uint64_t offset) {
     uint8_t data[1] = {0xEE};
-    uart_.Read(offset, data, t_.ctx);
+    uart_.Read(offset, data, vm_.exit);
     return data[0];
   }
   void Print(std::string_view s) {
     for (char c : s) Out(kThr, static_cast<uint8_t>(c));
   }
 
-  DeviceTestContext t_;
-  StringConsole console_;
-  Uart16550 uart_{&console_};
+  testing::FakeVm vm_;
+  Uart16550 uart_{&vm_.console};
 };
 
 TEST_F(Uart16550Test, NameIsUart) { EXPECT_EQ(uart_.Name(), "uart"); }
 
 TEST_F(Uart16550Test, ThrWritesReachConsoleInOrder) {
   Print("hello\n");
-  EXPECT_EQ(console_.text, "hello\n");
+  EXPECT_EQ(vm_.console.out, "hello\n");
 }
 
 TEST_F(Uart16550Test, TransmittedBytesAreCounted) {
@@ -47,7 +46,7 @@ TEST_F(Uart16550Test, TransmittedBytesAreCounted) {
 TEST_F(Uart16550Test, NullConsoleCountsAndDrops) {
   Uart16550 uart(nullptr);
   const uint8_t data[1] = {'x'};
-  uart.Write(kThr, data, t_.ctx);
+  uart.Write(kThr, data, vm_.exit);
   EXPECT_EQ(uart.bytes_transmitted(), 1u);
 }
 
@@ -74,7 +73,7 @@ TEST_F(Uart16550Test, DlabRoutesOffsetsZeroAndOneToDivisor) {
   Out(kDlm, 0x02);
   EXPECT_EQ(In(kDll), 0x01);
   EXPECT_EQ(In(kDlm), 0x02);
-  EXPECT_EQ(console_.text, "");  // the DLL write was not transmitted
+  EXPECT_EQ(vm_.console.out, "");  // the DLL write was not transmitted
   EXPECT_EQ(uart_.bytes_transmitted(), 0u);
 }
 
@@ -84,7 +83,7 @@ TEST_F(Uart16550Test, ClearingDlabRestoresThrAndIer) {
   Out(kLcr, 0x03);
   EXPECT_EQ(In(kIer), 0x00);  // IER untouched by the DLM write
   Print("k");
-  EXPECT_EQ(console_.text, "k");
+  EXPECT_EQ(vm_.console.out, "k");
   Out(kLcr, 0x80);
   EXPECT_EQ(In(kDlm), 0x05);  // the divisor survived
 }
@@ -124,7 +123,7 @@ TEST_F(Uart16550Test, LoopbackReflectsMcrInMsr) {
 TEST_F(Uart16550Test, LoopbackRoutesThrToRbr) {
   Out(kMcr, 0x10);
   Print("z");
-  EXPECT_EQ(console_.text, "");
+  EXPECT_EQ(vm_.console.out, "");
   EXPECT_EQ(uart_.bytes_transmitted(), 0u);
   EXPECT_EQ(In(kLsr), 0x61);  // data ready
   EXPECT_EQ(In(kThr), 'z');
@@ -133,14 +132,14 @@ TEST_F(Uart16550Test, LoopbackRoutesThrToRbr) {
 
 TEST_F(Uart16550Test, WideWriteIsSplitIntoConsecutiveRegisters) {
   const uint8_t data[2] = {'w', 0x03};  // THR, then IER
-  uart_.Write(kThr, data, t_.ctx);
-  EXPECT_EQ(console_.text, "w");
+  uart_.Write(kThr, data, vm_.exit);
+  EXPECT_EQ(vm_.console.out, "w");
   EXPECT_EQ(In(kIer), 0x03);
 }
 
 TEST_F(Uart16550Test, WideReadIsSplitIntoConsecutiveRegisters) {
   uint8_t data[2] = {};
-  uart_.Read(kLsr, data, t_.ctx);  // LSR, then MSR
+  uart_.Read(kLsr, data, vm_.exit);  // LSR, then MSR
   EXPECT_EQ(data[0], 0x60);
   EXPECT_EQ(data[1], 0xB0);
 }
@@ -149,7 +148,7 @@ TEST_F(Uart16550Test, ReadPastRegistersIsAllOnes) { EXPECT_EQ(In(8), 0xFF); }
 
 TEST_F(Uart16550Test, DeviceNeverRequestsAnything) {
   Print("line\n");
-  EXPECT_EQ(t_.control.request, VcpuRequest::kNone);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);
 }
 
 }  // namespace

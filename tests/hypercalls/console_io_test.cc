@@ -1,16 +1,16 @@
 #include <gtest/gtest.h>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
+using testing::CheckedVm;
 using testing::kRamSize;
-using testing::TestVm;
 
 class ConsoleIoTest : public ::testing::Test {
  protected:
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(ConsoleIoTest, WritesBytesAndReturnsCount) {
@@ -19,12 +19,12 @@ TEST_F(ConsoleIoTest, WritesBytesAndReturnsCount) {
   EXPECT_EQ(result.value, 6);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.console.out, "hello\n");
-  EXPECT_EQ(vm_.console.writes, 1);
+  EXPECT_EQ(vm_.console.writes, 1u);
 }
 
 TEST_F(ConsoleIoTest, ZeroBytesWritesNothing) {
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 0, kRamSize), 0);
-  EXPECT_EQ(vm_.console.writes, 0);
+  EXPECT_EQ(vm_.console.writes, 0u);
 }
 
 TEST_F(ConsoleIoTest, MaximumLengthIsAccepted) {
@@ -39,7 +39,7 @@ TEST_F(ConsoleIoTest, OverMaximumIsE2big) {
   EXPECT_EQ(result.value, -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "count above MVMM_CONSOLEIO_MAX_BYTES");
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, 0, ~0ull, 0x4000), -MVMM_E2BIG);
-  EXPECT_EQ(vm_.console.writes, 0);
+  EXPECT_EQ(vm_.console.writes, 0u);
 }
 
 TEST_F(ConsoleIoTest, UnknownCommandIsEinval) {
@@ -47,7 +47,7 @@ TEST_F(ConsoleIoTest, UnknownCommandIsEinval) {
   EXPECT_EQ(result.value, -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "unknown cmd");
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, ~0ull, 4, 0x4000), -MVMM_EINVAL);
-  EXPECT_EQ(vm_.console.writes, 0);
+  EXPECT_EQ(vm_.console.writes, 0u);
 }
 
 TEST_F(ConsoleIoTest, BufferOutsideRamIsEfault) {
@@ -56,7 +56,7 @@ TEST_F(ConsoleIoTest, BufferOutsideRamIsEfault) {
   EXPECT_STREQ(result.refusal, "buffer outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, 0, 16, kRamSize - 15), -MVMM_EFAULT);  // crosses end
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, 0, 16, ~0ull - 7), -MVMM_EFAULT);      // wraps
-  EXPECT_EQ(vm_.console.writes, 0);
+  EXPECT_EQ(vm_.console.writes, 0u);
 }
 
 TEST_F(ConsoleIoTest, BufferEndingAtEndOfRamIsAccepted) {

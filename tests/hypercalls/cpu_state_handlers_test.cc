@@ -2,12 +2,12 @@
 // through VcpuState (synced registers, no ioctl).
 #include <gtest/gtest.h>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
-using testing::TestVm;
+using testing::CheckedVm;
 
 // The boot CR0 of docs/design.md "Boot": PE|MP|ET|NE|WP|PG.
 constexpr uint64_t kBootCr0 = 0x80050023;
@@ -33,7 +33,7 @@ class CountingVcpu final : public VcpuState {
 class CpuStateHandlersTest : public ::testing::Test {
  protected:
   void SetUp() override { vm_.vcpu.cr0 = kBootCr0; }
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(CpuStateHandlersTest, FpuTaskswitchSetsTs) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "minivmm_abi/boot.h"
-#include "tests/hypercalls/test_vm.h"
+#include "tests/common/descriptors.h"
 
 namespace minivmm {
 namespace {

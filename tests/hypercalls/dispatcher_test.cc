@@ -4,27 +4,19 @@
 
 #include <limits>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
-using testing::TestVm;
+using testing::CheckedVm;
 
 absl::StatusOr<uint64_t> ReturnSeven(HypercallEnv&, const HypercallArgs&) { return 7; }
 
 class DispatcherTest : public ::testing::Test {
  protected:
-  // Loads a hypercall into the registers the ABI names, as the guest would.
-  void LoadRegs(uint64_t rax, HypercallArgs a) {
-    vm_.vcpu.Set(Reg::kRax, rax);
-    vm_.vcpu.Set(Reg::kRdi, a[0]);
-    vm_.vcpu.Set(Reg::kRsi, a[1]);
-    vm_.vcpu.Set(Reg::kRdx, a[2]);
-    vm_.vcpu.Set(Reg::kR10, a[3]);
-    vm_.vcpu.Set(Reg::kR8, a[4]);
-  }
-  TestVm vm_;
+  void LoadRegs(uint64_t rax, HypercallArgs a) { vm_.SetHypercallRegs(rax, a); }
+  CheckedVm vm_;
 };
 
 TEST_F(DispatcherTest, EveryBuiltinIsRegisteredUnderItsAbiName) {
@@ -204,11 +196,15 @@ TEST(RefusalNotesTest, OneLinePerHypercallAndReason) {
   RefusalNotes notes;
   static constexpr char kBadCmd[] = "unknown cmd";
   static constexpr char kTooBig[] = "count above the maximum";
-  notes.Note("console_io", -MVMM_EINVAL, kBadCmd);
-  notes.Note("console_io", -MVMM_EINVAL, kBadCmd);
-  notes.Note("console_io", -MVMM_E2BIG, kTooBig);
-  notes.Note("sched_op", -MVMM_EINVAL, kBadCmd);
-  ASSERT_EQ(notes.lines().size(), 3u);
+  notes.Note(MVMM_HC_console_io, "console_io", -MVMM_EINVAL, kBadCmd);
+  notes.Note(MVMM_HC_console_io, "console_io", -MVMM_EINVAL, kBadCmd);
+  notes.Note(MVMM_HC_console_io, "console_io", -MVMM_E2BIG, kTooBig);
+  notes.Note(MVMM_HC_sched_op, "sched_op", -MVMM_EINVAL, kBadCmd);
+  notes.Note(100, "", -MVMM_ENOSYS, kBadCmd);
+  for (uint64_t nr = 101; nr < 10000; ++nr) notes.Note(nr, "", -MVMM_ENOSYS, kBadCmd);
+  ASSERT_EQ(notes.lines().size(), 4u);  // a guest cannot grow the notes
+  EXPECT_NE(notes.lines()[0].find("-EINVAL"), std::string::npos) << notes.lines()[0];
+  EXPECT_NE(notes.lines()[3].find("nr100"), std::string::npos) << notes.lines()[3];
   EXPECT_NE(notes.lines()[0].find("console_io"), std::string::npos);
   EXPECT_NE(notes.lines()[0].find("unknown cmd"), std::string::npos);
   EXPECT_NE(notes.lines()[2].find("sched_op"), std::string::npos);
@@ -217,7 +213,7 @@ TEST(RefusalNotesTest, OneLinePerHypercallAndReason) {
 // An embedder's handler: its status becomes the errno, its message is not
 // passed on (the refusal says whose handler refused).
 TEST(DispatcherUserHandlerTest, StatusBecomesErrnoWithAFixedReason) {
-  testing::TestVm vm;
+  testing::CheckedVm vm;
   ASSERT_TRUE(vm.dispatcher
                   .Register(70, "probe",
                             [](HypercallEnv&, const HypercallArgs&) -> absl::StatusOr<uint64_t> {

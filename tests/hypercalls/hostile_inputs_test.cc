@@ -9,13 +9,14 @@
 #include <set>
 
 #include "hypercalls/descriptor.h"
-#include "tests/hypercalls/test_vm.h"
+#include "tests/common/descriptors.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
+using testing::CheckedVm;
 using testing::kRamSize;
-using testing::TestVm;
 
 constexpr uint64_t kBootCr0 = 0x80050023;
 constexpr uint8_t kGdtPattern = 0x5A;
@@ -99,7 +100,7 @@ class HostileInputsTest : public ::testing::Test {
   }
 
   std::mt19937_64 rng_{20240601};
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(HostileInputsTest, RandomCallsKeepInvariants) {
@@ -115,12 +116,7 @@ TEST_F(HostileInputsTest, RandomCallsKeepInvariants) {
       args[0] = 0x10000 + 16 * (rng_() % 64);
       args[1] = rng_() % 40;
     }
-    vm_.vcpu.Set(Reg::kRax, nr);
-    vm_.vcpu.Set(Reg::kRdi, args[0]);
-    vm_.vcpu.Set(Reg::kRsi, args[1]);
-    vm_.vcpu.Set(Reg::kRdx, args[2]);
-    vm_.vcpu.Set(Reg::kR10, args[3]);
-    vm_.vcpu.Set(Reg::kR8, args[4]);
+    vm_.SetHypercallRegs(nr, args);
     const int64_t result = vm_.dispatcher.HandleExit(vm_.env);
     ASSERT_EQ(vm_.vcpu.Get(Reg::kRax), static_cast<uint64_t>(result));
     CheckInvariants(result);

@@ -2,13 +2,13 @@
 
 #include <vector>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
+using testing::CheckedVm;
 using testing::kRamSize;
-using testing::TestVm;
 
 constexpr uint64_t kReqs = 0x6000;   // request list
 constexpr uint64_t kTable = 0x9000;  // a page table the guest edits
@@ -23,7 +23,7 @@ class MmuUpdateTest : public ::testing::Test {
     return vm_.Result(MVMM_HC_mmu_update, kReqs, reqs.size());
   }
   int64_t Update(const std::vector<mvmm_mmu_update>& reqs) { return UpdateResult(reqs).value; }
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(MmuUpdateTest, WritesEveryPteAndReturnsCount) {

@@ -1,17 +1,19 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "hypercalls/handlers/handlers.h"
-#include "tests/hypercalls/test_vm.h"
+#include "tests/common/descriptors.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
+using testing::CheckedVm;
 using testing::kRamSize;
 using testing::kUserTlsDesc;
-using testing::TestVm;
 using testing::TlsSlotGpa;
 
 constexpr uint64_t kList = 0x10000;
@@ -41,7 +43,7 @@ class MulticallTest : public ::testing::Test {
   int64_t Result(size_t i, uint64_t list = kList) const {
     return static_cast<int64_t>(vm_.Peek64(list + 64 * i + 8));
   }
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(MulticallTest, RunsEntriesInOrder) {
@@ -82,7 +84,7 @@ TEST_F(MulticallTest, WritesBackOnlyResultFields) {
   const std::vector<mvmm_multicall_entry> entries = {Entry(MVMM_HC_set_if, {1, 2, 3, 4, 5, 6}),
                                                      Entry(MVMM_HC_set_if, {7}, 0)};
   Put(kList, entries);
-  std::vector<uint8_t> before(vm_.ram);
+  std::vector<uint8_t> before(vm_.ram.begin(), vm_.ram.end());
   ASSERT_EQ(vm_.Call(MVMM_HC_multicall, kList, 2), 0);
   EXPECT_EQ(Result(0), 0);             // previous IF; args[1..5] ignored by set_if
   EXPECT_EQ(Result(1), -MVMM_EINVAL);  // set_if(7)
@@ -91,7 +93,7 @@ TEST_F(MulticallTest, WritesBackOnlyResultFields) {
     std::memset(before.data() + result_at, 0, 8);
     std::memset(vm_.ram.data() + result_at, 0, 8);
   }
-  EXPECT_TRUE(before == vm_.ram);
+  EXPECT_TRUE(std::ranges::equal(before, vm_.ram));
 }
 
 TEST_F(MulticallTest, NestedMulticallIsEinval) {
@@ -236,7 +238,7 @@ TEST_F(MulticallTest, PassesArgsZeroToFourAndIgnoresArgFive) {
 }
 
 TEST(MulticallHandlerTest, CallsRunnerOncePerEntryInOrder) {
-  TestVm vm;
+  CheckedVm vm;
   std::vector<mvmm_multicall_entry> entries = {Entry(3, {1}), Entry(200, {2}), Entry(1, {3})};
   // Safety: 3 POD entries of 64 bytes at kList, far inside the 1 MiB fake RAM.
   std::memcpy(vm.ram.data() + kList, entries.data(), 3 * 64);

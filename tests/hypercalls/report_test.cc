@@ -2,13 +2,13 @@
 
 #include <string>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
+using testing::CheckedVm;
 using testing::kRamSize;
-using testing::TestVm;
 
 class ReportTest : public ::testing::Test {
  protected:
@@ -17,7 +17,7 @@ class ReportTest : public ::testing::Test {
     return vm_.Result(MVMM_HC_report, 0x8000, text.size());
   }
   int64_t Report(std::string_view text) { return ReportResult(text).value; }
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(ReportTest, AppendsEntriesAndReturnsTheirNumber) {

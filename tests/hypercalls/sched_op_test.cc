@@ -1,15 +1,15 @@
 #include <gtest/gtest.h>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
-using testing::TestVm;
+using testing::CheckedVm;
 
 class SchedOpTest : public ::testing::Test {
  protected:
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(SchedOpTest, YieldRequestsYield) {

@@ -1,14 +1,14 @@
 #include <gtest/gtest.h>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
-using testing::TestVm;
+using testing::CheckedVm;
 
 TEST(SetTimerOpTest, ArmsOneShotAtDeadline) {
-  TestVm vm;
+  CheckedVm vm;
   const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 123456789);
   EXPECT_EQ(result.value, 0);
   EXPECT_EQ(result.refusal, nullptr);
@@ -16,13 +16,13 @@ TEST(SetTimerOpTest, ArmsOneShotAtDeadline) {
 }
 
 TEST(SetTimerOpTest, ZeroIsPassedOnToCancel) {
-  TestVm vm;
+  CheckedVm vm;
   EXPECT_EQ(vm.Call(MVMM_HC_set_timer_op, 0), 0);
   EXPECT_EQ(vm.timer.armed, std::vector<uint64_t>{0});
 }
 
 TEST(SetTimerOpTest, NoTimerIsEnosys) {
-  TestVm vm;
+  CheckedVm vm;
   vm.env.timer = nullptr;
   const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 5);
   EXPECT_EQ(result.value, -MVMM_ENOSYS);

@@ -1,17 +1,17 @@
 #include <gtest/gtest.h>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
-using testing::TestVm;
+using testing::CheckedVm;
 
 constexpr uint64_t kRsp0Gpa = MVMM_TSS_GPA + 4;
 
 class StackSwitchTest : public ::testing::Test {
  protected:
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(StackSwitchTest, SetsTssRsp0) {
@@ -54,7 +54,7 @@ TEST_F(StackSwitchTest, SsIsCheckedBeforeRsp) {
 }
 
 TEST(StackSwitchSmallRamTest, TssOutsideRamIsEfault) {
-  TestVm vm(MVMM_TSS_GPA + 8);  // rsp0 would end 4 bytes past RAM
+  CheckedVm vm(MVMM_TSS_GPA + 8);  // rsp0 would end 4 bytes past RAM
   const HypercallResult result = vm.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x1000);
   EXPECT_EQ(result.value, -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "TSS outside RAM");

@@ -2,13 +2,14 @@
 
 #include <vector>
 
-#include "tests/hypercalls/test_vm.h"
+#include "tests/common/descriptors.h"
+#include "tests/hypercalls/expect.h"
 
 namespace minivmm {
 namespace {
 
+using testing::CheckedVm;
 using testing::kUserTlsDesc;
-using testing::TestVm;
 using testing::TlsSlotGpa;
 
 class UpdateDescriptorTest : public ::testing::Test {
@@ -20,7 +21,7 @@ class UpdateDescriptorTest : public ::testing::Test {
     return vm_.Result(MVMM_HC_update_descriptor, gpa, desc).refusal;
   }
   bool GdtUntouched() const { return vm_.gdt == std::vector<uint8_t>(4096, 0); }
-  TestVm vm_;
+  CheckedVm vm_;
 };
 
 TEST_F(UpdateDescriptorTest, WritesEachTlsSlotWithAccessedBit) {

@@ -58,7 +58,7 @@ TEST(VmCreateTest, ExtraPioDeviceMayNotOverlapTheUart) {
   REQUIRE_KVM();
   auto vm = Vm::Create(Good());
   ASSERT_TRUE(vm.ok()) << vm.status();
-  StringConsole unused;
+  RecordingConsole unused;
   class Null final : public IoDevice {
    public:
     std::string_view Name() const override { return "null"; }

@@ -10,8 +10,9 @@
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "tests/common/command.h"
 #include "minivmm/vm.h"
+#include "tests/common/command.h"
+#include "tests/common/fake_vm.h"
 
 namespace minivmm::testing {
 
@@ -19,12 +20,6 @@ inline std::string TinyGuest(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
 }
 inline std::string BuiltinGuest() { return MINIVMM_GUEST_ELF; }
-
-class StringConsole final : public ConsoleSink {
- public:
-  void Write(std::string_view bytes) override { text.append(bytes); }
-  std::string text;
-};
 
 struct GuestRun {
   RunResult result;
@@ -61,7 +56,7 @@ struct GuestRun {
 inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
                          absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0) {
   GuestRun run;
-  StringConsole console;
+  RecordingConsole console;
   VmConfig config;
   config.kernel_path = kernel;
   config.cmdline = cmdline;
@@ -75,7 +70,7 @@ inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
   EXPECT_TRUE(result.ok()) << result.status();
   if (!result.ok()) return run;
   run.result = *result;
-  run.console = console.text;
+  run.console = console.out;
   for (const auto& [k, v] : result->reports.entries) run.reports[k] = v;
   return run;
 }

@@ -2,7 +2,6 @@
 // sequence of exits and checks the counters and how the run ends.
 #include "vmm/run/run_loop.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <string>
@@ -12,6 +11,7 @@
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_port.h"
 #include "minivmm_abi/boot.h"
+#include "tests/common/fake_vm.h"
 
 namespace minivmm {
 namespace {
@@ -55,7 +55,7 @@ class ScriptedVcpu final : public Vcpu {
 
 class RunLoopTest : public ::testing::Test {
  protected:
-  RunLoopTest() : memory_(ram_) { EXPECT_TRUE(pio_.Register(MVMM_HYPERCALL_PORT, 4, &port_).ok()); }
+  RunLoopTest() { EXPECT_TRUE(pio_.Register(MVMM_HYPERCALL_PORT, 4, &port_).ok()); }
 
   RunStop Run(bool timer_can_fire = false) {
     RunLoop loop(
@@ -75,7 +75,9 @@ class RunLoopTest : public ::testing::Test {
     return stop;
   }
 
-  HypercallParts Hypercalls() { return {dispatcher_, memory_, {}, nullptr, nullptr, &reports_}; }
+  HypercallParts Hypercalls() {
+    return {vm_.dispatcher, vm_.memory, {}, nullptr, nullptr, &vm_.reports};
+  }
 
   // An `out %eax, $0xEC` exit with the hypercall's registers.
   void Hypercall(uint32_t nr, uint64_t a0 = 0, uint64_t a1 = 0) {
@@ -87,10 +89,7 @@ class RunLoopTest : public ::testing::Test {
 
   uint64_t Reason(ExitReason r) const { return stats_.by_reason[static_cast<int>(r)]; }
 
-  std::vector<uint8_t> ram_ = std::vector<uint8_t>(1 << 20);
-  GuestMemory memory_;
-  GuestReports reports_;
-  Dispatcher dispatcher_;
+  testing::FakeVm vm_;  // RAM, reports and dispatcher; its vCPU is unused
   HypercallPort port_;
   Bus pio_{"pio"};
   Bus mmio_{"mmio"};
@@ -115,7 +114,7 @@ TEST_F(RunLoopTest, ShutdownHypercallStopsWithTheGuestsCode) {
 // order) and a report hypercall's new entries.
 TEST_F(RunLoopTest, ObserverSeesTimesInOrderAndTheReportsEntries) {
   const std::string text = "a=1\nb=x\n";
-  std::copy(text.begin(), text.end(), ram_.begin() + 0x1000);
+  vm_.PokeBytes(0x1000, text);
   Hypercall(MVMM_HC_set_if, 1);
   Hypercall(MVMM_HC_report, 0x1000, text.size());
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
