@@ -224,15 +224,13 @@ py::dict EventToDict(const ExitEvent& e) {
     for (uint64_t a : e.args) args.append(a);
   d["args"] = args;
   d["result"] = e.hypercall >= 0 ? py::object(py::int_(e.result)) : py::object(py::none());
-  // Newer ExitEvent fields, where this library has them.
-  if constexpr (requires { e.vcpu; }) d["vcpu"] = e.vcpu;
-  if constexpr (requires { e.exit_ns; }) d["exit_ns"] = e.exit_ns;
-  if constexpr (requires { e.resume_ns; }) d["resume_ns"] = e.resume_ns;
-  if constexpr (requires { e.reports; }) {
-    py::dict reports;  // a `report` hypercall's entries
-    for (const auto& [key, value] : e.reports) reports[py::str(key)] = ReportValue(value);
-    d["reports"] = reports;
-  }
+  d["refusal"] = e.refusal.empty() ? py::object(py::none()) : py::object(py::str(e.refusal));
+  d["vcpu"] = e.vcpu;
+  d["exit_ns"] = e.exit_ns;
+  d["resume_ns"] = e.resume_ns;
+  py::dict reports;  // a `report` hypercall's entries
+  for (const auto& [key, value] : e.reports) reports[py::str(key)] = ReportValue(value);
+  d["reports"] = reports;
   return d;
 }
 

@@ -172,6 +172,17 @@ def test_exit_callback_sees_every_exit():
         c["exits"] for c in r["hypercalls"]["calls"].values())
 
 
+def test_refused_hypercalls_carry_their_reason():
+    events = []
+    r = minivmm.Vm(backend="pv", workload="hostile").run(on_exit=events.append)
+    assert r["ok"]
+    calls = [e for e in events if e["hypercall"] >= 0]
+    refused = [e for e in calls if e["result"] < 0]
+    assert len(refused) > 100
+    assert all(isinstance(e["refusal"], str) and e["refusal"] for e in refused)
+    assert all(e["refusal"] is None for e in calls if e["result"] >= 0)
+
+
 class Boom(Exception):
     pass
 
