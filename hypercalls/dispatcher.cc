@@ -138,51 +138,41 @@ absl::Status Dispatcher::Register(uint32_t nr, std::string name, UserHypercallFn
   return absl::OkStatus();
 }
 
-// The exit path of every hypercall. A call from ring 0 to a builtin handler,
-// with no observer, takes the first branch: no allocation, no formatting, no
-// call but the handler's. Everything else (another ring, an unknown number,
-// the multicall, an embedder's handler, an observer) goes through
-// HandleExitGeneral; a refusal is noted after either.
+// The exit path of every hypercall: no allocation, no formatting, no call
+// but the handler's. An observer or a refusal leaves it through one branch.
 int64_t Dispatcher::HandleExit(HypercallEnv& env, ExitEvent* event, RefusalNotes* notes) const {
   VcpuState& vcpu = env.exit.vcpu;
   const HypercallRegs regs = vcpu.ReadHypercallRegs();
   const uint64_t nr = regs.rax & 0xFFFFFFFFu;  // EAX
   const HypercallArgs args = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8};
-  HypercallResult result;
-  if (regs.cpl == 0 && event == nullptr && nr < MVMM_HC_MAX && table_[nr].fn != nullptr)
-      [[likely]] {
-    result = table_[nr].fn(env, args);
-    Count(env.exit.stats, nr, args, result.value, /*direct=*/true);
-  } else {
-    result = HandleExitGeneral(env, nr, args, regs.cpl, event);
-  }
-  vcpu.Set(Reg::kRax, static_cast<uint64_t>(result.value));
-  if (result.refusal != nullptr && notes != nullptr) [[unlikely]]
-    notes->Note(nr, Name(nr), result.value, result.refusal);
-  return result.value;
-}
-
-HypercallResult Dispatcher::HandleExitGeneral(HypercallEnv& env, uint64_t nr,
-                                              const HypercallArgs& args, int cpl,
-                                              ExitEvent* event) const {
   // A report hypercall's new entries are shown to the observer.
-  const size_t reports_before = env.reports != nullptr ? env.reports->entries.size() : 0;
+  const size_t reports_before =
+      event != nullptr && env.reports != nullptr ? env.reports->entries.size() : 0;
   HypercallResult result;
-  if (cpl != 0) {
+  if (regs.cpl != 0) [[unlikely]] {
     ++env.exit.stats.hc_refused_cpl3;
     result = Refuse(MVMM_EPERM, "called from CPL != 0");
   } else {
     result = Dispatch(env, nr, args, /*direct=*/true);
   }
-  if (event != nullptr) {
-    event->hypercall = static_cast<int64_t>(nr);
-    event->args = args;
-    event->result = result.value;
-    event->refusal = result.refusal != nullptr ? result.refusal : "";
-    if (env.reports != nullptr && env.reports->entries.size() > reports_before)
-      event->reports = std::span(env.reports->entries).subspan(reports_before);
-  }
-  return result;
+  vcpu.Set(Reg::kRax, static_cast<uint64_t>(result.value));
+  if (event != nullptr || result.refusal != nullptr) [[unlikely]]
+    Record(env, nr, args, result, reports_before, event, notes);
+  return result.value;
+}
+
+void Dispatcher::Record(const HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
+                        const HypercallResult& result, size_t reports_before, ExitEvent* event,
+                        RefusalNotes* notes) const {
+  if (notes != nullptr && result.refusal != nullptr)
+    notes->Note(nr, Name(nr), result.value, result.refusal);
+  if (event == nullptr) return;
+  event->hypercall = static_cast<int64_t>(nr);
+  event->args = args;
+  event->result = result.value;
+  event->refusal = result.refusal != nullptr ? result.refusal : "";
+  if (env.reports != nullptr && env.reports->entries.size() > reports_before)
+    event->reports = std::span(env.reports->entries).subspan(reports_before);
 }
 
 HypercallResult Dispatcher::Dispatch(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
