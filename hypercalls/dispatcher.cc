@@ -145,9 +145,6 @@ int64_t Dispatcher::HandleExit(HypercallEnv& env, ExitEvent* event, RefusalNotes
   const HypercallRegs regs = vcpu.ReadHypercallRegs();
   const uint64_t nr = regs.rax & 0xFFFFFFFFu;  // EAX
   const HypercallArgs args = {regs.rdi, regs.rsi, regs.rdx, regs.r10, regs.r8};
-  // A report hypercall's new entries are shown to the observer.
-  const size_t reports_before =
-      event != nullptr && env.reports != nullptr ? env.reports->entries.size() : 0;
   HypercallResult result;
   if (regs.cpl != 0) [[unlikely]] {
     ++env.exit.stats.hc_refused_cpl3;
@@ -157,13 +154,12 @@ int64_t Dispatcher::HandleExit(HypercallEnv& env, ExitEvent* event, RefusalNotes
   }
   vcpu.Set(Reg::kRax, static_cast<uint64_t>(result.value));
   if (event != nullptr || result.refusal != nullptr) [[unlikely]]
-    Record(env, nr, args, result, reports_before, event, notes);
+    Record(nr, args, result, event, notes);
   return result.value;
 }
 
-void Dispatcher::Record(const HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
-                        const HypercallResult& result, size_t reports_before, ExitEvent* event,
-                        RefusalNotes* notes) const {
+void Dispatcher::Record(uint64_t nr, const HypercallArgs& args, HypercallResult result,
+                        ExitEvent* event, RefusalNotes* notes) const {
   if (notes != nullptr && result.refusal != nullptr)
     notes->Note(nr, Name(nr), result.value, result.refusal);
   if (event == nullptr) return;
@@ -171,8 +167,6 @@ void Dispatcher::Record(const HypercallEnv& env, uint64_t nr, const HypercallArg
   event->args = args;
   event->result = result.value;
   event->refusal = result.refusal != nullptr ? result.refusal : "";
-  if (env.reports != nullptr && env.reports->entries.size() > reports_before)
-    event->reports = std::span(env.reports->entries).subspan(reports_before);
 }
 
 HypercallResult Dispatcher::Dispatch(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,

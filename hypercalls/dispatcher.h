@@ -118,8 +118,7 @@ class Dispatcher {
   HypercallResult DispatchOther(HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
                                 bool direct) const;
   // The observer's fields and the refusal note, off the common path.
-  void Record(const HypercallEnv& env, uint64_t nr, const HypercallArgs& args,
-              const HypercallResult& result, size_t reports_before, ExitEvent* event,
+  void Record(uint64_t nr, const HypercallArgs& args, HypercallResult result, ExitEvent* event,
               RefusalNotes* notes) const;
 
   std::array<Entry, MVMM_HC_MAX> table_;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <cstddef>
 #include <cstring>
@@ -148,50 +149,6 @@ void KvmVcpu::UnbindFromThread() {
   thread_known_.store(false, std::memory_order_release);
   DrainKickSignal();
   ClearKick();
-}
-
-VcpuExit KvmVcpu::Run() {
-  int rc = ioctl(fd_.get(), KVM_RUN, 0);
-  run_->kvm_dirty_regs = 0;
-  if (rc < 0) {
-    if (errno == EINTR || errno == EAGAIN) {
-      DrainKickSignal();
-      return Interrupted{};
-    }
-    return RunFailed{errno};
-  }
-  kvm_run* r = run_;
-  if (r->exit_reason == KVM_EXIT_IO) [[likely]] {
-    // Safety: KVM guarantees data_offset + size * count lies in the kvm_run
-    // mapping, which stays mapped while this vCPU exists.
-    auto* data = reinterpret_cast<uint8_t*>(r) + r->io.data_offset;
-    size_t len = static_cast<size_t>(r->io.size) * r->io.count;
-    if (r->io.direction == KVM_EXIT_IO_OUT) return IoOut{r->io.port, r->io.size, {data, len}};
-    return IoIn{r->io.port, r->io.size, {data, len}};
-  }
-  switch (r->exit_reason) {
-    case KVM_EXIT_MMIO: {
-      size_t len = r->mmio.len <= 8 ? r->mmio.len : 8;
-      if (r->mmio.is_write) return MmioWrite{r->mmio.phys_addr, {r->mmio.data, len}};
-      return MmioRead{r->mmio.phys_addr, {r->mmio.data, len}};
-    }
-    case KVM_EXIT_HLT:
-      return Hlt{};
-    case KVM_EXIT_IRQ_WINDOW_OPEN:
-      return IrqWindowOpen{};
-    case KVM_EXIT_INTR:
-      return Interrupted{};
-    case KVM_EXIT_SHUTDOWN:
-      return Shutdown{};
-    case KVM_EXIT_FAIL_ENTRY:
-      return FailEntry{r->fail_entry.hardware_entry_failure_reason};
-    case KVM_EXIT_INTERNAL_ERROR:
-      return InternalError{r->internal.suberror};
-    case KVM_EXIT_SYSTEM_EVENT:
-      return SystemEvent{r->system_event.type};
-    default:
-      return UnknownExit{r->exit_reason};
-  }
 }
 
 bool KvmVcpu::ReadyForInterrupt() const {

@@ -37,35 +37,6 @@ RunLoop::RunLoop(RunLoopParts parts)
     hypercall_device_ = port->index;
 }
 
-RunStop RunLoop::Loop() {
-  const bool observed = p_.observer != nullptr && *p_.observer;
-  for (;;) {
-    if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
-      if (MaybeStop stop = HonourSignals(raised)) return *stop;
-    }
-    const VcpuExit exit = p_.vcpu.Run();
-    MaybeStop stop = observed ? HandleObserved(exit) : Handle(exit, nullptr);
-    if (stop) return *stop;
-  }
-}
-
-// Every exit goes through here, hypercalls first: a hypercall costs two
-// increments and the dispatcher, then one test of the run control.
-inline MaybeStop RunLoop::Handle(const VcpuExit& exit, ExitEvent* event) {
-  const IoOut* io = std::get_if<IoOut>(&exit);
-  if (io != nullptr && hypercall_device_ >= 0 && HypercallPort::IsHypercall(*io)) [[likely]] {
-    ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
-    ++stats_.pio_by_device[hypercall_device_];
-    p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);
-    if (control_.request == VcpuRequest::kNone) [[likely]]
-      return std::nullopt;
-    return HonourRequest();
-  }
-  MaybeStop stop = HandleOther(exit);
-  if (!stop && control_.request != VcpuRequest::kNone) stop = HonourRequest();
-  return stop;
-}
-
 // Handle() with the exit shown to the observer, timed from the return of
 // KVM_RUN to just before the next entry.
 MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
@@ -73,7 +44,12 @@ MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
   event_.exit_ns = ExitClockNs();
   event_.sequence = sequence_++;
   Describe(exit, event_);
+  // The guest reports an exit adds (a report hypercall's) are shown with it.
+  GuestReports* reports = p_.hypercalls.reports;
+  const size_t reports_before = reports != nullptr ? reports->entries.size() : 0;
   MaybeStop stop = Handle(exit, &event_);
+  if (reports != nullptr && reports->entries.size() > reports_before)
+    event_.reports = std::span(reports->entries).subspan(reports_before);
   event_.resume_ns = ExitClockNs();
   (*p_.observer)(event_);
   return stop;

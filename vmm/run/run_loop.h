@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hypercalls/dispatcher.h"
+#include "hypercalls/hypercall_port.h"
 #include "minivmm/exit_event.h"
 #include "minivmm/hypercall_env.h"
 #include "minivmm/run_result.h"
@@ -54,7 +55,12 @@ class RunLoop {
   explicit RunLoop(RunLoopParts parts);
 
   // Runs until the guest stops; see StopReason.
-  RunStop Loop();
+  RunStop Loop() { return LoopOn(p_.vcpu); }
+  // The same loop with `vcpu`'s own Run(): for a final vCPU type whose Run()
+  // is visible (KvmVcpu), the call and the decoded exit disappear into the
+  // loop. `vcpu` must be the parts' vCPU.
+  template <typename V>
+  RunStop LoopOn(V& vcpu);
 
   const ExitStats& stats() const { return stats_; }
   // The first refusal of each kind of hypercall, one line each.
@@ -83,6 +89,37 @@ class RunLoop {
   int hypercall_device_ = -1;
   uint64_t sequence_ = 0;
 };
+
+template <typename V>
+RunStop RunLoop::LoopOn(V& vcpu) {
+  const bool observed = p_.observer != nullptr && *p_.observer;
+  for (;;) {
+    if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
+      if (std::optional<RunStop> stop = HonourSignals(raised)) return *stop;
+    }
+    const VcpuExit exit = vcpu.Run();
+    std::optional<RunStop> stop = observed ? HandleObserved(exit) : Handle(exit, nullptr);
+    if (stop) [[unlikely]]
+      return *stop;
+  }
+}
+
+// Every exit goes through here, hypercalls first: a hypercall costs two
+// increments and the dispatcher, then one test of the run control.
+inline std::optional<RunStop> RunLoop::Handle(const VcpuExit& exit, ExitEvent* event) {
+  const IoOut* io = std::get_if<IoOut>(&exit);
+  if (io != nullptr && hypercall_device_ >= 0 && HypercallPort::IsHypercall(*io)) [[likely]] {
+    ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
+    ++stats_.pio_by_device[hypercall_device_];
+    p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);
+    if (control_.request == VcpuRequest::kNone) [[likely]]
+      return std::nullopt;
+    return HonourRequest();
+  }
+  std::optional<RunStop> stop = HandleOther(exit);
+  if (!stop && control_.request != VcpuRequest::kNone) stop = HonourRequest();
+  return stop;
+}
 
 }  // namespace minivmm
 
