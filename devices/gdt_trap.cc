@@ -1,6 +1,7 @@
 #include "devices/gdt_trap.h"
 
 #include "absl/strings/str_format.h"
+#include "hypercalls/waste.h"
 
 namespace minivmm {
 
@@ -12,7 +13,11 @@ void GdtTrap::Read(uint64_t offset, std::span<uint8_t> data, ExitContext&) {
 void GdtTrap::Write(uint64_t offset, std::span<const uint8_t> data, ExitContext& ctx) {
   const GdtStoreResult result = ApplyGdtStore(gdt_, offset, data);
   CountTrappedGdtStore(ctx.stats, result);
-  if (result.applied()) return;
+  if (result.applied()) {
+    NoteOp(ctx.waste, kTrappedStore, Cause::kDescriptorUpdate,
+           result.unchanged ? OpEffect::kUnchanged : OpEffect::kChanged);
+    return;
+  }
   bool& seen = logged_[static_cast<int>(result.kind)];
   if (seen) return;
   seen = true;

@@ -50,6 +50,19 @@ bool IsTlsSlot(uint64_t slot) {
   return slot >= MVMM_GDT_TLS_FIRST && slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT;
 }
 
+uint64_t Load64(std::span<const uint8_t> bytes, size_t offset) {
+  const uint8_t* src = bytes.data() + offset;
+  // Safety: the pointer is only converted to test its alignment, not dereferenced.
+  if (reinterpret_cast<uintptr_t>(src) % alignof(uint64_t) == 0) {
+    // Safety: 8-aligned and in bounds (caller's precondition); one atomic 8-byte load.
+    return __atomic_load_n(reinterpret_cast<const uint64_t*>(src), __ATOMIC_RELAXED);
+  }
+  uint64_t value;
+  // Safety: in bounds (caller's precondition), u64 is trivially copyable; test buffers only.
+  std::memcpy(&value, src, sizeof(value));
+  return value;
+}
+
 void Store64(std::span<uint8_t> bytes, size_t offset, uint64_t value) {
   uint8_t* dst = bytes.data() + offset;
   // Safety: the pointer is only converted to test its alignment, not dereferenced.

@@ -44,6 +44,8 @@ bool IsTlsSlot(uint64_t slot);
 // so a concurrently running vCPU never observes a torn descriptor or PTE.
 // Precondition (caller-checked): offset + 8 <= bytes.size().
 void Store64(std::span<uint8_t> bytes, size_t offset, uint64_t value);
+// Reads bytes [offset, offset + 8) the same way. Same precondition.
+uint64_t Load64(std::span<const uint8_t> bytes, size_t offset);
 
 }  // namespace minivmm
 

@@ -59,6 +59,7 @@ GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, 
     return result;
   }
   result.stored = TlsDescriptorToStore(desc);
+  result.unchanged = Load64(gdt, offset) == result.stored;
   Store64(gdt, offset, result.stored);
   return result;
 }

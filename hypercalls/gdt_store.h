@@ -28,8 +28,9 @@ std::string_view GdtStoreKindName(GdtStoreKind kind);
 
 struct GdtStoreResult {
   GdtStoreKind kind = GdtStoreKind::kApplied;
-  uint32_t slot = 0;    // the addressed slot (offset / 8) when known
-  uint64_t stored = 0;  // the value written (accessed bit forced) when applied
+  uint32_t slot = 0;       // the addressed slot (offset / 8) when known
+  uint64_t stored = 0;     // the value written (accessed bit forced) when applied
+  bool unchanged = false;  // applied, and the slot already held `stored`
   DescriptorVerdict verdict = DescriptorVerdict::kOk;  // for kBadDescriptor
 
   bool applied() const { return kind == GdtStoreKind::kApplied; }

@@ -35,7 +35,7 @@ absl::StatusOr<RunResult> Vm::Run() {
   RunLoop loop(RunLoopParts{
       *s.vcpu, s.pio_bus, s.mmio_bus, s.signals, [&s] { return s.timer.CanFire(); },
       HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
-      &s.observer});
+      &s.observer, s.config.analyse_waste});
   RunStop stop = loop.LoopOn(*s.vcpu);
   // No timer may kick the thread once it is given back to the caller.
   s.timer.Stop();

@@ -148,7 +148,7 @@ void FpuDeviceNotAvailable(bool from_user) {
   if (FpuPolicy() == Variant::kEager && !g_probing)
     Panic("#NM with the eager FPU policy (CR0.TS should be clear)");
   GUEST_ASSERT(!t->has_fpu);
-  Clts();
+  CltsForNm();
   t->used_math = true;
   RestoreFpu(t);
   t->has_fpu = true;

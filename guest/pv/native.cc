@@ -45,6 +45,7 @@ const PvOps kNativePvOps = {
     .safe_halt = NativeSafeHalt,
     .clts = NativeClts,
     .stts = NativeStts,
+    .clts_for_nm = NativeClts,
     .write_gdt_entry = NativeWriteGdtEntry,
     .load_sp0 = NativeLoadSp0,
     .set_pte = NativeSetPte,

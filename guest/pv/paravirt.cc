@@ -51,6 +51,7 @@ void PvSafeHalt() {
 
 void PvClts() { Issue(MVMM_HC_fpu_taskswitch, 0); }
 void PvStts() { Issue(MVMM_HC_fpu_taskswitch, 1); }
+void PvCltsForNm() { Issue(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM); }
 
 void PvWriteGdtEntry(unsigned index, uint64_t desc) {
   Issue(MVMM_HC_update_descriptor, g_boot.gdt_gpa + 8ull * index, desc);
@@ -93,6 +94,7 @@ const PvOps kParavirtPvOps = {
     .safe_halt = PvSafeHalt,
     .clts = PvClts,
     .stts = PvStts,
+    .clts_for_nm = PvCltsForNm,
     .write_gdt_entry = PvWriteGdtEntry,
     .load_sp0 = PvLoadSp0,
     .set_pte = PvSetPte,

@@ -27,6 +27,10 @@ struct PvOps {
   // The FPU's TS bit in CR0.
   void (*clts)();
   void (*stts)();
+  // The #NM handler's clts: the FPU is about to be used. The pv backend says
+  // so to the VMM, whose wasted-exit analysis tells a TS set that an FPU use
+  // needed from one the next clts simply cancels.
+  void (*clts_for_nm)();
 
   // Descriptor tables and the TSS.
   void (*write_gdt_entry)(unsigned index, uint64_t desc);
@@ -77,6 +81,10 @@ inline uint64_t ArchLocalIrqSave() {
 inline void Clts() {
   ++g_kc.cr0_writes;
   pv_ops.clts();
+}
+inline void CltsForNm() {
+  ++g_kc.cr0_writes;
+  pv_ops.clts_for_nm();
 }
 inline void Stts() {
   ++g_kc.cr0_writes;

@@ -25,8 +25,9 @@ struct StackSwitchArgs {
 };
 
 struct FpuTaskswitchArgs {
-  uint64_t set;  // 1 sets CR0.TS, 0 clears it
-  static FpuTaskswitchArgs From(const HypercallArgs& a) { return {a[0]}; }
+  uint64_t set;     // 1 sets CR0.TS, 0 clears it
+  uint64_t reason;  // MVMM_TS_CLEAR_* (a clear only)
+  static FpuTaskswitchArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
 };
 
 struct UpdateDescriptorArgs {

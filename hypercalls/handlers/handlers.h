@@ -17,6 +17,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "hypercalls/hypercall_result.h"
+#include "hypercalls/waste.h"
 #include "minivmm/hypercall_env.h"
 
 namespace minivmm::hc {

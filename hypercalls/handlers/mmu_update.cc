@@ -42,6 +42,10 @@ HypercallResult mmu_update(HypercallEnv& env, const HypercallArgs& raw) {
     const std::optional<std::span<uint8_t>> pte =
         env.memory.GetSpan(GuestAddress(req.ptr), sizeof(uint64_t));
     if (!pte) return Refuse(MVMM_EFAULT, "PTE address outside RAM");
+    if (env.exit.waste != nullptr) [[unlikely]] {
+      NoteOp(env.exit.waste, MVMM_HC_mmu_update, Cause::kPageTableUpdate,
+             Load64(*pte, 0) == req.val ? OpEffect::kUnchanged : OpEffect::kChanged);
+    }
     Store64(*pte, 0, req.val);
   }
   return Done(args.count);

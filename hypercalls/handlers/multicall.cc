@@ -36,7 +36,10 @@ HypercallResult multicall(HypercallEnv& env, const HypercallArgs& raw, OpRunner 
     const mvmm_multicall_entry& entry = entries[i];
     HypercallArgs entry_args;
     for (size_t k = 0; k < entry_args.size(); ++k) entry_args[k] = entry.args[k];
+    WasteLog* const waste = env.exit.waste;
+    if (waste != nullptr) waste->BeginEntry();
     const int64_t result = run(entry.op, entry_args);
+    if (waste != nullptr) waste->EndEntry(result >= 0);
     const GuestAddress result_field =
         args.list + i * sizeof(mvmm_multicall_entry) + offsetof(mvmm_multicall_entry, result);
     // Cannot fail: the whole list was inside RAM a moment ago and RAM does not

@@ -28,7 +28,11 @@ HypercallResult stack_switch(HypercallEnv& env, const HypercallArgs& raw) {
   if (args.ss != MVMM_SEL_KERNEL_DS) return Refuse(MVMM_EINVAL, "ss is not MVMM_SEL_KERNEL_DS");
   if (!IsCanonical(args.rsp)) return Refuse(MVMM_EINVAL, "rsp not canonical");
   const GuestAddress rsp0(MVMM_TSS_GPA + offsetof(mvmm_tss, rsp));
-  if (!env.memory.WriteObj<uint64_t>(rsp0, args.rsp)) return Refuse(MVMM_EFAULT, "TSS outside RAM");
+  const std::optional<uint64_t> before = env.memory.ReadObj<uint64_t>(rsp0);
+  if (!before || !env.memory.WriteObj<uint64_t>(rsp0, args.rsp))
+    return Refuse(MVMM_EFAULT, "TSS outside RAM");
+  NoteOp(env.exit.waste, MVMM_HC_stack_switch, Cause::kCount,
+         *before == args.rsp ? OpEffect::kUnchanged : OpEffect::kChanged);
   return Done(0);
 }
 

@@ -17,6 +17,11 @@ HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& raw) {
     return Refuse(MVMM_EPERM, "would change CR0 bits other than MP, EM, TS");
   }
   if (changed != 0) vcpu.SetCr0(args.value);
+  NoteOp(env.exit.waste, MVMM_HC_write_cr0, Cause::kCr0Write,
+         changed == 0               ? OpEffect::kUnchanged
+         : changed != MVMM_CR0_TS   ? OpEffect::kChanged
+         : args.value & MVMM_CR0_TS ? OpEffect::kTsSet
+                                    : OpEffect::kTsClear);
   return Done(0);
 }
 

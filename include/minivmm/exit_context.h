@@ -9,10 +9,15 @@
 
 namespace minivmm {
 
+class WasteLog;
+
 struct ExitContext {
   VcpuState& vcpu;
   RunControl& control;
   ExitStats& stats;
+  // The wasted-exit analysis, when the run asked for it; handlers and
+  // devices describe each operation they apply to it (hypercalls/waste.h).
+  WasteLog* waste = nullptr;
 };
 
 }  // namespace minivmm

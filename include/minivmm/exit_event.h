@@ -38,6 +38,12 @@ struct ExitEvent {
   // For a `report` hypercall: the key=value entries it added to
   // RunResult::reports. Valid only during the observer call.
   std::span<const std::pair<std::string, std::string>> reports;
+  // With the wasted-exit analysis (VmConfig::analyse_waste): why this exit
+  // was wasted ("same_value", "cancelled_pair", "all_entries_wasted"), empty
+  // when it was not; and the earlier exit whose operation this one's undid
+  // (both wasted as a pair), -1 when none.
+  std::string_view wasted;
+  int64_t cancels = -1;
 };
 
 // The clock of ExitEvent::exit_ns and resume_ns: std::chrono::steady_clock in

@@ -45,6 +45,16 @@ struct CauseCount {
   uint64_t exits = 0;  // exits they took (a multicall's entries share one)
 };
 
+// Why an operation or exit was wasted (docs/wasted-exits.md). Counted only
+// when the run asked for the analysis (VmConfig::analyse_waste).
+enum class WasteReason : uint8_t {
+  kSameValue,         // wrote the value already there (IF, CR0, a descriptor, rsp0, a PTE)
+  kCancelledPair,     // undone by the next operation of its kind, nothing used in between
+  kAllEntriesWasted,  // a multicall exit whose entries were all wasted
+  kCount
+};
+std::string_view WasteReasonName(WasteReason reason);
+
 inline constexpr int kMaxBusDevices = 32;
 inline constexpr int kMulticallHistogramBuckets = 11;  // 1, 2-3, 4-7, ..., 512+ entries
 
@@ -67,6 +77,15 @@ struct ExitStats {
   uint64_t gdt_stores_applied = 0;
   uint64_t gdt_stores_rejected = 0;
   uint64_t timer_injections = 0;
+
+  // The wasted-exit analysis; all zero when it did not run. `ops` and
+  // `exits` as in `causes`: a wasted multicall entry is a wasted operation of
+  // its own cause and hypercall, and the multicall exit is wasted (cause
+  // multicall) only when all its entries were.
+  bool waste_analysed = false;
+  std::array<CauseCount, static_cast<int>(Cause::kCount)> wasted_by_cause{};
+  std::array<CauseCount, MVMM_HC_MAX> wasted_by_hypercall{};
+  std::array<CauseCount, static_cast<int>(WasteReason::kCount)> wasted_by_reason{};
 
   void CountCause(Cause cause, uint64_t ops, uint64_t exits) {
     auto& c = causes[static_cast<int>(cause)];

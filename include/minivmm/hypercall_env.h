@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "minivmm/exit_context.h"
-#include "minivmm/sinks.h"
 #include "minivmm/guest_memory.h"
+#include "minivmm/sinks.h"
 
 namespace minivmm {
 

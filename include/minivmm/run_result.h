@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "minivmm/hypercall_env.h"
 #include "minivmm/exit_stats.h"
+#include "minivmm/hypercall_env.h"
 
 namespace minivmm {
 

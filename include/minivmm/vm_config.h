@@ -28,6 +28,10 @@ struct VmConfig {
   ConsoleSink* console = nullptr;
   // Path of the /dev/kvm device.
   std::string kvm_device = "/dev/kvm";
+  // The wasted-exit analysis (docs/wasted-exits.md): which operations and
+  // exits changed nothing, in RunResult::stats.wasted_* and
+  // ExitEvent::wasted. Off: the exit path does not pay for it.
+  bool analyse_waste = false;
 };
 
 // Where the guest kernel built with this copy of minivmm lives: the build

@@ -3,6 +3,12 @@
 namespace minivmm {
 namespace {
 
+CauseCount& operator+=(CauseCount& into, const CauseCount& from) {
+  into.ops += from.ops;
+  into.exits += from.exits;
+  return into;
+}
+
 template <typename T, size_t N>
 void AddArray(std::array<T, N>& into, const std::array<T, N>& from) {
   for (size_t i = 0; i < N; ++i) into[i] += from[i];
@@ -58,6 +64,20 @@ std::string_view CauseName(Cause cause) {
   return "?";
 }
 
+std::string_view WasteReasonName(WasteReason reason) {
+  switch (reason) {
+    case WasteReason::kSameValue:
+      return "same_value";
+    case WasteReason::kCancelledPair:
+      return "cancelled_pair";
+    case WasteReason::kAllEntriesWasted:
+      return "all_entries_wasted";
+    case WasteReason::kCount:
+      break;
+  }
+  return "?";
+}
+
 void ExitStats::Add(const ExitStats& other) {
   AddArray(by_reason, other.by_reason);
   AddArray(pio_by_device, other.pio_by_device);
@@ -69,14 +89,15 @@ void ExitStats::Add(const ExitStats& other) {
   AddArray(hc_errors, other.hc_errors);
   hc_bad_number += other.hc_bad_number;
   hc_refused_cpl3 += other.hc_refused_cpl3;
-  for (size_t i = 0; i < causes.size(); ++i) {
-    causes[i].ops += other.causes[i].ops;
-    causes[i].exits += other.causes[i].exits;
-  }
+  AddArray(causes, other.causes);
   AddArray(multicall_entries_histogram, other.multicall_entries_histogram);
   gdt_stores_applied += other.gdt_stores_applied;
   gdt_stores_rejected += other.gdt_stores_rejected;
   timer_injections += other.timer_injections;
+  waste_analysed = waste_analysed || other.waste_analysed;
+  AddArray(wasted_by_cause, other.wasted_by_cause);
+  AddArray(wasted_by_hypercall, other.wasted_by_hypercall);
+  AddArray(wasted_by_reason, other.wasted_by_reason);
 }
 
 }  // namespace minivmm

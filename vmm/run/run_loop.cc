@@ -35,6 +35,23 @@ RunLoop::RunLoop(RunLoopParts parts)
                                                                   p_.hypercalls.reports} {
   if (std::optional<BusMatch> port = p_.pio_bus.Find(MVMM_HYPERCALL_PORT, 4))
     hypercall_device_ = port->index;
+  observed_ = p_.observer != nullptr && *p_.observer;
+  if (p_.analyse_waste) {
+    waste_.emplace(stats_);
+    ctx_.waste = &*waste_;
+  }
+}
+
+MaybeStop RunLoop::HandleCarefully(const VcpuExit& exit) {
+  return observed_ ? HandleObserved(exit) : HandleAnalysed(exit);
+}
+
+// Handle() with the wasted-exit analysis around it, no observer.
+MaybeStop RunLoop::HandleAnalysed(const VcpuExit& exit) {
+  waste_->BeginExit(sequence_++, (p_.signals.Raised() & VmSignals::kInterrupt) != 0);
+  MaybeStop stop = Handle(exit, nullptr);
+  waste_->EndExit();
+  return stop;
 }
 
 // Handle() with the exit shown to the observer, timed from the return of
@@ -47,7 +64,16 @@ MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
   // The guest reports an exit adds (a report hypercall's) are shown with it.
   GuestReports* reports = p_.hypercalls.reports;
   const size_t reports_before = reports != nullptr ? reports->entries.size() : 0;
+  if (waste_)
+    waste_->BeginExit(event_.sequence, (p_.signals.Raised() & VmSignals::kInterrupt) != 0);
   MaybeStop stop = Handle(exit, &event_);
+  if (waste_) {
+    waste_->EndExit();
+    if (const std::optional<WasteReason> verdict = waste_->verdict())
+      event_.wasted = WasteReasonName(*verdict);
+    if (const std::optional<uint64_t> cancels = waste_->cancels())
+      event_.cancels = static_cast<int64_t>(*cancels);
+  }
   if (reports != nullptr && reports->entries.size() > reports_before)
     event_.reports = std::span(reports->entries).subspan(reports_before);
   event_.resume_ns = ExitClockNs();
@@ -69,6 +95,7 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
     return StopWith(StopReason::kVmmError, s.ToString());
   p_.signals.Clear(VmSignals::kInterrupt);
   ++stats_.timer_injections;
+  if (waste_) waste_->InterruptInjected();
   p_.vcpu.RequestInterruptWindow(false);
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_port.h"
+#include "hypercalls/waste.h"
 #include "minivmm/exit_event.h"
 #include "minivmm/hypercall_env.h"
 #include "minivmm/run_result.h"
@@ -48,6 +49,9 @@ struct RunLoopParts {
   std::function<bool()> timer_can_fire;
   HypercallParts hypercalls;
   const ExitObserver* observer = nullptr;  // null or empty: none
+  // The wasted-exit analysis (hypercalls/waste.h): ExitStats::wasted_* and
+  // ExitEvent::wasted.
+  bool analyse_waste = false;
 };
 
 class RunLoop {
@@ -69,7 +73,9 @@ class RunLoop {
  private:
   std::optional<RunStop> HonourSignals(uint32_t raised);
   std::optional<RunStop> Handle(const VcpuExit& exit, ExitEvent* event);
+  std::optional<RunStop> HandleCarefully(const VcpuExit& exit);
   std::optional<RunStop> HandleObserved(const VcpuExit& exit);
+  std::optional<RunStop> HandleAnalysed(const VcpuExit& exit);
   std::optional<RunStop> HandleOther(const VcpuExit& exit);
   template <typename Span>
   void Access(const Bus& bus, uint64_t address, uint8_t size, Span data, bool pio);
@@ -83,22 +89,26 @@ class RunLoop {
   ExitContext ctx_;
   HypercallEnv env_;
   RefusalNotes refusals_;
+  std::optional<WasteLog> waste_;
   ExitEvent event_;  // the exit being observed, when an observer is set
   // The port bus's index of the hypercall port, for pio_by_device; -1 when
   // no device claims it (then hypercalls are not counted per device).
   int hypercall_device_ = -1;
   uint64_t sequence_ = 0;
+  bool observed_ = false;
 };
 
 template <typename V>
 RunStop RunLoop::LoopOn(V& vcpu) {
-  const bool observed = p_.observer != nullptr && *p_.observer;
+  // An observer or the analysis takes the careful path; the common one
+  // pays for neither.
+  const bool careful = observed_ || waste_.has_value();
   for (;;) {
     if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
       if (std::optional<RunStop> stop = HonourSignals(raised)) return *stop;
     }
     const VcpuExit exit = vcpu.Run();
-    std::optional<RunStop> stop = observed ? HandleObserved(exit) : Handle(exit, nullptr);
+    std::optional<RunStop> stop = careful ? HandleCarefully(exit) : Handle(exit, nullptr);
     if (stop) [[unlikely]]
       return *stop;
   }

@@ -86,6 +86,11 @@ struct mvmm_mmu_update {
 #define MVMM_CR0_MP (1ull << 1)
 #define MVMM_CR0_EM (1ull << 2)
 #define MVMM_CR0_TS (1ull << 3)
+/* fpu_taskswitch(0, reason): why TS is cleared. The #NM handler clears it
+ * because the FPU is about to be used; the VMM's wasted-exit analysis tells
+ * a used TS set from a cancelled one by it. */
+#define MVMM_TS_CLEAR_PLAIN 0u
+#define MVMM_TS_CLEAR_FOR_NM 1u
 #define MVMM_CR0_GUEST_WRITABLE (MVMM_CR0_MP | MVMM_CR0_EM | MVMM_CR0_TS)
 
 #define MVMM_RFLAGS_IF (1ull << 9)
