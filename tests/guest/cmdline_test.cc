@@ -140,16 +140,16 @@ TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
 
 TEST(CmdlineTest, RingRunsProcessesByDefaultAndTakesAWorkingSetInKib) {
   for (const char* w : {"ctx", "pipe"}) {
-    Parsed p = Parse(std::string("workload=") + w);
+    Parsed p = Parse((std::string("workload=") + w).c_str());
     ASSERT_TRUE(p.ok) << w;
     EXPECT_EQ(std::string(p.config.workload.Choice("mm").data(), 7), "process") << w;
     EXPECT_EQ(p.config.workload.Get("ws"), 0u) << w;
-    Parsed q = Parse(std::string("workload=") + w + ",mm=thread,ws=1024");
+    Parsed q = Parse((std::string("workload=") + w + ",mm=thread,ws=1024").c_str());
     ASSERT_TRUE(q.ok) << w;
     EXPECT_EQ(q.config.workload.Get("mm"), 1u) << w;
     EXPECT_EQ(q.config.workload.Get("ws"), 1024u) << w;
-    EXPECT_FALSE(Parse(std::string("workload=") + w + ",ws=1025").ok) << w;
-    EXPECT_FALSE(Parse(std::string("workload=") + w + ",mm=both").ok) << w;
+    EXPECT_FALSE(Parse((std::string("workload=") + w + ",ws=1025").c_str()).ok) << w;
+    EXPECT_FALSE(Parse((std::string("workload=") + w + ",mm=both").c_str()).ok) << w;
   }
 }
 
