@@ -18,13 +18,15 @@ import math
 import os
 import sys
 
-CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall", "other"]
+CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write", "multicall",
+          "other"]
 CAUSE_LABELS = {
     "if_set": "IF set",
     "if_clear": "IF clear",
     "cr0_write": "CR0 write",
     "descriptor_update": "descriptor update",
     "page_table_update": "page-table update",
+    "cr3_write": "CR3 write",
     "multicall": "multicall",
     "other": "other (stack switch, console, ...)",
 }
@@ -35,6 +37,7 @@ CAUSE_COLORS = {
     "cr0_write": "#009E73",
     "descriptor_update": "#D55E00",
     "page_table_update": "#CC79A7",
+    "cr3_write": "#F0E442",
     "multicall": "#0072B2",
     "other": "#999999",
 }

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "fmt/format.h"
 #include "cli/report_value.h"
+#include "fmt/format.h"
 
 namespace minivmm::cli {
 namespace {
@@ -14,7 +14,8 @@ using nlohmann::json;
 
 // The causes of docs/design.md "What the VMM counts", in table order.
 constexpr std::string_view kCauses[] = {
-    "if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"};
+    "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update",
+    "cr3_write", "multicall"};
 
 std::string CauseLabel(std::string_view cause) {
   if (cause == "if_set") return "IF set";
@@ -22,6 +23,7 @@ std::string CauseLabel(std::string_view cause) {
   if (cause == "cr0_write") return "CR0 write";
   if (cause == "descriptor_update") return "descriptor update";
   if (cause == "page_table_update") return "page-table update";
+  if (cause == "cr3_write") return "CR3 write";
   return std::string(cause);
 }
 

@@ -42,8 +42,8 @@ std::string RenderExitTable(const json& record) {
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
                  "exits", "source");
   // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
-  for (const char* name :
-       {"if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "multicall"}) {
+  for (const char* name : {"if_set", "if_clear", "cr0_write", "descriptor_update",
+                           "page_table_update", "cr3_write", "multicall"}) {
     const json& c = record["causes"]["causes"][name];
     Row(out, name, c["ops"], c["exits"], "vmm");
     if (std::string_view(name) == "if_set")
@@ -96,7 +96,7 @@ std::string RenderExitTable(const json& record) {
   for (const char* key :
        {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
         "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables", "cr0_writes",
-        "timer_irqs", "check.passed", "check.failed"}) {
+        "cr3_writes", "timer_irqs", "check.passed", "check.failed"}) {
     std::string name =
         std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
     if (!reports.contains(name)) continue;

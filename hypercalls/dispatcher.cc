@@ -24,6 +24,8 @@ std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t 
       return CauseOps{Cause::kDescriptorUpdate, done};
     case MVMM_HC_mmu_update:
       return CauseOps{Cause::kPageTableUpdate, result >= 0 ? static_cast<uint64_t>(result) : 0};
+    case MVMM_HC_mmuext_op:
+      return CauseOps{Cause::kCr3Write, result >= 0 ? static_cast<uint64_t>(result) : 0};
     case MVMM_HC_multicall:
       return CauseOps{Cause::kMulticall, result >= 0 ? args[1] : 0};
     default:
@@ -41,8 +43,9 @@ namespace {
 // hypercall skips CauseOf's switch with one test.
 constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
-  for (uint64_t nr : {MVMM_HC_set_if, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
-                      MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_multicall})
+  for (uint64_t nr :
+       {MVMM_HC_set_if, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0, MVMM_HC_update_descriptor,
+        MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall})
     has[nr] = true;
   return has;
 }();

@@ -12,8 +12,9 @@
 //   own number; hc_errors[nr]: those of them that returned < 0.
 // - Causes: `exits` counts direct calls of that kind whatever their result
 //   (the exit was paid); `ops` counts operations carried out (result >= 0):
-//   1 per call, except mmu_update (the number of requests done) and multicall
-//   (its entry count). set_if(1) is IF set, set_if(0) IF clear, any other
+//   1 per call, except mmu_update (the number of requests done), mmuext_op
+//   (the number of base-pointer loads done: cr3_write) and multicall (its
+//   entry count). set_if(1) is IF set, set_if(0) IF clear, any other
 //   argument has no cause (it is refused).
 // - The multicall histogram counts accepted direct multicalls by entry count.
 // - A number outside the table, or unregistered, counts hc_bad_number only; a

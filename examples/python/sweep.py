@@ -17,7 +17,7 @@ import sys
 import minivmm
 
 CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update",
-          "multicall"]
+          "cr3_write", "multicall"]
 
 
 def change(before, after):

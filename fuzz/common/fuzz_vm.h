@@ -30,6 +30,7 @@ using testing::kUserTlsDesc;
 inline constexpr uint32_t kUserHypercall = MVMM_HC_USER_FIRST;
 inline constexpr uint64_t kInitialCr0 = 0x80050033;  // PE|MP|ET|NE|WP|PG
 inline constexpr uint64_t kInitialRflags = 0x2;
+inline constexpr uint64_t kInitialCr3 = MVMM_PAGE_TABLES_GPA;
 
 // The embedder-style hypercall registered at kUserHypercall: returns args[0]
 // when args[1] == 0 (so values above INT64_MAX reach the dispatcher's clamp),
@@ -83,6 +84,7 @@ struct FuzzVm : testing::FakeVm {
     LayOutGdtAsVmm();
     initial_gdt = gdt;
     vcpu.cr0 = kInitialCr0;
+    vcpu.cr3 = kInitialCr3;
     vcpu.regs[static_cast<int>(Reg::kRflags)] = kInitialRflags;
     console.keep_last = MVMM_CONSOLEIO_MAX_BYTES;  // enough for the last write
     timer.now = 1000;
@@ -110,7 +112,7 @@ struct FuzzVm : testing::FakeVm {
 
   // A guest argument: mostly values near the edges that matter.
   uint64_t Arg(Input& in, uint64_t anchor = 0) {
-    switch (in.U8() % 20) {
+    switch (in.U8() % 21) {
       case 0:
         return in.U64();
       case 1:
@@ -149,6 +151,8 @@ struct FuzzVm : testing::FakeVm {
         return 0xFFFF800000000000ull + in.U16();  // canonical high half
       case 18:
         return kInitialCr0 ^ (uint64_t{1} << (in.U8() % 64));
+      case 19:
+        return ram_size() / 4096 - in.U8();  // a frame number near the end of RAM
       default:
         return MVMM_BOOT_INFO_GPA + in.U16();
     }
@@ -156,8 +160,8 @@ struct FuzzVm : testing::FakeVm {
 
   // A hypercall number: mostly real ones, sometimes anything.
   uint64_t Number(Input& in) {
-    static constexpr uint64_t kKnown[] = {1, 3, 5,  10, 13,  15, 18, 29, 40, 41, 42, kUserHypercall,
-                                          0, 2, 63, 65, 127, 128};
+    static constexpr uint64_t kKnown[] = {
+        1, 3, 5, 10, 13, 15, 18, 26, 29, 40, 41, 42, kUserHypercall, 0, 2, 63, 65, 127, 128};
     const uint8_t b = in.U8();
     if (b % 8 == 7) return in.U64();  // EAX truncation, huge numbers
     return kKnown[b / 8 % (sizeof(kKnown) / sizeof(kKnown[0]))];
@@ -196,6 +200,7 @@ struct Snapshot {
     ram.assign(vm.ram.begin(), vm.ram.end());
     gdt.assign(vm.gdt.begin(), vm.gdt.end());
     cr0 = vm.vcpu.cr0;
+    cr3 = vm.vcpu.cr3;
     rflags = vm.vcpu.regs[static_cast<int>(Reg::kRflags)];
     console_total = vm.console.total;
     report_entries = vm.reports.entries.size();
@@ -207,14 +212,15 @@ struct Snapshot {
 
   bool Same(const FuzzVm& vm) const {
     return std::equal(ram.begin(), ram.end(), vm.ram.begin(), vm.ram.end()) && gdt == vm.gdt &&
-           cr0 == vm.vcpu.cr0 && rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
+           cr0 == vm.vcpu.cr0 && cr3 == vm.vcpu.cr3 &&
+           rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
            exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size();
   }
 
   std::vector<uint8_t> ram, gdt;
-  uint64_t cr0 = 0, rflags = 0, console_total = 0;
+  uint64_t cr0 = 0, cr3 = 0, rflags = 0, console_total = 0;
   size_t report_entries = 0, report_bytes = 0;
   VcpuRequest request = VcpuRequest::kNone;
   int exit_code = 0;
@@ -246,6 +252,10 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
   FUZZ_CHECK(((vm.vcpu.cr0 ^ kInitialCr0) & ~MVMM_CR0_GUEST_WRITABLE) == 0);
   FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] ^ kInitialRflags) & ~MVMM_RFLAGS_IF) ==
              0);
+  // CR3: the boot tables, or a page of RAM at or above them (mmuext_op).
+  FUZZ_CHECK(vm.vcpu.cr3 == kInitialCr3 ||
+             (vm.vcpu.cr3 % 4096 == 0 && vm.vcpu.cr3 >= MVMM_PAGE_TABLES_GPA &&
+              vm.vcpu.cr3 < vm.ram_size()));
   // Reports are bounded and their byte count is exact.
   FUZZ_CHECK(vm.reports.bytes <= GuestReports::kMaxBytes);
   size_t bytes = 0;

@@ -8,6 +8,7 @@
 //   kind % 4 == 2  Dispatch as a multicall entry would (direct = false)
 //   kind % 4 == 3  HandleExit with RAX taken raw (bits above EAX set)
 // After every call: the result is >= 0 or a documented -errno, RAX holds it,
+// an accepted mmuext_op left CR3 at its last op's frame,
 // a refused call (CPL != 0 or any -errno) changed nothing, Dispatch gives a
 // reason exactly when it refuses, and the global invariants of fuzz_vm.h hold.
 #include <cstddef>
@@ -48,6 +49,21 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
       case MVMM_HC_mmu_update:
         FUZZ_CHECK(static_cast<uint64_t>(r) <= args[1]);
         break;
+      case MVMM_HC_mmuext_op: {
+        // All or nothing: every op ran, so CR3 holds the last op's frame;
+        // an empty batch changes nothing.
+        FUZZ_CHECK(static_cast<uint64_t>(r) == args[1]);
+        if (args[1] == 0) {
+          FUZZ_CHECK(vm.vcpu.cr3 == before.cr3);
+          break;
+        }
+        mvmm_mmuext_op last;
+        // Safety: the handler read the whole list from RAM, which it does
+        // not write, so the last op is still there.
+        std::memcpy(&last, vm.ram.data() + args[0] + (args[1] - 1) * sizeof(last), sizeof(last));
+        FUZZ_CHECK(vm.vcpu.cr3 == last.arg1 << 12);
+        break;
+      }
       case MVMM_HC_set_if:
         FUZZ_CHECK(r == 0 || r == 1);
         FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] & MVMM_RFLAGS_IF) != 0) ==

@@ -18,7 +18,7 @@ u64 = lambda v: struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
 
 GDT_GPA = 0xC0000000
 TLS_DESC = 0x00CFF2000000FFFF
-KNOWN = [1, 3, 5, 10, 13, 15, 18, 29, 40, 41, 42, 64, 0, 2, 63, 65, 127, 128]
+KNOWN = [1, 3, 5, 10, 13, 15, 18, 26, 29, 40, 41, 42, 64, 0, 2, 63, 65, 127, 128]
 
 
 def nr(n):  # FuzzVm::Number: byte b, b % 8 != 7, index b / 8
@@ -68,6 +68,14 @@ def dispatcher():
           call(40, small(1)) + call(40, small(0)) + call(15, raw(12345)))
     write(f"{d}/mmu_update_one", vm_header(ram=2) +
           poke(0x2000, u64(0x10008) + u64(0x3003)) + call(1, raw(0x2000), small(1)))
+    # mmuext_op: NEW_BASEPTR to frames 0x10 then 0x11, then a batch whose
+    # second op is refused (frame 0: the VMM's page), then an unknown command.
+    def ext(cmd, arg1, arg2=0):
+        return u32(cmd) + u32(0) + u64(arg1) + u64(arg2)
+    write(f"{d}/mmuext_op_baseptr", vm_header(ram=2) +
+          poke(0x3000, ext(5, 0x10) + ext(5, 0x11) + ext(5, 0) + ext(6, 0x10)) +
+          call(26, raw(0x3000), small(2)) + call(26, raw(0x3018), small(2)) +
+          call(26, raw(0x3048), small(1)))
     report = b"workload=ctx\nswitches=10\n"
     write(f"{d}/report", vm_header() + poke(0x1000, report) + call(42, raw(0x1000), small(len(report))))
     write(f"{d}/stack_switch_sched", vm_header() + call(3, small(0x10), raw(0xFFFF800000001000)) +

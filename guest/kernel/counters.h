@@ -23,6 +23,7 @@ namespace guest {
   X(irq_disables)             \
   X(desc_updates)             \
   X(cr0_writes)               \
+  X(cr3_writes)               \
   X(sp0_loads)                \
   X(pte_updates)              \
   X(pte_flags_calls)          \

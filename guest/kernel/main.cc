@@ -45,7 +45,8 @@ void ParseConfig(StrView line) {
 // software-KVM hosts.) A user task makes one SSE move with TS set.
 void ProbeRing3Nm() {
   uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(1)) + kPageSize;
-  Task* t = CreateUserTask("fpu-probe", reinterpret_cast<uint64_t>(FpuProbeMain), 0, stack);
+  Task* t =
+      CreateUserTask("fpu-probe", reinterpret_cast<uint64_t>(FpuProbeMain), 0, stack, KernelMm());
   RunAndWait(t);
   g_boot.ring3_nm = Ring3NmSeen();
 }

@@ -3,6 +3,7 @@
 #include "arch/cpu.h"
 #include "kernel/panic.h"
 #include "kernel/user_mem.h"
+#include "pv/pv_ops.h"
 
 extern "C" char __user_start[], __user_end[], __kernel_end[];
 
@@ -15,6 +16,7 @@ uint64_t g_user_next = 0;
 Arena g_user_arena;
 Arena g_cpa_arena;
 uint64_t* g_pml4 = nullptr;
+Mm g_kernel_mm;
 
 // rep stosq: one emulated instruction instead of a 512-iteration loop.
 void ZeroQwords(void* p, uint64_t qwords) {
@@ -124,7 +126,31 @@ void MemInit(uint64_t first_free, uint64_t memory_size, uint64_t gdt_gpa) {
   g_user_next = user;
   g_next = g_cpa_arena.start + kLargePageSize;
 
-  cpu::WriteCr3(Addr(g_pml4));
+  g_kernel_mm = {g_pml4, nullptr};
+  WriteCr3(Addr(g_pml4));
+}
+
+Mm* KernelMm() { return &g_kernel_mm; }
+
+Mm* NewMm() {
+  static_assert(sizeof(Mm) <= kPageSize);
+  Mm* mm = static_cast<Mm*>(AllocPages(1));
+  mm->pml4 = NewTable();
+  mm->pml4[0] = g_pml4[0];
+  uint64_t* pdpt = NewTable();
+  mm->private_pd = NewTable();
+  mm->pml4[(kPrivateBase >> 39) & 511] = Addr(pdpt) | kTableFlags;
+  pdpt[(kPrivateBase >> 30) & 511] = Addr(mm->private_pd) | kTableFlags;
+  return mm;
+}
+
+void MapPrivatePage(Mm* mm, uint64_t va, uint64_t pa) {
+  GUEST_ASSERT(mm->private_pd != nullptr);
+  GUEST_ASSERT(va >= kPrivateBase && va - kPrivateBase < kPrivateSize && va % kPageSize == 0);
+  uint64_t& pde = mm->private_pd[(va >> 21) & 511];
+  if (pde == 0) pde = Addr(NewTable()) | kTableFlags;
+  uint64_t* pt = reinterpret_cast<uint64_t*>(pde & kPteAddrMask);
+  pt[(va >> 12) & 511] = pa | kPtePresent | kPteWrite | kPteUser | kPteNx;
 }
 
 uint64_t* LookupPte(uint64_t va) {

@@ -1,6 +1,6 @@
 // Physical memory and the kernel's own page tables.
 //
-// Memory map (guest-physical == virtual, one address space):
+// Memory map (guest-physical == virtual, shared by every address space):
 //   0x0000_0000  page 0, left unmapped to catch null dereferences
 //   0x0000_1000  boot_info, 0x2000 command line, 0x3000 TSS (VMM-owned)
 //   0x0001_0000  the VMM's boot page tables (unused after PagingInit)
@@ -11,6 +11,8 @@
 //   next 2 MiB   cpa arena: kernel pages with 4 KiB PTEs for workload=cpa
 //   then         general page allocator (task structs, kernel stacks, pipes)
 //   0xC000_0000  the read-only GDT page (one 4 KiB mapping)
+// All of it lies under PML4 slot 0, which every address space shares. A
+// process's own pages live in its private region (PML4 slot 1, below).
 #ifndef GUEST_KERNEL_MEM_H_
 #define GUEST_KERNEL_MEM_H_
 
@@ -55,6 +57,30 @@ Arena CpaArena();
 
 // Flushes the whole TLB (CR3 reload; the ABI has no hypercall for it).
 void FlushTlb();
+
+// The private region of an address space: PML4 slot 1, one page directory
+// (1 GiB) of 4 KiB user pages (U=1, NX). Each address space maps its own
+// pages here, so the same virtual address holds different data in each.
+inline constexpr uint64_t kPrivateBase = 1ull << 39;
+inline constexpr uint64_t kPrivateSize = 1ull << 30;
+
+// An address space (Linux's mm): its own top-level table, whose slot 0 is
+// the kernel's (the identity map, shared page tables and all) and whose
+// slot 1 is its private region. Never freed.
+struct Mm {
+  uint64_t* pml4;
+  uint64_t* private_pd;  // null for the kernel's, which has no private region
+};
+
+// The boot address space, loaded by MemInit.
+Mm* KernelMm();
+// A new address space with an empty private region. Not live until a
+// context switch loads it.
+Mm* NewMm();
+// Maps the page at guest-physical `pa` at `va` (inside the private region,
+// page aligned) in `mm`, which must not be live: the tables are written
+// with plain stores, like the boot tables.
+void MapPrivatePage(Mm* mm, uint64_t va, uint64_t pa);
 
 }  // namespace guest
 

@@ -115,8 +115,10 @@ Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg) {
 
 // Task context, no lock needed: the new task is not on the run queue until
 // StartTask. Never sleeps.
-Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t user_stack_top) {
+Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t user_stack_top,
+                     Mm* mm) {
   Task* t = NewTask(name, true);
+  t->mm = mm;
   uint64_t top = NewKernelStack(t);
   TrapFrame* f = reinterpret_cast<TrapFrame*>(top - sizeof(TrapFrame));
   f->rip = entry;

@@ -16,6 +16,7 @@ namespace guest {
 
 struct Task;
 struct File;
+struct Mm;
 
 // Lets one task wait for a group of tasks to exit: only the last exit
 // wakes the waiter, so joining adds exactly one switch (see README).
@@ -42,6 +43,9 @@ struct Task {
   WaitQueue* waiting_on;
   uint64_t exit_value;
   Join* join;  // may be null
+  // The address space a user task runs in. Null for kernel threads, which
+  // borrow whichever one is loaded (Linux's lazy TLB: no CR3 write).
+  Mm* mm;
 
   // TLS: the three descriptors for GDT slots 7-9 and the selectors that
   // __switch_to reloads into %fs and %gs (0 for none).
@@ -69,9 +73,11 @@ void SchedInit();
 
 // A kernel thread running fn(arg) at CPL 0; StartTask makes it runnable.
 Task* CreateKernelThread(const char* name, void (*fn)(uint64_t), uint64_t arg);
-// A ring-3 task entering `entry(arg)` on `user_stack_top`; the caller fills
+// A ring-3 task entering `entry(arg)` on `user_stack_top` in address space
+// `mm` (KernelMm() for tasks that need no private pages); the caller fills
 // in tls/fds/fpu fields, then calls StartTask.
-Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t user_stack_top);
+Task* CreateUserTask(const char* name, uint64_t entry, uint64_t arg, uint64_t user_stack_top,
+                     Mm* mm);
 void StartTask(Task* t);
 
 // Gives up the CPU; the current task stays runnable unless the caller set

@@ -4,6 +4,7 @@
 #include "kernel/boot.h"
 #include "kernel/counters.h"
 #include "kernel/fpu.h"
+#include "kernel/mem.h"
 #include "kernel/panic.h"
 #include "minivmm_abi/boot.h"
 #include "pv/pv_ops.h"
@@ -11,7 +12,8 @@
 namespace guest {
 namespace {
 
-TlsShadow g_tls_shadow;  // per-CPU: what the VMM was last sent
+TlsShadow g_tls_shadow;     // per-CPU: what the VMM was last sent
+Mm* g_active_mm = nullptr;  // per-CPU: the address space CR3 holds
 bool g_ring3_nm_seen = false;
 bool g_probing = true;  // until FpuPolicyInit: #NM is expected under every policy
 
@@ -84,6 +86,15 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
   return preload;
 }
 
+// switch_mm: load next's address space unless it is already loaded. A
+// kernel thread (no mm) keeps the loaded one (lazy TLB), so only a switch
+// into a user task of another address space writes CR3.
+void SwitchMm(const Task* next) {
+  if (next->mm == nullptr || next->mm == g_active_mm) return;
+  g_active_mm = next->mm;
+  WriteCr3(reinterpret_cast<uint64_t>(next->mm->pml4));
+}
+
 // load_TLS with the tls variant: naive sends all three descriptors,
 // optimized only those that differ from the per-CPU shadow. Each one sent
 // is a WriteGdtEntry, counted as desc_updates.
@@ -114,6 +125,7 @@ void ReloadTls(Task* t) {
 
 void SwitchInit() {
   g_tls_shadow.Invalidate();
+  g_active_mm = KernelMm();
   Stts();  // nobody owns the FPU yet; the ring-3 #NM probe needs TS set
 }
 
@@ -126,6 +138,9 @@ void ContextSwitch(Task* prev, Task* next) {
   ++g_kc.switches;
   GUEST_ASSERT(*prev->kstack_guard == 0x57ac6c0ffee5afe5ull);  // prev's stack did not overflow
   pv_ops.start_context_switch();
+  // Kernel mappings are the same in every address space, so the new base
+  // may wait in the batch until end_context_switch like the rest.
+  SwitchMm(next);
   bool restore = FpuSwitchPrepare(prev, next);
   LoadSp0(next->kstack_top);
   LoadTls(next);

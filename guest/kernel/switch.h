@@ -19,7 +19,8 @@ void SetTaskTls(Task* t, const uint64_t tls[kTlsSlots]);
 // (per the tls variant) and reloads %fs/%gs.
 void ReloadTls(Task* t);
 
-// Boot: sets CR0.TS (nobody owns the FPU) and forgets the TLS shadow.
+// Boot, after MemInit: sets CR0.TS (nobody owns the FPU), forgets the TLS
+// shadow and records the kernel's address space as the loaded one.
 void SwitchInit();
 // Boot, after the ring-3 #NM probe: clears TS for the eager policy.
 void FpuPolicyInit();

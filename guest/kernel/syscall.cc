@@ -68,12 +68,13 @@ int64_t SysSetTls(uint64_t slot, uint64_t desc) {
 }  // namespace
 
 void SelfCheckFailed(const Task* t, unsigned long id) {
-  static const char* const kChecks[] = {"TLS via %fs", "TLS via %gs", "FPU/SSE registers",
-                                        "system-call argument errors", "pipe data"};
+  static const char* const kChecks[] = {"TLS via %fs",       "TLS via %gs",
+                                        "FPU/SSE registers", "system-call argument errors",
+                                        "pipe data",         "private pages (address space)"};
   char storage[160];
   TextBuf msg(storage, sizeof(storage));
   msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");
-  msg.Str(id < 5 ? kChecks[id] : "unknown check");
+  msg.Str(id < sizeof(kChecks) / sizeof(kChecks[0]) ? kChecks[id] : "unknown check");
   ++g_kc.check_failures;
   Fatal(kExitCheckFailed, msg.View());
 }

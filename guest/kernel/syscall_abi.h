@@ -33,6 +33,7 @@ enum CheckId : unsigned long {
   kCheckFpu = 2,
   kCheckSyscallErrors = 3,
   kCheckPipeData = 4,
+  kCheckAddressSpace = 5,
 };
 
 }  // namespace guest

@@ -11,7 +11,7 @@ namespace guest {
 
 class MulticallBatch {
  public:
-  // Far below MVMM_MULTICALL_MAX_ENTRIES: a context switch queues at most 6
+  // Far below MVMM_MULTICALL_MAX_ENTRIES: a context switch queues at most 7
   // operations and a page walk flushes whenever the buffer is full.
   static constexpr uint32_t kCapacity = 64;
 
@@ -49,11 +49,22 @@ class MulticallBatch {
     return Add(MVMM_HC_mmu_update, reinterpret_cast<uintptr_t>(&r), 1);
   }
 
+  // Queues a one-op mmuext_op loading the page-table base with the page at
+  // guest-physical `base_gpa` (MMUEXT_NEW_BASEPTR takes its frame number).
+  // The op lives in this buffer until Clear(), like AddMmuUpdate's request.
+  bool AddNewBasePtr(uint64_t base_gpa) {
+    if (full()) return false;
+    mvmm_mmuext_op& op = ext_ops_[count_];
+    op = {MVMM_MMUEXT_NEW_BASEPTR, 0, base_gpa >> 12, 0};
+    return Add(MVMM_HC_mmuext_op, reinterpret_cast<uintptr_t>(&op), 1);
+  }
+
   void Clear() { count_ = 0; }
 
  private:
   mvmm_multicall_entry entries_[kCapacity] = {};
   mvmm_mmu_update reqs_[kCapacity] = {};
+  mvmm_mmuext_op ext_ops_[kCapacity] = {};
   uint32_t count_ = 0;
 };
 

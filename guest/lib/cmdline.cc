@@ -9,6 +9,9 @@ constexpr const char* kOpChoices[kPvOpCount] = {"naive|optimized", "naive|optimi
                                                 "naive|optimized", "naive|optimized|patched",
                                                 "off|on"};
 constexpr uint64_t kBig = 1000000;
+// lat_ctx -s: KiB each ring task touches per pass (a multiple of 4 KiB is
+// not required; whole pages are mapped).
+constexpr uint64_t kMaxWorkingSetKib = 1024;
 
 constexpr ParamSpec kHelloParams[] = {{"lines", nullptr, 3, 0, 10000}};
 constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3", 0, 0, 0}};
@@ -16,11 +19,13 @@ constexpr ParamSpec kCtxParams[] = {{"tasks", nullptr, 3, 2, 16},
                                     {"rounds", nullptr, 20, 1, kBig},
                                     {"tls", "same|one|all", 2, 0, 0},
                                     {"fpu", "none|all", 1, 0, 0},
-                                    {"preempt", nullptr, 0, 0, 1}};
-constexpr ParamSpec kPipeParams[] = {{"rounds", nullptr, 20, 1, kBig},
-                                     {"tls", "same|one|all", 2, 0, 0},
-                                     {"fpu", "none|all", 1, 0, 0},
-                                     {"preempt", nullptr, 0, 0, 1}};
+                                    {"preempt", nullptr, 0, 0, 1},
+                                    {"mm", "process|thread", 0, 0, 0},
+                                    {"ws", nullptr, 0, 0, kMaxWorkingSetKib}};
+constexpr ParamSpec kPipeParams[] = {
+    {"rounds", nullptr, 20, 1, kBig},  {"tls", "same|one|all", 2, 0, 0},
+    {"fpu", "none|all", 1, 0, 0},      {"preempt", nullptr, 0, 0, 1},
+    {"mm", "process|thread", 0, 0, 0}, {"ws", nullptr, 0, 0, kMaxWorkingSetKib}};
 constexpr ParamSpec kIrqParams[] = {
     {"loops", nullptr, 50, 1, kBig}, {"depth", nullptr, 2, 1, 8}, {"pending", nullptr, 0, 0, 1}};
 constexpr ParamSpec kCpaParams[] = {{"pages", nullptr, 16, 1, 512},

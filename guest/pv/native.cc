@@ -32,6 +32,7 @@ void NativeSetPte(uint64_t* ptep, uint64_t val) {
   *reinterpret_cast<volatile uint64_t*>(ptep) = val;
 }
 void NativeFlushTlb() { FlushTlb(); }
+void NativeWriteCr3(uint64_t base) { cpu::WriteCr3(base); }
 void NoOp() {}
 
 }  // namespace
@@ -51,6 +52,7 @@ const PvOps kNativePvOps = {
     .set_pte = NativeSetPte,
     .pte_val = PteValCalleeThunk,
     .flush_tlb = NativeFlushTlb,
+    .write_cr3 = NativeWriteCr3,
     .start_context_switch = NoOp,
     .end_context_switch = NoOp,
     .enter_lazy_mmu = NoOp,

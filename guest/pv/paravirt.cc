@@ -72,6 +72,20 @@ void PvSetPte(uint64_t* ptep, uint64_t val) {
   Sync(MVMM_HC_mmu_update, reinterpret_cast<uintptr_t>(&g_single_req), 1);
 }
 
+mvmm_mmuext_op g_single_ext;
+
+// Xen's mmuext_op(MMUEXT_NEW_BASEPTR): queued inside a context switch, so
+// the address-space change rides in the switch's multicall.
+void PvWriteCr3(uint64_t base) {
+  if (Queueing()) {
+    if (g_batch.full()) FlushBatch(&g_batch);
+    g_batch.AddNewBasePtr(base);
+    return;
+  }
+  g_single_ext = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
+  Sync(MVMM_HC_mmuext_op, reinterpret_cast<uintptr_t>(&g_single_ext), 1);
+}
+
 // No flush hypercall in the ABI: the TLB is the vCPU's own (CR3 reload).
 void PvFlushTlb() {
   FlushBatch(&g_batch);
@@ -100,6 +114,7 @@ const PvOps kParavirtPvOps = {
     .set_pte = PvSetPte,
     .pte_val = PteValCalleeThunk,
     .flush_tlb = PvFlushTlb,
+    .write_cr3 = PvWriteCr3,
     .start_context_switch = PvEnterLazy,
     .end_context_switch = PvLeaveLazy,
     .enter_lazy_mmu = PvEnterLazy,

@@ -41,6 +41,9 @@ struct PvOps {
   void (*set_pte)(uint64_t* ptep, uint64_t val);
   uint64_t (*pte_val)(uint64_t pte);
   void (*flush_tlb)();
+  // Loads the page-table base (CR3) with the top-level table at
+  // guest-physical `base`: a switch to another address space.
+  void (*write_cr3)(uint64_t base);
 
   // Lazy modes (Xen): operations between start and end may be queued and
   // are issued, at the latest, by the end hook.
@@ -97,6 +100,10 @@ inline void WriteGdtEntry(unsigned index, uint64_t desc) {
 inline void LoadSp0(uint64_t sp0) {
   ++g_kc.sp0_loads;
   pv_ops.load_sp0(sp0);
+}
+inline void WriteCr3(uint64_t base) {
+  ++g_kc.cr3_writes;
+  pv_ops.write_cr3(base);
 }
 inline void SetPte(uint64_t* ptep, uint64_t val) {
   ++g_kc.pte_updates;

@@ -8,7 +8,32 @@ namespace {
 
 using namespace user;
 
+constexpr uint64_t kUserPageSize = 4096;
+
+// The value line `off` of the working set holds: unique per task and line.
+USER_INLINE uint64_t LineValue(const RingTaskArgs* a, uint64_t off) { return a->private_tag ^ off; }
+
+// Writes every 64-byte line of the working set once.
+USER_INLINE void FillWorkingSet(RingTaskArgs* a) {
+  volatile uint64_t* ws = reinterpret_cast<volatile uint64_t*>(a->private_va + kUserPageSize);
+  for (uint64_t off = 0; off < a->ws_bytes; off += 64) ws[off / 8] = LineValue(a, off);
+}
+
+// lat_ctx's per-pass touch: reads every line of the working set, and checks
+// that the private pages are this task's own. Tasks in separate address
+// spaces use the same virtual address, so a stale CR3 shows up here.
+USER_INLINE void TouchPrivatePages(RingTaskArgs* a) {
+  const volatile uint64_t* p = reinterpret_cast<const volatile uint64_t*>(a->private_va);
+  if (*p != a->private_tag) CheckFail(kCheckAddressSpace);
+  const volatile uint64_t* ws = p + kUserPageSize / 8;
+  for (uint64_t off = 0; off < a->ws_bytes; off += 64) {
+    if (ws[off / 8] != LineValue(a, off)) CheckFail(kCheckAddressSpace);
+  }
+  ++a->checks;
+}
+
 USER_INLINE void CheckState(RingTaskArgs* a) {
+  TouchPrivatePages(a);
   if (ReadFs0() != a->fs_expect) CheckFail(kCheckTlsFs);
   if (ReadGs0() != a->gs_expect) CheckFail(kCheckTlsGs);
   a->checks += 2;
@@ -37,6 +62,7 @@ USER_INLINE void ProbeErrors(RingTaskArgs* a) {
 
 extern "C" USER_TEXT void RingTaskMain(RingTaskArgs* a) {
   if (a->probe_errors) ProbeErrors(a);
+  FillWorkingSet(a);
   if (a->fpu) UserSseLoad8(a->pattern);
   CheckState(a);
   for (uint64_t r = 0; r < a->rounds; ++r) {

@@ -1,6 +1,7 @@
 // The ring-3 task of workload=ctx and workload=pipe (lmbench lat_ctx /
-// lat_pipe): pass a one-byte token around a ring of pipes and self-check
-// TLS, FPU and the token after every blocking read.
+// lat_pipe): pass a one-byte token around a ring of pipes, touch a private
+// working set each pass (lat_ctx -s), and self-check TLS, FPU, the private
+// pages and the token after every blocking read.
 #ifndef GUEST_USER_RING_TASK_H_
 #define GUEST_USER_RING_TASK_H_
 
@@ -17,6 +18,9 @@ struct RingTaskArgs {
   uint64_t gs_expect;     // the value at %gs:0
   uint64_t fpu;           // 1: keeps `pattern` in xmm0-7 and checks it
   uint64_t probe_errors;  // 1: first checks that bad system calls fail cleanly
+  uint64_t private_va;    // this task's private pages: a tag page, then the working set
+  uint64_t private_tag;   // the value the kernel put at private_va (unique per task)
+  uint64_t ws_bytes;      // working set after the tag page, touched every pass
   uint64_t checks;        // self-checks passed (also the exit value)
   alignas(16) uint8_t pattern[128];
   alignas(16) uint8_t scratch[128];

@@ -33,7 +33,8 @@ void RunFault(const WorkloadArgs& args) {
                      : "rax", "rcx", "rdx");
   } else if (kind == "int3") {
     uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(1)) + kPageSize;
-    Task* t = CreateUserTask("fault-int3", reinterpret_cast<uint64_t>(FaultInt3Main), 0, stack);
+    Task* t = CreateUserTask("fault-int3", reinterpret_cast<uint64_t>(FaultInt3Main), 0, stack,
+                             KernelMm());
     RunAndWait(t);
   }
 }

@@ -6,7 +6,8 @@
 // deltas (hcall.<name>.calls/.ops/.errors, hcall.bad_number), so a host test
 // can assert the VMM's hc_exits/hc_ops/hc_errors equal them exactly (and
 // kernel.hc*.<name> for the whole run). Everything the calls change (CR0,
-// IF, TSS.rsp0, the GDT's TLS slot 7, a live PTE) is put back and checked.
+// IF, TSS.rsp0, the GDT's TLS slot 7, a live PTE, CR3) is put back and
+// checked.
 #include "arch/cpu.h"
 #include "kernel/boot.h"
 #include "kernel/hypercall.h"
@@ -55,6 +56,73 @@ void ProbeMmuUpdate(Prober& p, uint64_t mem) {
   p.Call("mmu_update good then PS bit", kNoTag, 1, MVMM_HC_mmu_update, reqs, 2);
   p.Expect("mmu_update did the first request", kNoTag, scratch[2], 0x5550);
   p.Expect("mmu_update stopped at the second", kNoTag, *live, live_val);
+}
+
+mvmm_mmuext_op g_ext[2];
+
+// mmuext_op(NEW_BASEPTR): a new address space whose private region maps a
+// tagged page; reading it through the private address proves the new CR3
+// reached the vCPU (directly and from a multicall). Then every refusal,
+// each leaving CR3 as it was, and the old base back.
+void ProbeMmuextOp(Prober& p, uint64_t mem) {
+  const uint64_t old_cr3 = cpu::ReadCr3();
+  Mm* mm = NewMm();
+  auto* page = static_cast<uint64_t*>(AllocPages(1));
+  page[0] = 0x3c3c000000000026ull;
+  MapPrivatePage(mm, kPrivateBase, reinterpret_cast<uintptr_t>(page));
+  const uint64_t base = reinterpret_cast<uintptr_t>(mm->pml4);
+  const uint64_t ops = reinterpret_cast<uintptr_t>(g_ext);
+  const auto* tagged = reinterpret_cast<const volatile uint64_t*>(kPrivateBase);
+  g_ext[0] = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
+  p.Call("mmuext_op NEW_BASEPTR", kNoTag, 1, MVMM_HC_mmuext_op, ops, 1);
+  p.Expect("mmuext_op loaded CR3", kNoTag, cpu::ReadCr3(), base);
+  p.Expect("mmuext_op: the new address space is live", kNoTag, *tagged, page[0]);
+  g_ext[0] = {MVMM_MMUEXT_NEW_BASEPTR, 0, old_cr3 >> 12, 0};
+  p.Call("mmuext_op back to the old base", kNoTag, 1, MVMM_HC_mmuext_op, ops, 1);
+  p.Expect("mmuext_op restored CR3", kNoTag, cpu::ReadCr3(), old_cr3);
+
+  p.Call("mmuext_op count 0", kNoTag, 0, MVMM_HC_mmuext_op, ~0ull, 0);
+  p.Call("mmuext_op count 513", kNoTag, -MVMM_E2BIG, MVMM_HC_mmuext_op, ops, 513);
+  p.Call("mmuext_op list outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_mmuext_op, mem, 1);
+  struct Bad {
+    const char* what;
+    mvmm_mmuext_op op;
+    int64_t want;
+  };
+  const Bad bad[] = {
+      {"mmuext_op TLB_FLUSH_LOCAL (unimplemented)", {6, 0, base >> 12, 0}, -MVMM_EINVAL},
+      {"mmuext_op reserved set", {MVMM_MMUEXT_NEW_BASEPTR, 1, base >> 12, 0}, -MVMM_EINVAL},
+      {"mmuext_op arg2 set", {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 1}, -MVMM_EINVAL},
+      {"mmuext_op frame outside RAM", {MVMM_MMUEXT_NEW_BASEPTR, 0, mem >> 12, 0}, -MVMM_EFAULT},
+      {"mmuext_op the GDT frame",
+       {MVMM_MMUEXT_NEW_BASEPTR, 0, g_boot.gdt_gpa >> 12, 0},
+       -MVMM_EFAULT},
+      {"mmuext_op the TSS frame", {MVMM_MMUEXT_NEW_BASEPTR, 0, MVMM_TSS_GPA >> 12, 0}, -MVMM_EPERM},
+  };
+  for (const Bad& b : bad) {
+    // Alone, and after a good op that must not run either (all or nothing).
+    g_ext[0] = b.op;
+    p.Call(b.what, kNoTag, b.want, MVMM_HC_mmuext_op, ops, 1);
+    g_ext[0] = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
+    g_ext[1] = b.op;
+    p.Call(b.what, kNoTag, b.want, MVMM_HC_mmuext_op, ops, 2);
+    p.Expect("mmuext_op refused: CR3 unchanged", kNoTag, cpu::ReadCr3(), old_cr3);
+  }
+
+  // From a multicall: the entry's CR3 reaches the vCPU too.
+  g_ext[0] = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
+  g_ext[1] = {MVMM_MMUEXT_NEW_BASEPTR, 0, old_cr3 >> 12, 0};
+  g_list[0] = {};
+  g_list[0].op = MVMM_HC_mmuext_op;
+  g_list[0].args[0] = ops;
+  g_list[0].args[1] = 1;
+  p.Expect("multicall of one mmuext_op", kNoTag, Multicall(reinterpret_cast<uintptr_t>(g_list), 1),
+           0);
+  p.Expect("multicall's mmuext_op result", kNoTag, static_cast<int64_t>(g_list[0].result), 1);
+  p.Expect("multicall's mmuext_op loaded CR3", kNoTag, cpu::ReadCr3(), base);
+  p.Expect("multicall's mmuext_op: the new address space is live", kNoTag, *tagged, page[0]);
+  p.Call("mmuext_op back to the old base", kNoTag, 1, MVMM_HC_mmuext_op, ops + sizeof(g_ext[0]), 1);
+  p.Expect("mmuext_op restored CR3", kNoTag, cpu::ReadCr3(), old_cr3);
 }
 
 void ProbeCpuState(Prober& p, uint64_t cr0) {
@@ -191,6 +259,7 @@ void RunHcall(const WorkloadArgs&) {
   g_before = g_hc;
   Prober p("hcall", Prober::Mode::kStopAtFirst);
   ProbeMmuUpdate(p, mem);
+  ProbeMmuextOp(p, mem);
   ProbeCpuState(p, cr0);
   ProbeDescriptors(p);
   ProbeMulticall(p, mem, cr0);

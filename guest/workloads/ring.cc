@@ -1,8 +1,13 @@
 // workload=ctx (lmbench lat_ctx) and workload=pipe (lat_pipe): T ring-3
 // tasks in a ring pass a one-byte token through pipes for N rounds; task 0
-// starts each round. Every task has its own TLS blocks (tls=same|one|all
-// says how many of the 3 slots differ between tasks) and, with fpu=all,
-// its own values in xmm0-7. Each task self-checks after every read.
+// starts each round. With mm=process (the default) every task is a process
+// with its own address space, so a switch between two of them loads CR3;
+// with mm=thread they share one. Every task has private pages: a tag page
+// and a working set of `ws` KiB that it touches every pass (lat_ctx -s),
+// mapped at the same virtual address in every process (at distinct ones
+// for threads). Every task has its own TLS blocks (tls=same|one|all says
+// how many of the 3 slots differ between tasks) and, with fpu=all, its own
+// values in xmm0-7. Each task self-checks after every read.
 #include "arch/cpu.h"
 #include "kernel/mem.h"
 #include "kernel/pipe.h"
@@ -32,6 +37,10 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   uint64_t rounds = args.Get("rounds");
   uint64_t tls_mode = args.Get("tls");  // 0 same, 1 one, 2 all
   bool fpu = args.Get("fpu") == 1;
+  bool processes = args.Get("mm") == 0;  // 0 process, 1 thread
+  uint64_t ws_bytes = args.Get("ws") * 1024;
+  uint64_t ws_pages = (ws_bytes + kPageSize - 1) / kPageSize;
+  uint64_t private_pages = 1 + ws_pages;  // the tag page, then the working set
   SetPreemption(args.Get("preempt") == 1);
 
   // All allocation happens before the record starts, so that the record
@@ -41,12 +50,23 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   for (uint64_t i = 0; i < tasks; ++i) NewPipe(&rd[i], &wr[i]);
   uint64_t shared_tls = NewTlsPage(0xff);
   Task* t[kMaxRing];
+  Mm* shared_mm = processes ? nullptr : NewMm();
   for (uint64_t i = 0; i < tasks; ++i) {
     auto* a = static_cast<RingTaskArgs*>(AllocUserPages(1));
     uint64_t stack =
         reinterpret_cast<uint64_t>(AllocUserPages(kUserStackPages)) + kUserStackPages * kPageSize;
+    Mm* mm = processes ? NewMm() : shared_mm;
     t[i] = CreateUserTask(name, reinterpret_cast<uint64_t>(RingTaskMain),
-                          reinterpret_cast<uint64_t>(a), stack);
+                          reinterpret_cast<uint64_t>(a), stack, mm);
+    // Private pages: one block of kernel memory, mapped only in `mm`.
+    uint64_t va = kPrivateBase + (processes ? 0 : i * private_pages * kPageSize);
+    auto* pages = static_cast<uint64_t*>(AllocPages(private_pages));
+    for (uint64_t p = 0; p < private_pages; ++p)
+      MapPrivatePage(mm, va + p * kPageSize, reinterpret_cast<uint64_t>(pages) + p * kPageSize);
+    pages[0] = 0x9a9e000000000000ull | t[i]->pid;
+    a->private_va = va;
+    a->private_tag = pages[0];
+    a->ws_bytes = ws_bytes;
     uint64_t own_tls = tls_mode == 0 ? shared_tls : NewTlsPage(t[i]->pid);
     uint64_t base[3] = {own_tls, tls_mode == 2 ? own_tls + 64 : shared_tls + 64,
                         tls_mode == 2 ? own_tls + 128 : shared_tls + 128};
@@ -81,6 +101,8 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   rec.Put("tasks", tasks);
   rec.Put("rounds", rounds);
   rec.Put("passes", tasks * rounds);
+  rec.Put("address_spaces", processes ? tasks : 1);
+  rec.Put("ws_bytes", ws_bytes);
   rec.PutTiming(tasks * rounds, elapsed, EmptyLoopTsc(tasks * rounds));
   rec.Finish(checks);
 }

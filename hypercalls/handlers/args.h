@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "minivmm/hypercall_env.h"
 #include "minivmm/guest_address.h"
+#include "minivmm/hypercall_env.h"
 
 namespace minivmm::hc {
 
@@ -52,6 +52,12 @@ struct ConsoleIoArgs {
   uint64_t count;
   GuestAddress buffer;
   static ConsoleIoArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2])}; }
+};
+
+struct MmuextOpArgs {
+  GuestAddress ops;  // array of struct mvmm_mmuext_op
+  uint64_t count;
+  static MmuextOpArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
 };
 
 struct SchedOpArgs {

@@ -6,7 +6,8 @@
 // Common contract: arguments are untrusted guest values; each handler
 // validates them in the fixed order its file documents and changes no state
 // (guest memory, registers, GDT, run control, sinks) before all checks pass,
-// except where a batch is documented as partial (mmu_update). The returned
+// except where a batch is documented as partial (mmu_update; mmuext_op is
+// all or nothing). The returned
 // HypercallResult is what the guest gets in RAX: Done(value) or
 // Refuse(MVMM_E..., "static reason"). Handlers never touch ExitStats: the
 // dispatcher counts. Called on the vCPU's thread, one exit at a time.
@@ -33,6 +34,7 @@ HypercallResult update_descriptor(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult multicall(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
 HypercallResult set_timer_op(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult console_io(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult mmuext_op(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult set_if(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& args);

@@ -35,6 +35,7 @@ enum class Cause : uint8_t {
   kCr0Write,          // fpu_taskswitch, write_cr0
   kDescriptorUpdate,  // update_descriptor, trapped GDT stores
   kPageTableUpdate,   // mmu_update (operations = PTE requests)
+  kCr3Write,          // mmuext_op (operations = page-table base loads)
   kMulticall,         // multicall calls (operations = entries)
   kCount
 };

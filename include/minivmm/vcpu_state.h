@@ -45,8 +45,8 @@ struct HypercallRegs {
 // Registers are plain loads and stores into a register file the backend
 // provides (for KVM, the synced block inside kvm_run, in Reg order); a store
 // also sets the backend's "registers dirty" bit so that the next entry
-// applies it. Nothing on this path is a virtual call. CR0 is virtual: a
-// backend may need to do more than store it.
+// applies it. Nothing on this path is a virtual call. CR0 and CR3 are
+// virtual: a backend may need to do more than store them.
 class VcpuState {
  public:
   virtual ~VcpuState() = default;
@@ -69,6 +69,9 @@ class VcpuState {
 
   virtual uint64_t Cr0() const = 0;
   virtual void SetCr0(uint64_t value) = 0;
+  // The page-table base. A write reaches the vCPU before it next runs.
+  virtual uint64_t Cr3() const = 0;
+  virtual void SetCr3(uint64_t value) = 0;
 
  protected:
   // `regs` holds kRegCount registers in Reg order; `*dirty |= dirty_bit`
@@ -91,10 +94,13 @@ class PlainVcpuState final : public VcpuState {
   RegWord regs[kRegCount] = {};
   RegWord dirty = 0;  // 1 once a register was set
   uint64_t cr0 = 0x80050033;
+  uint64_t cr3 = 0x10000;  // MVMM_PAGE_TABLES_GPA, as at boot
   uint8_t cpl = 0;
 
   uint64_t Cr0() const override { return cr0; }
   void SetCr0(uint64_t value) override { cr0 = value; }
+  uint64_t Cr3() const override { return cr3; }
+  void SetCr3(uint64_t value) override { cr3 = value; }
 };
 
 }  // namespace minivmm

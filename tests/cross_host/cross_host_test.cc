@@ -229,6 +229,22 @@ TEST(CrossHostTest, OnEveryHostTheFpuCountsFollowWhatTheGuestDetected) {
   }
 }
 
+// CR3 writes are host-independent (EveryOtherCountIsTheSameOnEveryHost
+// compares them between hosts); on each host they equal the guest's own
+// count under pv and are 0 under native.
+TEST(CrossHostTest, OnEveryHostCr3WritesAreTheGuestsOwnCount) {
+  ASSERT_TRUE(LoadRecords());
+  for (const HostRecord& h : Records()) {
+    for (const json& run : h.bench["runs"]) {
+      SCOPED_TRACE(h.path + ": " + Key(run));
+      const json& cr3 = run["record"]["causes"]["causes"]["cr3_write"];
+      const int64_t guest = static_cast<int64_t>(Report(run, "kernel.cr3_writes"));
+      EXPECT_GE(guest, 1);  // the boot load
+      EXPECT_EQ(cr3["ops"].get<int64_t>(), run["backend"] == "pv" ? guest : 0);
+    }
+  }
+}
+
 TEST(CrossHostTest, EveryOtherCountIsTheSameOnEveryHost) {
   ASSERT_TRUE(LoadRecords());
   if (Records().size() < 2) {

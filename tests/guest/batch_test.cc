@@ -30,6 +30,23 @@ TEST(MulticallBatchTest, MmuUpdatePointsAtItsOwnRequest) {
   EXPECT_EQ(req->val, 0x8000000000200003ull);
 }
 
+TEST(MulticallBatchTest, NewBasePtrPointsAtItsOwnMmuextOp) {
+  MulticallBatch b;
+  ASSERT_TRUE(b.AddMmuUpdate(0x5008, 0x3));
+  ASSERT_TRUE(b.AddNewBasePtr(0x234000));
+  const mvmm_multicall_entry& e = b.entries()[1];
+  EXPECT_EQ(e.op, uint64_t{MVMM_HC_mmuext_op});
+  EXPECT_EQ(e.args[1], 1u);
+  const auto* op = reinterpret_cast<const mvmm_mmuext_op*>(e.args[0]);
+  EXPECT_EQ(op->cmd, MVMM_MMUEXT_NEW_BASEPTR);
+  EXPECT_EQ(op->reserved, 0u);
+  EXPECT_EQ(op->arg1, 0x234u);  // the frame number
+  EXPECT_EQ(op->arg2, 0u);
+  // The mmu_update request before it is untouched.
+  const auto* req = reinterpret_cast<const mvmm_mmu_update*>(b.entries()[0].args[0]);
+  EXPECT_EQ(req->ptr, 0x5008u);
+}
+
 TEST(MulticallBatchTest, FullBufferRefusesAndClearEmpties) {
   MulticallBatch b;
   for (uint32_t i = 0; i < MulticallBatch::kCapacity; ++i)
@@ -37,6 +54,7 @@ TEST(MulticallBatchTest, FullBufferRefusesAndClearEmpties) {
   EXPECT_TRUE(b.full());
   EXPECT_FALSE(b.Add(MVMM_HC_stack_switch, 0x10, 0));
   EXPECT_FALSE(b.AddMmuUpdate(0, 0));
+  EXPECT_FALSE(b.AddNewBasePtr(0x10000));
   b.Clear();
   EXPECT_TRUE(b.empty());
 }

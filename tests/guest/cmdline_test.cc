@@ -109,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "unknown workload 'nope' "
                 "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe)"},
         BadCase{"workload=ctx,bogus=1",
-                "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt)"},
+                "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt|mm|ws)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
         BadCase{"workload=ctx,rounds=0", "bad value '0' for ctx.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,tasks=17", "bad value '17' for ctx.tasks (integer 2..16)"},
@@ -133,7 +133,24 @@ TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
             "config.workload.rounds=20\n"
             "config.workload.tls=one\n"
             "config.workload.fpu=all\n"
-            "config.workload.preempt=0\n");
+            "config.workload.preempt=0\n"
+            "config.workload.mm=process\n"
+            "config.workload.ws=0\n");
+}
+
+TEST(CmdlineTest, RingRunsProcessesByDefaultAndTakesAWorkingSetInKib) {
+  for (const char* w : {"ctx", "pipe"}) {
+    Parsed p = Parse((std::string("workload=") + w).c_str());
+    ASSERT_TRUE(p.ok) << w;
+    EXPECT_EQ(std::string(p.config.workload.Choice("mm").data(), 7), "process") << w;
+    EXPECT_EQ(p.config.workload.Get("ws"), 0u) << w;
+    Parsed q = Parse((std::string("workload=") + w + ",mm=thread,ws=1024").c_str());
+    ASSERT_TRUE(q.ok) << w;
+    EXPECT_EQ(q.config.workload.Get("mm"), 1u) << w;
+    EXPECT_EQ(q.config.workload.Get("ws"), 1024u) << w;
+    EXPECT_FALSE(Parse((std::string("workload=") + w + ",ws=1025").c_str()).ok) << w;
+    EXPECT_FALSE(Parse((std::string("workload=") + w + ",mm=both").c_str()).ok) << w;
+  }
 }
 
 TEST(CmdlineTest, HelloReportMatchesTheDocumentedKeys) {

@@ -30,6 +30,8 @@ TEST(CauseOfTest, TableOfCauses) {
       {MVMM_HC_update_descriptor, {}, -MVMM_EPERM, Cause::kDescriptorUpdate, 0},
       {MVMM_HC_mmu_update, {0, 9}, 7, Cause::kPageTableUpdate, 7},
       {MVMM_HC_mmu_update, {0, 9}, -MVMM_EFAULT, Cause::kPageTableUpdate, 0},
+      {MVMM_HC_mmuext_op, {0, 3}, 3, Cause::kCr3Write, 3},
+      {MVMM_HC_mmuext_op, {0, 3}, -MVMM_EPERM, Cause::kCr3Write, 0},
       {MVMM_HC_multicall, {0, 12}, 0, Cause::kMulticall, 12},
       {MVMM_HC_multicall, {0, 513}, -MVMM_E2BIG, Cause::kMulticall, 0},
       {MVMM_HC_console_io, {}, 0, std::nullopt, 0},

@@ -23,10 +23,13 @@ class CountingVcpu final : public VcpuState {
     ++cr0_writes;
     cr0 = value;
   }
+  uint64_t Cr3() const override { return cr3; }
+  void SetCr3(uint64_t value) override { cr3 = value; }
   RegWord regs[kRegCount] = {};
   RegWord dirty = 0;
   uint8_t cpl = 0;
   uint64_t cr0 = 0;
+  uint64_t cr3 = 0;
   int cr0_writes = 0;
 };
 

@@ -72,6 +72,11 @@ TEST_P(GuestRingTest, CountersFollowTheRingsShape) {
   EXPECT_EQ(run.Report(w + ".cr0_writes"), 2 * t * n + 2);
   // Naive TLS: three descriptors per switch.
   EXPECT_EQ(run.Report(w + ".desc_updates"), 3 * run.Report(w + ".switches"));
+  // Processes (the default mm=process): every switch into a task changes
+  // the address space; the switch back to init (a kernel thread) keeps it.
+  EXPECT_EQ(run.Report(w + ".address_spaces"), t);
+  EXPECT_EQ(run.Report(w + ".cr3_writes"), run.Report(w + ".switches") - 1);
+  EXPECT_EQ(run.Report(w + ".cr3_writes"), t * n + 1);
   if (c.timer_hz == 0) {
     EXPECT_EQ(run.Report(w + ".timer_irqs"), 0u);
   }

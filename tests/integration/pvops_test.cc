@@ -100,6 +100,11 @@ TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
     EXPECT_EQ(CauseOf(run, Cause::kPageTableUpdate).ops, run.Report("kernel.pte_updates"));
     EXPECT_EQ(CauseOf(run, Cause::kMulticall).exits, run.Report("kernel.multicalls"));
     EXPECT_EQ(CauseOf(run, Cause::kMulticall).ops, run.Report("kernel.multicall_entries"));
+    EXPECT_EQ(CauseOf(run, Cause::kCr3Write).ops, run.Report("kernel.cr3_writes"));
+    // With batch=on every CR3 write but the boot one rides in a switch's
+    // multicall.
+    EXPECT_EQ(CauseOf(run, Cause::kCr3Write).exits,
+              run.reports["config.pvops.batch"] == "on" ? 1 : run.Report("kernel.cr3_writes"));
     EXPECT_EQ(run.result.stats.gdt_stores_applied, 0u);
   } else {
     // Native: raw instructions. Only the GDT stores trap; CR0 and IF writes
@@ -111,7 +116,14 @@ TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
     EXPECT_EQ(CauseOf(run, Cause::kIfSet).ops, 0u);
     EXPECT_EQ(CauseOf(run, Cause::kIfClear).ops, 0u);
     EXPECT_EQ(run.HypercallOps(MVMM_HC_set_if), 0u);
+    EXPECT_EQ(CauseOf(run, Cause::kCr3Write).ops, 0u);  // mov %cr3 never reaches the VMM
+    EXPECT_EQ(CauseOf(run, Cause::kCr3Write).exits, 0u);
   }
+  // The boot load, then the default ring's processes: every switch into a
+  // task changes the address space, the one back to init does not.
+  const uint64_t ring_cr3 =
+      (c.workload == "ctx" || c.workload == "pipe") ? run.Report(c.workload + ".switches") - 1 : 0;
+  EXPECT_EQ(run.Report("kernel.cr3_writes"), 1 + ring_cr3);
 }
 
 std::vector<Case> Matrix() {
@@ -222,6 +234,104 @@ TEST(PvopsTest, PteFlagsVariantsCostNoExitsAndTheSamePageTableUpdates) {
   EXPECT_EQ(patched.Report("cpa.pte_flags_calls"), naive.Report("cpa.pte_flags_calls"));
   EXPECT_EQ(naive.Report("kernel.patched_sites"), 0u);
   EXPECT_GT(patched.Report("kernel.patched_sites"), 0u);
+}
+
+// Processes and threads (lat_ctx): a switch between tasks of different
+// address spaces writes CR3 through the pv op (mmuext_op NEW_BASEPTR under
+// pv, mov %cr3 under native); a switch within one writes nothing. Every
+// task touches its private working set each pass and checks that it holds
+// its own values, so a CR3 write that did not reach the vCPU fails the run.
+struct SpaceCase {
+  std::string workload;  // ctx or pipe
+  std::string mm;        // process or thread
+  std::string backend;
+  std::string batch;  // off or on
+};
+
+void PrintTo(const SpaceCase& c, std::ostream* os) {
+  *os << c.workload << " mm=" << c.mm << " " << c.backend << " batch:" << c.batch;
+}
+
+class AddressSpaceTest : public ::testing::TestWithParam<SpaceCase> {};
+
+TEST_P(AddressSpaceTest, Cr3WritesMatchTheGuestsCountExactly) {
+  REQUIRE_KVM();
+  const SpaceCase& c = GetParam();
+  const std::string& w = c.workload;
+  GuestRun run = RunGuest(BuiltinGuest(), "backend=" + c.backend + " pvops=naive,batch:" + c.batch +
+                                              " workload=" + w + (w == "ctx" ? ",tasks=4" : "") +
+                                              ",rounds=5,ws=12,mm=" + c.mm);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  EXPECT_EQ(run.Report("check.failed"), 0u);
+  const uint64_t t = run.Report(w + ".tasks"), n = run.Report(w + ".rounds");
+  const uint64_t switches = run.Report(w + ".switches");
+  ASSERT_EQ(switches, t * n + 2);
+  EXPECT_EQ(run.Report(w + ".ws_bytes"), 12u * 1024u);
+  // Processes: every switch but the one back to init enters another
+  // address space. Threads: only entering the ring does.
+  const bool processes = c.mm == "process";
+  EXPECT_EQ(run.Report(w + ".address_spaces"), processes ? t : 1);
+  EXPECT_EQ(run.Report(w + ".cr3_writes"), processes ? switches - 1 : 1);
+  // The whole run adds the boot load.
+  const uint64_t cr3_writes = run.Report("kernel.cr3_writes");
+  EXPECT_EQ(cr3_writes, 1 + run.Report(w + ".cr3_writes"));
+  const CauseCount& cause = CauseOf(run, Cause::kCr3Write);
+  if (c.backend == "pv") {
+    // Two counters: the VMM's cr3_write cause and mmuext_op counts against
+    // the guest's own count of CR3 writes and of the hypercalls it issued.
+    EXPECT_EQ(cause.ops, cr3_writes);
+    EXPECT_EQ(run.HypercallOps(MVMM_HC_mmuext_op), cr3_writes);
+    EXPECT_EQ(run.HypercallOps(MVMM_HC_mmuext_op), run.Report("kernel.hc.mmuext_op"));
+    EXPECT_EQ(run.HypercallExits(MVMM_HC_mmuext_op), run.Report("kernel.hc_exits.mmuext_op"));
+    EXPECT_EQ(run.result.stats.hc_errors[MVMM_HC_mmuext_op], 0u);
+    // batch=off: each write is its own exit; batch=on: the switches' writes
+    // are multicall entries and only the boot load exits.
+    EXPECT_EQ(cause.exits, c.batch == "on" ? 1 : cr3_writes);
+    EXPECT_EQ(cause.exits, run.HypercallExits(MVMM_HC_mmuext_op));
+    if (c.batch == "on") {
+      EXPECT_LE(run.Report(w + ".multicalls"), switches);
+      EXPECT_EQ(run.HypercallExits(MVMM_HC_stack_switch), 0u);
+    }
+  } else {
+    EXPECT_EQ(cause.ops, 0u);
+    EXPECT_EQ(cause.exits, 0u);
+    EXPECT_EQ(run.HypercallOps(MVMM_HC_mmuext_op), 0u);
+  }
+}
+
+std::vector<SpaceCase> SpaceCases() {
+  std::vector<SpaceCase> cases;
+  for (const char* w : {"ctx", "pipe"})
+    for (const char* mm : {"process", "thread"})
+      for (const char* b : {"pv", "native"})
+        for (const char* batch : {"off", "on"}) cases.push_back({w, mm, b, batch});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AddressSpaceTest, ::testing::ValuesIn(SpaceCases()),
+                         [](const auto& info) {
+                           const SpaceCase& c = info.param;
+                           return c.workload + "_" + c.mm + "_" + c.backend + "_batch_" + c.batch;
+                         });
+
+// Processes cost exactly one CR3 write per switch between them, over
+// threads: the difference of the two runs is the guest's own switch count.
+TEST(PvopsTest, ProcessesCostOneCr3WritePerSwitchOverThreads) {
+  REQUIRE_KVM();
+  GuestRun processes = RunPv("naive", "ctx,tasks=3,rounds=10,mm=process");
+  GuestRun threads = RunPv("naive", "ctx,tasks=3,rounds=10,mm=thread");
+  ASSERT_EQ(processes.result.exit_code, 0) << processes.console;
+  ASSERT_EQ(threads.result.exit_code, 0) << threads.console;
+  ASSERT_EQ(processes.Report("ctx.switches"), threads.Report("ctx.switches"));
+  EXPECT_EQ(CauseOf(processes, Cause::kCr3Write).exits - CauseOf(threads, Cause::kCr3Write).exits,
+            processes.Report("ctx.switches") - 2);
+  // Everything else the switch does is the same.
+  for (Cause other : {Cause::kCr0Write, Cause::kDescriptorUpdate, Cause::kIfSet, Cause::kIfClear})
+    EXPECT_EQ(CauseOf(processes, other).exits, CauseOf(threads, other).exits);
+  EXPECT_EQ(processes.result.stats.by_reason[static_cast<int>(ExitReason::kIo)] -
+                threads.result.stats.by_reason[static_cast<int>(ExitReason::kIo)],
+            processes.Report("ctx.switches") - 2);
 }
 
 // Multicall batching (Xen lazy modes).

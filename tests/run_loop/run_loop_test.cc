@@ -51,6 +51,8 @@ class ScriptedVcpu final : public Vcpu {
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override { return {}; }
   uint64_t Cr0() const override { return state.Cr0(); }
   void SetCr0(uint64_t value) override { state.SetCr0(value); }
+  uint64_t Cr3() const override { return state.Cr3(); }
+  void SetCr3(uint64_t value) override { state.SetCr3(value); }
 };
 
 class RunLoopTest : public ::testing::Test {

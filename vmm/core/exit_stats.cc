@@ -56,6 +56,8 @@ std::string_view CauseName(Cause cause) {
       return "descriptor_update";
     case Cause::kPageTableUpdate:
       return "page_table_update";
+    case Cause::kCr3Write:
+      return "cr3_write";
     case Cause::kMulticall:
       return "multicall";
     case Cause::kCount:

@@ -181,6 +181,20 @@ uint64_t KvmVcpu::Cr0() const { return run_->s.regs.sregs.cr0; }
 
 void KvmVcpu::SetCr0(uint64_t value) {
   run_->s.regs.sregs.cr0 = value;
+  MarkSregsDirty();
+}
+
+uint64_t KvmVcpu::Cr3() const { return run_->s.regs.sregs.cr3; }
+
+// KVM applies a dirty sregs block with KVM_SET_SREGS semantics on the next
+// KVM_RUN: a new CR3 resets the vCPU's MMU context, so the guest's next
+// access walks the new tables.
+void KvmVcpu::SetCr3(uint64_t value) {
+  run_->s.regs.sregs.cr3 = value;
+  MarkSregsDirty();
+}
+
+void KvmVcpu::MarkSregsDirty() {
   // KVM's sregs snapshot lists an interrupt it has queued but not yet
   // delivered in interrupt_bitmap, and writing the sregs back re-queues
   // whatever that bitmap names. Injection is ours (KVM_INTERRUPT), so the

@@ -76,10 +76,12 @@ class KvmVcpu final : public Vcpu {
   void Kick() override;
   void ClearKick() override;
 
-  // VcpuState's registers are the synced block in kvm_run; CR0 is in the
-  // synced sregs.
+  // VcpuState's registers are the synced block in kvm_run; CR0 and CR3 are
+  // in the synced sregs, written back by marking them dirty.
   uint64_t Cr0() const override;
   void SetCr0(uint64_t value) override;
+  uint64_t Cr3() const override;
+  void SetCr3(uint64_t value) override;
 
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
 
@@ -88,6 +90,8 @@ class KvmVcpu final : public Vcpu {
 
  private:
   KvmVcpu(Fd fd, int id, kvm_run* run, size_t run_size);
+  // Marks the synced sregs for write-back on the next KVM_RUN.
+  void MarkSregsDirty();
 
   Fd fd_;
   Fd stats_fd_;

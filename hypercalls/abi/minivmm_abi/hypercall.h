@@ -26,6 +26,7 @@
   X(13, multicall)             \
   X(15, set_timer_op)          \
   X(18, console_io)            \
+  X(26, mmuext_op)             \
   X(29, sched_op)              \
   X(40, set_if)                \
   X(41, write_cr0)             \
@@ -82,6 +83,21 @@ struct mvmm_mmu_update {
   uint64_t val;
 };
 
+/* mmuext_op(ops_gpa, count): Xen's extended MMU operations, an array of
+ * `struct mvmm_mmuext_op` plus a count. The only command is
+ * MVMM_MMUEXT_NEW_BASEPTR (Xen's value): load the page-table base (CR3) with
+ * the page whose frame number is `arg1` (guest-physical address >> 12);
+ * `arg2` and `reserved` must be 0. All or nothing: the whole batch is
+ * checked before any operation runs (docs/hypercalls.md). */
+#define MVMM_MMUEXT_NEW_BASEPTR 5u
+#define MVMM_MMUEXT_OP_MAX_OPS 512u
+struct mvmm_mmuext_op {
+  uint32_t cmd;
+  uint32_t reserved; /* 0 (the padding of Xen's `unsigned int cmd`) */
+  uint64_t arg1;     /* NEW_BASEPTR: the frame number of the new top-level table */
+  uint64_t arg2;     /* NEW_BASEPTR: 0 */
+};
+
 /* write_cr0: only these bits may change. */
 #define MVMM_CR0_MP (1ull << 1)
 #define MVMM_CR0_EM (1ull << 2)
@@ -100,9 +116,12 @@ static_assert(sizeof(struct mvmm_multicall_entry) == 64, "multicall entry is 64 
 static_assert(__builtin_offsetof(struct mvmm_multicall_entry, result) == 8, "abi");
 static_assert(__builtin_offsetof(struct mvmm_multicall_entry, args) == 16, "abi");
 static_assert(sizeof(struct mvmm_mmu_update) == 16, "mmu_update request is 16 bytes");
+static_assert(sizeof(struct mvmm_mmuext_op) == 24, "mmuext_op is 24 bytes");
+static_assert(__builtin_offsetof(struct mvmm_mmuext_op, arg1) == 8, "abi");
 #else
 _Static_assert(sizeof(struct mvmm_multicall_entry) == 64, "multicall entry is 64 bytes");
 _Static_assert(sizeof(struct mvmm_mmu_update) == 16, "mmu_update request is 16 bytes");
+_Static_assert(sizeof(struct mvmm_mmuext_op) == 24, "mmuext_op is 24 bytes");
 #endif
 
 #endif /* MINIVMM_ABI_HYPERCALL_H_ */
