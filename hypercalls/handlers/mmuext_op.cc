@@ -40,7 +40,12 @@ HypercallResult mmuext_op(HypercallEnv& env, const HypercallArgs& raw) {
     const HypercallResult check = CheckMmuextOp(op, ram_size);
     if (!check.ok()) return check;
   }
-  for (const mvmm_mmuext_op& op : ops) env.exit.vcpu.SetCr3(BasePtrCr3(op));
+  for (const mvmm_mmuext_op& op : ops) {
+    const uint64_t cr3 = BasePtrCr3(op);
+    NoteOp(env.exit.waste, MVMM_HC_mmuext_op, Cause::kCr3Write,
+           env.exit.vcpu.Cr3() == cr3 ? OpEffect::kUnchanged : OpEffect::kChanged);
+    env.exit.vcpu.SetCr3(cr3);
+  }
   return Done(args.count);
 }
 
