@@ -21,6 +21,7 @@ struct RunOptions {
   std::string trace_path;
   std::string trace_format = "jsonl";  // jsonl | perfetto (docs/trace.md)
   bool quiet = false;
+  bool wasted = false;
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <set>
 
-#include "fmt/format.h"
 #include "cli/bench_record.h"
 #include "cli/commands.h"
+#include "fmt/format.h"
 
 namespace minivmm::cli {
 namespace {

@@ -16,6 +16,21 @@ void Row(std::string& out, std::string_view what, const json& ops, const json& e
                  exits.is_null() ? std::string("-") : exits.dump(), source);
 }
 
+// A row with the wasted-exit analysis's column: wasted ops / exits.
+void WastedRow(std::string& out, std::string_view what, const json& count, const json& wasted,
+               std::string_view source) {
+  const std::string w = wasted.is_object()
+                            ? fmt::format("{} / {}", wasted["ops"].dump(), wasted["exits"].dump())
+                            : std::string("-");
+  fmt::format_to(std::back_inserter(out), "  {:<28} {:>12} {:>12} {:>16}  {}\n", what,
+                 count["ops"].dump(), count["exits"].dump(), w, source);
+}
+
+void WastedHeader(std::string& out, std::string_view what) {
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12} {:>16}  {}\n", what, "ops",
+                 "exits", "wasted ops/exits", "source");
+}
+
 }  // namespace
 
 std::string RenderExitTable(const json& record) {
@@ -39,13 +54,24 @@ std::string RenderExitTable(const json& record) {
                    pvops);
   }
 
-  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause", "ops",
-                 "exits", "source");
+  // The wasted-exit analysis's column, when it ran (docs/wasted-exits.md).
+  const json* wasted =
+      record.contains("wasted") && record["wasted"].is_object() ? &record["wasted"] : nullptr;
+  if (wasted != nullptr) {
+    WastedHeader(out, "exits by cause");
+  } else {
+    fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause",
+                   "ops", "exits", "source");
+  }
   // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
   for (const char* name : {"if_set", "if_clear", "cr0_write", "descriptor_update",
                            "page_table_update", "cr3_write", "multicall"}) {
     const json& c = record["causes"]["causes"][name];
-    Row(out, name, c["ops"], c["exits"], "vmm");
+    if (wasted != nullptr) {
+      WastedRow(out, name, c, (*wasted)["by_cause"].value(name, json()), "vmm");
+    } else {
+      Row(out, name, c["ops"], c["exits"], "vmm");
+    }
     if (std::string_view(name) == "if_set")
       Row(out, "  of which irq window", nullptr, c["host_dependent_exits"], "vmm (host-dependent)");
   }
@@ -69,13 +95,28 @@ std::string RenderExitTable(const json& record) {
                    "  trapped GDT stores", gdt["applied"].get<uint64_t>(),
                    gdt["rejected"].get<uint64_t>());
 
-  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "hypercalls", "ops",
-                 "exits", "source");
+  if (wasted != nullptr) {
+    WastedHeader(out, "hypercalls");
+  } else {
+    fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "hypercalls", "ops",
+                   "exits", "source");
+  }
   for (const auto& [name, c] : record["hypercalls"]["calls"].items()) {
-    Row(out, name, c["ops"], c["exits"],
-        c["errors"].get<uint64_t>() > 0
-            ? fmt::format("vmm ({} errors)", c["errors"].get<uint64_t>())
-            : std::string("vmm"));
+    const std::string source = c["errors"].get<uint64_t>() > 0
+                                   ? fmt::format("vmm ({} errors)", c["errors"].get<uint64_t>())
+                                   : std::string("vmm");
+    if (wasted != nullptr) {
+      WastedRow(out, name, c, (*wasted)["by_hypercall"].value(name, json()), source);
+    } else {
+      Row(out, name, c["ops"], c["exits"], source);
+    }
+  }
+  if (wasted != nullptr) {
+    std::string reasons;
+    for (const auto& [reason, n] : (*wasted)["by_reason"].items())
+      reasons += fmt::format("{}{} {} / {}", reasons.empty() ? "" : ", ", reason, n["ops"].dump(),
+                             n["exits"].dump());
+    fmt::format_to(std::back_inserter(out), "  {:<28} {}  vmm\n", "  wasted by reason", reasons);
   }
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by reason", "",

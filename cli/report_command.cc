@@ -2,10 +2,10 @@
 // as embedded PNG, tables, provenance) drawn by bench/plot_report.py.
 #include <fstream>
 
-#include "fmt/format.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/plot_script.h"
+#include "fmt/format.h"
 
 namespace minivmm::cli {
 

@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "fmt/format.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/exit_table.h"
@@ -18,6 +17,7 @@
 #include "cli/file_digest.h"
 #include "cli/run_record.h"
 #include "cli/trace_writer.h"
+#include "fmt/format.h"
 #include "minivmm/host_info.h"
 #include "minivmm/vm.h"
 
@@ -74,6 +74,9 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
                  "jsonl: one JSON line per exit; perfetto: a timeline for ui.perfetto.dev")
       ->check(CLI::IsMember({"jsonl", "perfetto"}));
   app.add_flag("--quiet,-q", o.quiet, "Do not print the exit table");
+  app.add_flag("--wasted", o.wasted,
+               "Say which exits changed nothing (docs/wasted-exits.md): a wasted column in the "
+               "exit table and the record, a mark in the trace");
 }
 
 std::string GuestCommandLine(const RunOptions& o) {
@@ -93,6 +96,7 @@ int RunCommand(const RunOptions& o) {
   config.memory_bytes = o.memory;
   config.cmdline = GuestCommandLine(o);
   config.timer_hz = o.timer_hz;
+  config.analyse_waste = o.wasted;
   if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
   config.console = &console;
 
@@ -146,8 +150,7 @@ int RunCommand(const RunOptions& o) {
     }
     kernel_digest = FileSha256(config.kernel_path);
   }
-  nlohmann::json record =
-      MakeRunRecord(config, *result, host ? &*host : nullptr, kernel_digest);
+  nlohmann::json record = MakeRunRecord(config, *result, host ? &*host : nullptr, kernel_digest);
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));

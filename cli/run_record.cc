@@ -1,8 +1,8 @@
 #include "cli/run_record.h"
 
 #include "absl/time/time.h"
-#include "minivmm_abi/hypercall.h"
 #include "cli/report_value.h"
+#include "minivmm_abi/hypercall.h"
 
 namespace minivmm::cli {
 namespace {
@@ -73,6 +73,30 @@ json Causes(const RunResult& r) {
           {"gdt_stores",
            {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}},
           {"timer_injections", r.stats.timer_injections}};
+}
+
+// The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.
+json Wasted(const RunResult& r) {
+  if (!r.stats.waste_analysed) return nullptr;
+  const auto count = [](const CauseCount& c) { return json{{"ops", c.ops}, {"exits", c.exits}}; };
+  json by_cause = json::object();
+  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i)
+    by_cause[std::string(CauseName(static_cast<Cause>(i)))] = count(r.stats.wasted_by_cause[i]);
+  json by_hypercall = json::object();
+  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
+    if (r.stats.hc_ops[nr] == 0 && r.stats.hc_exits[nr] == 0) continue;
+    const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
+    by_hypercall[name.empty() ? "nr" + std::to_string(nr) : name] =
+        count(r.stats.wasted_by_hypercall[nr]);
+  }
+  json by_reason = json::object();
+  for (int i = 0; i < static_cast<int>(WasteReason::kCount); ++i)
+    by_reason[std::string(WasteReasonName(static_cast<WasteReason>(i)))] =
+        count(r.stats.wasted_by_reason[i]);
+  return {{"source", "vmm"},
+          {"by_cause", by_cause},
+          {"by_hypercall", by_hypercall},
+          {"by_reason", by_reason}};
 }
 
 json Tristate(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
@@ -157,7 +181,8 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
        {{"memory_bytes", config.memory_bytes},
         {"kernel", config.kernel_path},
         {"cmdline", config.cmdline},
-        {"timer_hz", config.timer_hz}}},
+        {"timer_hz", config.timer_hz},
+        {"analyse_waste", config.analyse_waste}}},
       {"result",
        {{"stop_reason", std::string(StopReasonName(r.reason))},
         {"exit_code", r.exit_code},
@@ -168,6 +193,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
       {"exits", Exits(r)},
       {"hypercalls", Hypercalls(r)},
       {"causes", Causes(r)},
+      {"wasted", Wasted(r)},
       {"host_counters",
        {{"source", "kvm-stats"}, {"host_dependent", true}, {"deltas", host_counters}}},
       {"guest", {{"source", "guest"}, {"reports", reports}}},

@@ -49,6 +49,8 @@ json Line(const ExitEvent& e, int64_t base_ns) {
     line["result"] = e.result;
     if (!e.refusal.empty()) line["refusal"] = e.refusal;
   }
+  if (!e.wasted.empty()) line["wasted"] = e.wasted;
+  if (e.cancels >= 0) line["cancels"] = e.cancels;
   line["vcpu"] = e.vcpu;
   line["t_ns"] = e.exit_ns - base_ns;
   line["dur_ns"] = e.resume_ns - e.exit_ns;

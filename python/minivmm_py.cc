@@ -225,6 +225,8 @@ py::dict EventToDict(const ExitEvent& e) {
   d["args"] = args;
   d["result"] = e.hypercall >= 0 ? py::object(py::int_(e.result)) : py::object(py::none());
   d["refusal"] = e.refusal.empty() ? py::object(py::none()) : py::object(py::str(e.refusal));
+  d["wasted"] = e.wasted.empty() ? py::object(py::none()) : py::object(py::str(e.wasted));
+  d["cancels"] = e.cancels >= 0 ? py::object(py::int_(e.cancels)) : py::object(py::none());
   d["vcpu"] = e.vcpu;
   d["exit_ns"] = e.exit_ns;
   d["resume_ns"] = e.resume_ns;
@@ -258,6 +260,7 @@ struct PyVmOptions {
   int64_t timer_hz = 0;
   std::optional<double> timeout;
   std::string kvm_device = "/dev/kvm";
+  bool wasted = false;
 };
 
 VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
@@ -281,6 +284,7 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
     config.timeout = absl::Seconds(*o.timeout);
   }
   config.kvm_device = o.kvm_device;
+  config.analyse_waste = o.wasted;
   config.console = console;
   return config;
 }
@@ -566,15 +570,17 @@ PYBIND11_MODULE(minivmm, m) {
 A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
-   cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm")
+   cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
+wasted=True runs the wasted-exit analysis (`minivmm run --wasted`): the
+record's "wasted" section, and "wasted"/"cancels" in each on_exit event.
 Raises ValueError for bad arguments, FileNotFoundError for a missing kernel
 or KVM device, PermissionError, RuntimeError for other library errors.)doc")
       .def(py::init([](py::object kernel, int64_t memory, py::object backend, py::object pvops,
                        py::object workload, py::object cmdline, int64_t timer_hz,
-                       std::optional<double> timeout, std::string kvm_device) {
+                       std::optional<double> timeout, std::string kvm_device, bool wasted) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -588,13 +594,14 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.timer_hz = timer_hz;
              o.timeout = timeout;
              o.kvm_device = std::move(kvm_device);
+             o.wasted = wasted;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
            py::arg("backend") = py::none(), py::arg("pvops") = py::none(),
            py::arg("workload") = py::none(), py::arg("cmdline") = py::none(),
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
-           py::arg("kvm_device") = "/dev/kvm")
+           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns the result as a dict. Releases the
 GIL while the guest runs. Once per VM: a second call raises RuntimeError.
