@@ -54,7 +54,8 @@ struct GuestRun {
 };
 
 inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
-                         absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0) {
+                         absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0,
+                         bool analyse_waste = false) {
   GuestRun run;
   RecordingConsole console;
   VmConfig config;
@@ -62,6 +63,7 @@ inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
   config.cmdline = cmdline;
   config.timeout = timeout;
   config.timer_hz = timer_hz;
+  config.analyse_waste = analyse_waste;
   config.console = &console;
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   EXPECT_TRUE(vm.ok()) << vm.status();
