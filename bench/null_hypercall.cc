@@ -3,9 +3,10 @@
 // bare KVM_RUN loop in the same process, interleaved (A B B A ...) so that
 // machine drift cancels, and reported as a ratio.
 //
-//   null_hypercall_bench [--repeat N] [--only minivmm|bare]
+//   null_hypercall_bench [--repeat N] [--only minivmm|minivmm-wasted|bare]
 //
-// --only runs one side once (for callgrind: bench/instructions_per_exit.sh).
+// --only runs one side once (for callgrind: bench/instructions_per_exit.sh);
+// minivmm-wasted is minivmm with the wasted-exit analysis on.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -25,9 +26,10 @@ struct Sample {
   uint64_t exits;
 };
 
-absl::StatusOr<Sample> RunMinivmm(const std::string& kernel) {
+absl::StatusOr<Sample> RunMinivmm(const std::string& kernel, bool analyse_waste = false) {
   minivmm::VmConfig config;
   config.kernel_path = kernel;
+  config.analyse_waste = analyse_waste;
   auto vm = minivmm::Vm::Create(config);
   if (!vm.ok()) return vm.status();
   auto result = (*vm)->Run();
@@ -60,13 +62,17 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
     else {
-      fmt::print(stderr, "usage: {} [--repeat N] [--only minivmm|bare] [--kernel ELF]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--repeat N] [--only minivmm|minivmm-wasted|bare]\n", argv[0]);
       return 2;
     }
   }
   const std::string kernel = NULL_HYPERCALL_GUEST;
   if (!only.empty()) {
-    auto s = only == "bare" ? RunBare(kernel) : RunMinivmm(kernel);
+    if (only != "bare" && only != "minivmm" && only != "minivmm-wasted") {
+      fmt::print(stderr, "--only: minivmm, minivmm-wasted or bare, not '{}'\n", only);
+      return 2;
+    }
+    auto s = only == "bare" ? RunBare(kernel) : RunMinivmm(kernel, only == "minivmm-wasted");
     if (!s.ok()) {
       fmt::print(stderr, "{}\n", s.status().ToString());
       return 1;
