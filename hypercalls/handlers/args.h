@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "minivmm/hypercall_env.h"
 #include "minivmm/guest_address.h"
+#include "minivmm/hypercall_env.h"
 
 namespace minivmm::hc {
 
@@ -57,6 +57,13 @@ struct SchedOpArgs {
   uint64_t cmd;
   uint64_t arg;
   static SchedOpArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
+};
+
+struct VcpuOpArgs {
+  uint64_t cmd;
+  uint64_t vcpu;
+  GuestAddress gpa;  // register_vcpu_info: the struct mvmm_vcpu_info
+  static VcpuOpArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2])}; }
 };
 
 struct SetIfArgs {
