@@ -182,6 +182,30 @@ void ProbeIo(Prober& p, uint64_t mem) {
          reinterpret_cast<uintptr_t>(kBadReport), sizeof(kBadReport) - 1);
 }
 
+// vcpu_op's refusals, and force_evtchn_callback, which needs a registered
+// vcpu_info: under irq:shared the boot registered one (a second is refused),
+// otherwise none is registered here (that would be for the rest of the run).
+void ProbeVcpuInfo(Prober& p, uint64_t mem) {
+  const uint64_t info = g_boot.vcpu_info_gpa;
+  constexpr uint64_t kRegister = MVMM_VCPUOP_REGISTER_VCPU_INFO;
+  p.Call("vcpu_op cmd 0", kNoTag, -MVMM_EINVAL, MVMM_HC_vcpu_op, 0, 0, info);
+  p.Call("vcpu_op vcpu 1", kNoTag, -MVMM_ENOENT, MVMM_HC_vcpu_op, kRegister, 1, info);
+  p.Call("vcpu_op misaligned vcpu_info", kNoTag, -MVMM_EINVAL, MVMM_HC_vcpu_op, kRegister, 0,
+         info + 8);
+  p.Call("vcpu_op vcpu_info at the end of RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_vcpu_op, kRegister, 0,
+         mem);
+  p.Call("vcpu_op vcpu_info in the GDT page", kNoTag, -MVMM_EFAULT, MVMM_HC_vcpu_op, kRegister, 0,
+         g_boot.gdt_gpa);
+  if (PvIrqShared()) {
+    p.Call("vcpu_op second registration", kNoTag, -MVMM_EINVAL, MVMM_HC_vcpu_op, kRegister, 0,
+           info);
+    p.Call("force_evtchn_callback", kNoTag, 0, MVMM_HC_force_evtchn_callback);
+  } else {
+    p.Call("force_evtchn_callback unregistered", kNoTag, -MVMM_EINVAL,
+           MVMM_HC_force_evtchn_callback);
+  }
+}
+
 }  // namespace
 
 void RunHcall(const WorkloadArgs&) {
@@ -195,6 +219,7 @@ void RunHcall(const WorkloadArgs&) {
   ProbeDescriptors(p);
   ProbeMulticall(p, mem, cr0);
   ProbeIo(p, mem);
+  ProbeVcpuInfo(p, mem);
   p.Expect("CR0 at the end", kNoTag, cpu::ReadCr0(), cr0);
   PutHypercallDeltas(&rec, g_before);
   rec.Put("checks", p.checks());
