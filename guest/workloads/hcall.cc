@@ -60,6 +60,7 @@ void ProbeMmuUpdate(Prober& p, uint64_t mem) {
 void ProbeCpuState(Prober& p, uint64_t cr0) {
   // Nothing may use the FPU or take an interrupt while TS/EM/IF are probed.
   uint64_t flags = ArchLocalIrqSave();
+  const uint64_t rflags = probe::ClearIf();
   uint64_t ts = (cr0 & probe::kCr0Ts) ? 1 : 0;
   p.Call("fpu_taskswitch set", kNoTag, 0, MVMM_HC_fpu_taskswitch, 1);
   p.Expect("fpu_taskswitch set TS", kNoTag, cpu::ReadCr0(), cr0 | probe::kCr0Ts);
@@ -95,6 +96,7 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   p.Call("set_timer_op cancel", kNoTag, 0, MVMM_HC_set_timer_op, 0);
   p.Call("set_timer_op past deadline", kNoTag, 0, MVMM_HC_set_timer_op, 1);
   p.Call("sched_op block", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK, 0);
+  probe::RestoreIf(rflags);
   ArchIrqRestore(flags);
 }
 
