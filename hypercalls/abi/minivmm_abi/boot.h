@@ -25,7 +25,7 @@
 #define MVMM_PAGE_TABLES_END 0x20000ull
 #define MVMM_BOOT_STACK_BOTTOM 0x70000ull
 #define MVMM_BOOT_STACK_TOP 0x80000ull
-#define MVMM_VCPU_INFO_GPA 0x4000ull   /* vCPU 0's vcpu_info (zeroed), boot_info.vcpu_info_gpa */
+#define MVMM_VCPU_INFO_GPA 0x4000ull    /* vCPU 0's vcpu_info (zeroed), boot_info.vcpu_info_gpa */
 #define MVMM_KERNEL_MIN_GPA 0x100000ull /* PT_LOAD segments start here or above */
 
 /* The GDT page: one page in a read-only memslot outside RAM, so that every
