@@ -111,12 +111,12 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
     p_.vcpu.RequestInterruptWindow(true);
     return std::nullopt;
   }
-  if (absl::Status s = p_.vcpu.InjectInterrupt(MVMM_TIMER_VECTOR); !s.ok())
-    return StopWith(StopReason::kVmmError, s.ToString());
-  p_.signals.Clear(VmSignals::kInterrupt);
   // Nothing is held back any more (the guest only reads this byte).
   if (vcpu_info && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{0}))
     return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
+  if (absl::Status s = p_.vcpu.InjectInterrupt(MVMM_TIMER_VECTOR); !s.ok())
+    return StopWith(StopReason::kVmmError, s.ToString());
+  p_.signals.Clear(VmSignals::kInterrupt);
   ++stats_.timer_injections;
   p_.vcpu.RequestInterruptWindow(false);
   return std::nullopt;
