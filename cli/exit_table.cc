@@ -43,7 +43,7 @@ std::string RenderExitTable(const json& record) {
   const json& guest = record["guest"]["reports"];
   if (guest.contains("config.backend")) {
     std::string pvops;
-    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch"}) {
+    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "irq"}) {
       std::string key = std::string("config.pvops.") + op;
       if (guest.contains(key))
         pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));
@@ -136,8 +136,9 @@ std::string RenderExitTable(const json& record) {
   bool header = false;
   for (const char* key :
        {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
-        "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables", "cr0_writes",
-        "cr3_writes", "timer_irqs", "check.passed", "check.failed"}) {
+        "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables", "irq_unmasks",
+        "irq_unmasks_pending", "cr0_writes", "cr3_writes", "timer_irqs", "check.passed",
+        "check.failed"}) {
     std::string name =
         std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
     if (!reports.contains(name)) continue;

@@ -17,6 +17,8 @@ std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t 
       if (args[0] == 1) return CauseOps{Cause::kIfSet, done};
       if (args[0] == 0) return CauseOps{Cause::kIfClear, done};
       return std::nullopt;
+    case MVMM_HC_force_evtchn_callback:
+      return CauseOps{Cause::kIfSet, done};
     case MVMM_HC_fpu_taskswitch:
     case MVMM_HC_write_cr0:
       return CauseOps{Cause::kCr0Write, done};
@@ -44,8 +46,8 @@ namespace {
 constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
   for (uint64_t nr :
-       {MVMM_HC_set_if, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0, MVMM_HC_update_descriptor,
-        MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall})
+       {MVMM_HC_set_if, MVMM_HC_force_evtchn_callback, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
+        MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall})
     has[nr] = true;
   return has;
 }();

@@ -15,7 +15,7 @@
 //   1 per call, except mmu_update (the number of requests done), mmuext_op
 //   (the number of base-pointer loads done: cr3_write) and multicall (its
 //   entry count). set_if(1) is IF set, set_if(0) IF clear, any other
-//   argument has no cause (it is refused).
+//   argument has no cause (it is refused); force_evtchn_callback is IF set.
 // - The multicall histogram counts accepted direct multicalls by entry count.
 // - A number outside the table, or unregistered, counts hc_bad_number only; a
 //   call from CPL != 0 counts hc_refused_cpl3 only.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -161,7 +162,7 @@ struct FuzzVm : testing::FakeVm {
   // A hypercall number: mostly real ones, sometimes anything.
   uint64_t Number(Input& in) {
     static constexpr uint64_t kKnown[] = {
-        1, 3, 5, 10, 13, 15, 18, 26, 29, 40, 41, 42, kUserHypercall, 0, 2, 63, 65, 127, 128};
+        1, 3, 5, 10, 13, 15, 17, 18, 24, 26, 29, 40, 41, 42, kUserHypercall, 0, 2, 63, 65, 127, 128};
     const uint8_t b = in.U8();
     if (b % 8 == 7) return in.U64();  // EAX truncation, huge numbers
     return kKnown[b / 8 % (sizeof(kKnown) / sizeof(kKnown[0]))];
@@ -208,6 +209,7 @@ struct Snapshot {
     request = vm.control.request;
     exit_code = vm.control.exit_code;
     timer_sets = vm.timer.armed.size();
+    vcpu_info_gpa = vm.control.vcpu_info_gpa;
   }
 
   bool Same(const FuzzVm& vm) const {
@@ -216,7 +218,8 @@ struct Snapshot {
            rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
-           exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size();
+           exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size() &&
+           vcpu_info_gpa == vm.control.vcpu_info_gpa;
   }
 
   std::vector<uint8_t> ram, gdt;
@@ -225,6 +228,7 @@ struct Snapshot {
   VcpuRequest request = VcpuRequest::kNone;
   int exit_code = 0;
   uint64_t timer_sets = 0;
+  std::optional<uint64_t> vcpu_info_gpa;
 };
 
 // Invariants that hold after any sequence of hypercalls.
@@ -247,6 +251,12 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
     std::memcpy(&desc, vm.gdt.data() + slot * 8, 8);
     FUZZ_CHECK(CheckTlsDescriptor(desc) == DescriptorVerdict::kOk);
     FUZZ_CHECK(desc == 0 || (desc & MVMM_DESC_ACCESSED) != 0);
+  }
+  // A registered vcpu_info is aligned and wholly inside RAM.
+  if (vm.control.vcpu_info_gpa.has_value()) {
+    const uint64_t gpa = *vm.control.vcpu_info_gpa;
+    FUZZ_CHECK(gpa % MVMM_VCPU_INFO_ALIGN == 0);
+    FUZZ_CHECK(gpa <= vm.ram.size() && sizeof(mvmm_vcpu_info) <= vm.ram.size() - gpa);
   }
   // CR0: only MP, EM, TS are the guest's. RFLAGS: only IF.
   FUZZ_CHECK(((vm.vcpu.cr0 ^ kInitialCr0) & ~MVMM_CR0_GUEST_WRITABLE) == 0);

@@ -13,6 +13,7 @@
 // reason exactly when it refuses, and the global invariants of fuzz_vm.h hold.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/fuzz_vm.h"
@@ -68,6 +69,15 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
         FUZZ_CHECK(r == 0 || r == 1);
         FUZZ_CHECK(((vm.vcpu.regs[static_cast<int>(Reg::kRflags)] & MVMM_RFLAGS_IF) != 0) ==
                    (args[0] == 1));
+        break;
+      case MVMM_HC_vcpu_op:
+        // Registered exactly what was asked, once, and nothing is held back.
+        FUZZ_CHECK(!before.vcpu_info_gpa.has_value());
+        FUZZ_CHECK(vm.control.vcpu_info_gpa == std::optional<uint64_t>(args[2]));
+        FUZZ_CHECK(vm.ram[args[2] + offsetof(mvmm_vcpu_info, evtchn_upcall_pending)] == 0);
+        break;
+      case MVMM_HC_force_evtchn_callback:
+        FUZZ_CHECK(r == 0 && vm.control.vcpu_info_gpa.has_value() && before.Same(vm));
         break;
       default:
         break;

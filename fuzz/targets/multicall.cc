@@ -65,6 +65,12 @@ uint64_t Count(uint64_t n, Input& in) {
   }
 }
 
+// Entries whose handlers store into guest RAM besides their result field:
+// PTEs, the TSS's rsp0, the vcpu_info's pending byte on registration.
+bool WritesRam(uint64_t op) {
+  return op == MVMM_HC_mmu_update || op == MVMM_HC_stack_switch || op == MVMM_HC_vcpu_op;
+}
+
 void Run(Input& in) {
   FuzzVm vm(in);
   HypercallEnv& env = vm.env;
@@ -79,7 +85,7 @@ void Run(Input& in) {
     e.op = vm.Number(in);
     e.result = in.U8() % 2 ? 0 : 0xDEADBEEF;
     for (uint64_t& a : e.args) a = vm.Arg(in, list);
-    if (e.op == MVMM_HC_mmu_update || e.op == MVMM_HC_stack_switch) writes_ram = true;
+    if (WritesRam(e.op)) writes_ram = true;
     const auto bytes = std::bit_cast<std::array<uint8_t, kEntry>>(e);
     for (uint64_t b = 0; b < kEntry; ++b) {
       const uint64_t gpa = list + i * kEntry + b;
@@ -96,7 +102,7 @@ void Run(Input& in) {
       uint64_t op;
       // Safety: in_ram: the whole list [list, list + count * kEntry) is inside vm.ram.
       std::memcpy(&op, vm.ram.data() + list + i * kEntry, 8);
-      if (op == MVMM_HC_mmu_update || op == MVMM_HC_stack_switch) writes_ram = true;
+      if (WritesRam(op)) writes_ram = true;
     }
   }
 

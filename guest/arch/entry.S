@@ -123,11 +123,17 @@ trap_stub_syscall:
 
   .text
 /* void SwitchStacks(uint64_t* save_rsp, uint64_t next_rsp)
- * Saves the callee-saved registers on the current stack, parks its RSP in
- * *save_rsp and resumes the task whose stack is next_rsp. */
+ * Saves RFLAGS and the callee-saved registers on the current stack, parks its
+ * RSP in *save_rsp and resumes the task whose stack is next_rsp. RFLAGS goes
+ * with the task because under pvops irq:shared RFLAGS.IF is not the
+ * interrupt flag and no restore_fl sets it: a task that switched away inside
+ * a gate (IF=0) must come back with IF=0, one that switched away from task
+ * context with IF=1. Elsewhere IF is 0 at every switch (Schedule holds
+ * irqsave), so this changes nothing there. */
   .globl SwitchStacks
   .type SwitchStacks, @function
 SwitchStacks:
+  pushfq
   push %rbp
   push %rbx
   push %r12
@@ -142,6 +148,7 @@ SwitchStacks:
   pop %r12
   pop %rbx
   pop %rbp
+  popfq
   ret
 
 /* First instruction of every new task (kernel/sched.cc builds the stack):

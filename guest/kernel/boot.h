@@ -18,6 +18,7 @@ struct BootState {
   mvmm_tss* tss = nullptr;
   uint64_t first_free = 0;
   uint32_t timer_hz = 0;
+  uint64_t vcpu_info_gpa = 0;  // boot_info's; 0 under the PVH entry
   Config config = {};
 };
 extern BootState g_boot;

@@ -21,6 +21,8 @@ namespace guest {
   X(irq_restores_if_clear)    \
   X(irq_enables)              \
   X(irq_disables)             \
+  X(irq_unmasks)              \
+  X(irq_unmasks_pending)      \
   X(desc_updates)             \
   X(cr0_writes)               \
   X(cr3_writes)               \

@@ -68,6 +68,7 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   g_boot.tss = reinterpret_cast<mvmm_tss*>(bi->tss_gpa);
   g_boot.first_free = bi->first_free_gpa;
   g_boot.timer_hz = bi->timer_hz;
+  g_boot.vcpu_info_gpa = bi->vcpu_info_gpa;
   uint64_t len = bi->cmdline_len;
   if (len > MVMM_CMDLINE_MAX) len = MVMM_CMDLINE_MAX;
   StrView line =

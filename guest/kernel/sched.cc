@@ -55,16 +55,19 @@ uint64_t NewKernelStack(Task* t) {
 }
 
 // The frame SwitchStacks pops for a task that has never run:
-// r15 r14 r13 r12 rbx rbp, then the return address task_entry.
+// r15 r14 r13 r12 rbx rbp, RFLAGS, then the return address task_entry.
+// RFLAGS.IF is 0 (task_entry runs inside Schedule with interrupts off),
+// except under pvops irq:shared, where the mask keeps them off and IF is 1.
 // Only writes the new task's stack: no lock needed, never sleeps.
 uint64_t* PushSwitchFrame(uint64_t* sp, uint64_t fn, uint64_t arg, bool user) {
   *--sp = reinterpret_cast<uint64_t>(task_entry);
-  *--sp = 0;             // rbp
-  *--sp = user ? 1 : 0;  // rbx
-  *--sp = fn;            // r12
-  *--sp = arg;           // r13
-  *--sp = 0;             // r14
-  *--sp = 0;             // r15
+  *--sp = PvIrqShared() ? 0x202 : 0x2;  // rflags
+  *--sp = 0;                            // rbp
+  *--sp = user ? 1 : 0;                 // rbx
+  *--sp = fn;                           // r12
+  *--sp = arg;                          // r13
+  *--sp = 0;                            // r14
+  *--sp = 0;                            // r15
   return sp;
 }
 
@@ -223,8 +226,9 @@ using namespace guest;
 extern "C" void TaskBootstrap() {
   g_rq_lock.Unlock();
   // A kernel thread starts with interrupts on (Linux: finish_task_switch);
-  // a user task gets IF=1 from its iretq frame instead.
-  if (!g_current->user) ArchIrqRestore(cpu::kRflagsIf);
+  // a user task gets IF=1 from its iretq frame instead, which under pvops
+  // irq:shared does not clear the mask: there the user task unmasks here.
+  if (!g_current->user || PvIrqShared()) ArchIrqRestore(cpu::kRflagsIf);
 }
 
 // Called from task_entry when a kernel thread's function returns: holds no

@@ -3,11 +3,16 @@
 namespace guest {
 namespace {
 
-constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls", "pte_flags",
-                                              "batch"};
+constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls",
+                                              "pte_flags",   "batch",      "irq"};
 constexpr const char* kOpChoices[kPvOpCount] = {"naive|optimized", "naive|optimized|eager",
                                                 "naive|optimized", "naive|optimized|patched",
-                                                "off|on"};
+                                                "off|on",          "hypercall|shared"};
+
+// pvops=xen: Linux on Xen before the seeds were optimized. The four seeds
+// naive, batching on, the shared-memory interrupt flag.
+constexpr Variant kXenPreset[kPvOpCount] = {Variant::kNaive, Variant::kNaive,     Variant::kNaive,
+                                            Variant::kNaive, Variant::kOptimized, Variant::kShared};
 constexpr uint64_t kBig = 1000000;
 // lat_ctx -s: KiB each ring task touches per pass (a multiple of 4 KiB is
 // not required; whole pages are mapped).
@@ -82,12 +87,15 @@ bool ParseBackend(StrView v, Config* c, TextBuf* err) {
 }
 
 // Maps a spelling of a variant of `op` to the Variant. The choice lists
-// start with the naive and optimized forms (off/on for batch); the third
-// choice is eager for fpu_switch and patched for pte_flags.
+// start with the naive and optimized forms (off/on for batch; hypercall and
+// shared for irq); the third choice is eager for fpu_switch and patched for
+// pte_flags.
 bool LookupVariant(int op, StrView word, Variant* out) {
   int i = ChoiceIndex(kOpChoices[op], word);
   if (i < 0) return false;
-  if (i < 2) {
+  if (op == static_cast<int>(PvOp::kIrq)) {
+    *out = i == 0 ? Variant::kNaive : Variant::kShared;
+  } else if (i < 2) {
     *out = static_cast<Variant>(i);
   } else {
     *out = op == static_cast<int>(PvOp::kFpuSwitch) ? Variant::kEager : Variant::kPatched;
@@ -97,19 +105,23 @@ bool LookupVariant(int op, StrView word, Variant* out) {
 
 bool ParsePvops(StrView v, Config* c, TextBuf* err) {
   if (v.empty()) {
-    err->Str("empty pvops= value (naive|optimized|<op>:<variant>,...)");
+    err->Str("empty pvops= value (naive|optimized|xen|<op>:<variant>,...)");
     return false;
   }
   while (!v.empty()) {
     StrView item = SplitAt(&v, ',');
     size_t colon = item.Find(':');
     if (colon == item.size()) {
+      if (item == "xen") {
+        for (int i = 0; i < kPvOpCount; ++i) c->variant[i] = kXenPreset[i];
+        continue;
+      }
       int all = ChoiceIndex("naive|optimized", item);
       if (all < 0) {
-        err->Str("bad pvops item '").Str(item).Str("' (naive, optimized or <op>:<variant>)");
+        err->Str("bad pvops item '").Str(item).Str("' (naive, optimized, xen or <op>:<variant>)");
         return false;
       }
-      for (Variant& x : c->variant) x = static_cast<Variant>(all);
+      for (int i = 0; i < kPvSeedOpCount; ++i) c->variant[i] = static_cast<Variant>(all);
       continue;
     }
     StrView op_name = item.Sub(0, colon);
@@ -121,7 +133,7 @@ bool ParsePvops(StrView v, Config* c, TextBuf* err) {
     if (op < 0) {
       err->Str("unknown pvops op '")
           .Str(op_name)
-          .Str("' (irq_restore|fpu_switch|tls|pte_flags|batch)");
+          .Str("' (irq_restore|fpu_switch|tls|pte_flags|batch|irq)");
       return false;
     }
     // batch also accepts naive/optimized so that an op list can be uniform.
@@ -215,6 +227,7 @@ const char* PvOpName(PvOp op) { return kOpNames[static_cast<int>(op)]; }
 
 const char* VariantName(PvOp op, Variant v) {
   if (op == PvOp::kBatch) return v == Variant::kNaive ? "off" : "on";
+  if (op == PvOp::kIrq) return v == Variant::kShared ? "shared" : "hypercall";
   switch (v) {
     case Variant::kNaive:
       return "naive";
@@ -224,6 +237,8 @@ const char* VariantName(PvOp op, Variant v) {
       return "eager";
     case Variant::kPatched:
       return "patched";
+    case Variant::kShared:
+      return "shared";
   }
   return "?";
 }
@@ -302,6 +317,10 @@ bool ParseCmdline(StrView line, Config* config, TextBuf* error) {
       ok = false;
     }
     if (!ok) return false;
+  }
+  if (config->backend == Backend::kNative && config->Get(PvOp::kIrq) == Variant::kShared) {
+    error->Str("pvops irq:shared (also in pvops=xen) needs backend=pv: native has cli/sti");
+    return false;
   }
   return true;
 }

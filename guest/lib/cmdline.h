@@ -2,7 +2,7 @@
 // Pure: no I/O; errors come back as one human-readable line.
 //
 //   backend=pv|native
-//   pvops=naive|optimized|<op>:<variant>[,...]
+//   pvops=naive|optimized|xen|<op>:<variant>[,...]
 //   workload=<name>[,<param>=<value>...]
 #ifndef GUEST_LIB_CMDLINE_H_
 #define GUEST_LIB_CMDLINE_H_
@@ -15,13 +15,19 @@ namespace guest {
 
 enum class Backend : uint8_t { kPv, kNative };
 
-enum class PvOp : uint8_t { kIrqRestore, kFpuSwitch, kTls, kPteFlags, kBatch };
-inline constexpr int kPvOpCount = 5;
+// kIrq is not a seed with a naive and an optimized form but the model of the
+// interrupt flag under backend=pv: hypercall (set_if, the default) or shared
+// (Xen's evtchn_upcall_mask in a registered vcpu_info). The all-op items
+// `naive` and `optimized` leave it as it is; `xen` sets it to shared.
+enum class PvOp : uint8_t { kIrqRestore, kFpuSwitch, kTls, kPteFlags, kBatch, kIrq };
+inline constexpr int kPvOpCount = 6;
+// The ops `naive` and `optimized` set: all but kIrq.
+inline constexpr int kPvSeedOpCount = 5;
 
-// Variant values. Not every op accepts every variant (see OpAcceptsVariant):
-// fpu_switch also has kEager, pte_flags also has kPatched, and batch spells
-// naive/optimized as off/on.
-enum class Variant : uint8_t { kNaive, kOptimized, kEager, kPatched };
+// Variant values. Not every op accepts every variant: fpu_switch also has
+// kEager, pte_flags also has kPatched, batch spells naive/optimized as
+// off/on, and irq has kNaive spelt hypercall and kShared.
+enum class Variant : uint8_t { kNaive, kOptimized, kEager, kPatched, kShared };
 
 const char* PvOpName(PvOp op);
 // The spelling of `v` for `op` ("off"/"on" for batch).
@@ -64,7 +70,7 @@ struct WorkloadArgs {
 struct Config {
   Backend backend = Backend::kPv;
   Variant variant[kPvOpCount] = {Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
-                                 Variant::kOptimized, Variant::kOptimized};
+                                 Variant::kOptimized, Variant::kOptimized, Variant::kNaive};
   WorkloadArgs workload;  // spec is "none" unless set
 
   Variant Get(PvOp op) const { return variant[static_cast<int>(op)]; }
@@ -72,7 +78,8 @@ struct Config {
 
 // Parses `line` into `*config` (which keeps its defaults for absent keys).
 // On failure returns false and writes one line (no trailing newline) saying
-// what is wrong into `*error`.
+// what is wrong into `*error`. pvops irq:shared with backend=native is
+// refused: native has no hypervisor to share the flag with.
 bool ParseCmdline(StrView line, Config* config, TextBuf* error);
 
 // Appends the config.* report lines for `config`.

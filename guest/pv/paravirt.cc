@@ -1,4 +1,6 @@
-// The pv backend: every privileged operation is a hypercall (docs/design.md "Hypercalls").
+// The pv backend: every privileged operation is a hypercall (docs/design.md
+// "Hypercalls"), except the interrupt flag under pvops irq:shared, which is a
+// byte in guest memory the VMM reads (PvSharedIrqInit).
 // With pvops batch:on, operations issued inside a context switch or a
 // page-table walk are queued and flushed as one multicall (Xen's lazy CPU
 // and lazy MMU modes); any other hypercall is synchronous and flushes the
@@ -7,6 +9,7 @@
 #include "kernel/boot.h"
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
+#include "kernel/panic.h"
 #include "lib/batch.h"
 #include "pv/pv_ops.h"
 
@@ -47,6 +50,47 @@ void PvSafeHalt() {
   // the pending interrupt is delivered right after set_if(1).
   Sync(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
   Sync(MVMM_HC_set_if, 1);
+}
+
+// The shared-memory interrupt flag (pvops irq:shared; minivmm_abi/boot.h):
+// Xen's xen_irq_disable/enable, save_fl and restore_fl. Interrupts are "off"
+// while evtchn_upcall_mask is set; RFLAGS.IF stays 1 outside interrupt and
+// trap gates (whose IF=0 keeps the VMM from injecting into a handler, as
+// Xen's mask-on-upcall does). Only unmasking with an event pending exits.
+volatile mvmm_vcpu_info* g_vcpu_info = nullptr;
+
+uint64_t SharedSaveFl() { return g_vcpu_info->evtchn_upcall_mask != 0 ? 0 : cpu::kRflagsIf; }
+void SharedIrqDisable() {
+  g_vcpu_info->evtchn_upcall_mask = 1;
+  asm volatile("" ::: "memory");
+}
+// Clears the mask, then looks at pending: the VMM writes it only while the
+// vCPU is out of the guest, so an interrupt that arrives after this read
+// finds the mask clear and is injected directly.
+void SharedUnmask() {
+  asm volatile("" ::: "memory");
+  g_vcpu_info->evtchn_upcall_mask = 0;
+  asm volatile("" ::: "memory");
+  ++g_kc.irq_unmasks;
+  if (g_vcpu_info->evtchn_upcall_pending != 0) {
+    ++g_kc.irq_unmasks_pending;
+    Sync(MVMM_HC_force_evtchn_callback, 0);
+  }
+}
+void SharedIrqEnable() { SharedUnmask(); }
+void SharedRestoreFl(uint64_t f) {
+  if (f & cpu::kRflagsIf) {
+    SharedUnmask();
+  } else {
+    SharedIrqDisable();
+  }
+}
+void SharedSafeHalt() {
+  // Block with the mask set (returns once an interrupt is pending, which the
+  // VMM then marks in evtchn_upcall_pending), then unmask: the pending
+  // interrupt comes in through force_evtchn_callback.
+  Sync(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+  SharedUnmask();
 }
 
 void PvClts() { Issue(MVMM_HC_fpu_taskswitch, 0); }
@@ -122,5 +166,20 @@ const PvOps kParavirtPvOps = {
 };
 
 bool PvBatching() { return PvVariant(PvOp::kBatch) != Variant::kNaive; }
+
+void PvSharedIrqInit(PvOps* ops, uint64_t vcpu_info_gpa) {
+  if (vcpu_info_gpa == 0) Panic("pvops irq:shared: boot_info has no vcpu_info_gpa");
+  g_vcpu_info = reinterpret_cast<volatile mvmm_vcpu_info*>(vcpu_info_gpa);
+  // Interrupts stay off (masked) as they were (IF=0), and the flag moves to
+  // the mask: from here on RFLAGS.IF is 1 outside gates.
+  g_vcpu_info->evtchn_upcall_mask = 1;
+  HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, vcpu_info_gpa);
+  ops->save_fl = SharedSaveFl;
+  ops->restore_fl = SharedRestoreFl;
+  ops->irq_disable = SharedIrqDisable;
+  ops->irq_enable = SharedIrqEnable;
+  ops->safe_halt = SharedSafeHalt;
+  cpu::Sti();
+}
 
 }  // namespace guest

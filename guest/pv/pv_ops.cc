@@ -1,5 +1,6 @@
 #include "pv/pv_ops.h"
 
+#include "kernel/boot.h"
 #include "kernel/panic.h"
 
 extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];
@@ -10,12 +11,18 @@ PvOps pv_ops;
 
 namespace {
 Variant g_variant[kPvOpCount];
-}
+bool g_irq_shared = false;
+}  // namespace
 
 void PvOpsInit(const Config& config) {
   pv_ops = config.backend == Backend::kPv ? kParavirtPvOps : kNativePvOps;
   for (int i = 0; i < kPvOpCount; ++i) g_variant[i] = config.variant[i];
+  // The command-line parser refuses irq:shared with backend=native.
+  g_irq_shared = config.backend == Backend::kPv && config.Get(PvOp::kIrq) == Variant::kShared;
+  if (g_irq_shared) PvSharedIrqInit(&pv_ops, g_boot.vcpu_info_gpa);
 }
+
+bool PvIrqShared() { return g_irq_shared; }
 
 Variant PvVariant(PvOp op) { return g_variant[static_cast<int>(op)]; }
 

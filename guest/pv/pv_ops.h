@@ -135,6 +135,15 @@ uint64_t PvPatchCallSites();
 // True when batching is on and the pv backend queues operations.
 bool PvBatching();
 
+// True under backend=pv with pvops irq:shared: the interrupt flag is
+// evtchn_upcall_mask, and RFLAGS.IF is 1 outside interrupt and trap gates.
+bool PvIrqShared();
+
+// Registers the vcpu_info at `vcpu_info_gpa` (boot_info) with the VMM and
+// makes `ops` use it for save_fl, restore_fl, irq_disable, irq_enable and
+// safe_halt. Called at boot with interrupts off; they stay off (masked).
+void PvSharedIrqInit(PvOps* ops, uint64_t vcpu_info_gpa);
+
 }  // namespace guest
 
 #endif  // GUEST_PV_PV_OPS_H_

@@ -128,6 +128,7 @@ void ProbeMmuextOp(Prober& p, uint64_t mem) {
 void ProbeCpuState(Prober& p, uint64_t cr0) {
   // Nothing may use the FPU or take an interrupt while TS/EM/IF are probed.
   uint64_t flags = ArchLocalIrqSave();
+  const uint64_t rflags = probe::ClearIf();
   uint64_t ts = (cr0 & probe::kCr0Ts) ? 1 : 0;
   p.Call("fpu_taskswitch set", kNoTag, 0, MVMM_HC_fpu_taskswitch, 1);
   p.Expect("fpu_taskswitch set TS", kNoTag, cpu::ReadCr0(), cr0 | probe::kCr0Ts);
@@ -163,6 +164,7 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   p.Call("set_timer_op cancel", kNoTag, 0, MVMM_HC_set_timer_op, 0);
   p.Call("set_timer_op past deadline", kNoTag, 0, MVMM_HC_set_timer_op, 1);
   p.Call("sched_op block", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK, 0);
+  probe::RestoreIf(rflags);
   ArchIrqRestore(flags);
 }
 
@@ -250,6 +252,30 @@ void ProbeIo(Prober& p, uint64_t mem) {
          reinterpret_cast<uintptr_t>(kBadReport), sizeof(kBadReport) - 1);
 }
 
+// vcpu_op's refusals, and force_evtchn_callback, which needs a registered
+// vcpu_info: under irq:shared the boot registered one (a second is refused),
+// otherwise none is registered here (that would be for the rest of the run).
+void ProbeVcpuInfo(Prober& p, uint64_t mem) {
+  const uint64_t info = g_boot.vcpu_info_gpa;
+  constexpr uint64_t kRegister = MVMM_VCPUOP_REGISTER_VCPU_INFO;
+  p.Call("vcpu_op cmd 0", kNoTag, -MVMM_EINVAL, MVMM_HC_vcpu_op, 0, 0, info);
+  p.Call("vcpu_op vcpu 1", kNoTag, -MVMM_ENOENT, MVMM_HC_vcpu_op, kRegister, 1, info);
+  p.Call("vcpu_op misaligned vcpu_info", kNoTag, -MVMM_EINVAL, MVMM_HC_vcpu_op, kRegister, 0,
+         info + 8);
+  p.Call("vcpu_op vcpu_info at the end of RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_vcpu_op, kRegister, 0,
+         mem);
+  p.Call("vcpu_op vcpu_info in the GDT page", kNoTag, -MVMM_EFAULT, MVMM_HC_vcpu_op, kRegister, 0,
+         g_boot.gdt_gpa);
+  if (PvIrqShared()) {
+    p.Call("vcpu_op second registration", kNoTag, -MVMM_EINVAL, MVMM_HC_vcpu_op, kRegister, 0,
+           info);
+    p.Call("force_evtchn_callback", kNoTag, 0, MVMM_HC_force_evtchn_callback);
+  } else {
+    p.Call("force_evtchn_callback unregistered", kNoTag, -MVMM_EINVAL,
+           MVMM_HC_force_evtchn_callback);
+  }
+}
+
 }  // namespace
 
 void RunHcall(const WorkloadArgs&) {
@@ -264,6 +290,7 @@ void RunHcall(const WorkloadArgs&) {
   ProbeDescriptors(p);
   ProbeMulticall(p, mem, cr0);
   ProbeIo(p, mem);
+  ProbeVcpuInfo(p, mem);
   p.Expect("CR0 at the end", kNoTag, cpu::ReadCr0(), cr0);
   PutHypercallDeltas(&rec, g_before);
   rec.Put("checks", p.checks());

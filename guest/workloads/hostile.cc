@@ -134,6 +134,7 @@ void ProbeSchedAndTimer(Prober& p) {
 
 void ProbeCpuState(Prober& p, uint64_t cr0) {
   uint64_t flags = ArchLocalIrqSave();
+  const uint64_t rflags = probe::ClearIf();
   const uint64_t bits[] = {probe::kCr0Pg,       probe::kCr0Pe,       probe::kCr0Wp,
                            1ull << 5 /* NE */,  1ull << 4 /* ET */,  1ull << 29 /* NW */,
                            1ull << 30 /* CD */, 1ull << 18 /* AM */, 1ull << 32,
@@ -168,6 +169,7 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   p.Call("stack_switch rsp 2^63", kNoTag, -MVMM_EINVAL, MVMM_HC_stack_switch, kds, 1ull << 63);
   p.Call("stack_switch current rsp0", kNoTag, 0, MVMM_HC_stack_switch, kds, rsp0);
   p.Expect("TSS.rsp0 unchanged", kNoTag, g_boot.tss->rsp[0], rsp0);
+  probe::RestoreIf(rflags);
   ArchIrqRestore(flags);
 }
 

@@ -87,6 +87,14 @@ uint64_t ReadGdt(uint64_t slot) {
 
 uint64_t CurrentIf() { return (cpu::SaveFlags() & cpu::kRflagsIf) ? 1 : 0; }
 
+uint64_t ClearIf() {
+  const uint64_t rflags = cpu::SaveFlags();
+  cpu::Cli();
+  return rflags;
+}
+
+void RestoreIf(uint64_t rflags) { cpu::RestoreFlags(rflags); }
+
 }  // namespace probe
 
 }  // namespace guest

@@ -67,6 +67,13 @@ uint64_t GdtEntryGpa(uint64_t slot);
 uint64_t ReadGdt(uint64_t slot);
 // RFLAGS.IF as 0 or 1.
 uint64_t CurrentIf();
+
+// The probes of set_if need RFLAGS.IF=0, which ArchLocalIrqSave gives under
+// irq:hypercall and native but not under irq:shared (it sets the mask and
+// leaves IF=1). ClearIf executes cli and returns RFLAGS from before;
+// RestoreIf puts it back. Neither exits.
+uint64_t ClearIf();
+void RestoreIf(uint64_t rflags);
 }  // namespace probe
 
 }  // namespace guest

@@ -66,6 +66,13 @@ struct SchedOpArgs {
   static SchedOpArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
 };
 
+struct VcpuOpArgs {
+  uint64_t cmd;
+  uint64_t vcpu;
+  GuestAddress gpa;  // register_vcpu_info: the struct mvmm_vcpu_info
+  static VcpuOpArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2])}; }
+};
+
 struct SetIfArgs {
   uint64_t enable;  // 1 sets RFLAGS.IF, 0 clears it
   static SetIfArgs From(const HypercallArgs& a) { return {a[0]}; }

@@ -5,6 +5,7 @@
 #define MINIVMM_RUN_CONTROL_H_
 
 #include <cstdint>
+#include <optional>
 
 namespace minivmm {
 
@@ -18,6 +19,11 @@ enum class VcpuRequest : uint8_t {
 struct RunControl {
   VcpuRequest request = VcpuRequest::kNone;
   int exit_code = 0;
+  // The guest-physical address of the vCPU's struct mvmm_vcpu_info once the
+  // guest registered it (vcpu_op): from then on the run loop honours its
+  // evtchn_upcall_mask and sets its evtchn_upcall_pending (minivmm_abi/boot.h).
+  // Checked at registration: 64-byte aligned and inside guest RAM.
+  std::optional<uint64_t> vcpu_info_gpa;
 
   void Shutdown(int code) {
     request = VcpuRequest::kShutdown;

@@ -34,7 +34,8 @@ TEST(CmdlineTest, EmptyLineGivesDefaults) {
   ASSERT_TRUE(p.ok);
   EXPECT_EQ(p.config.backend, Backend::kPv);
   EXPECT_STREQ(p.config.workload.spec->name, "none");
-  for (Variant v : p.config.variant) EXPECT_EQ(v, Variant::kOptimized);
+  for (int i = 0; i < kPvSeedOpCount; ++i) EXPECT_EQ(p.config.variant[i], Variant::kOptimized);
+  EXPECT_EQ(p.config.Get(PvOp::kIrq), Variant::kNaive);  // the set_if hypercall
 }
 
 TEST(CmdlineTest, ParsesAllThreeKeysWithExtraSpaces) {
@@ -60,6 +61,55 @@ TEST(CmdlineTest, BatchAcceptsOffOnAndNaiveOptimized) {
   EXPECT_EQ(Parse("pvops=batch:off").config.Get(PvOp::kBatch), Variant::kNaive);
   EXPECT_EQ(Parse("pvops=batch:naive").config.Get(PvOp::kBatch), Variant::kNaive);
   EXPECT_EQ(Parse("pvops=batch:on").config.Get(PvOp::kBatch), Variant::kOptimized);
+}
+
+TEST(CmdlineTest, IrqIsHypercallOrShared) {
+  EXPECT_EQ(Parse("pvops=irq:hypercall").config.Get(PvOp::kIrq), Variant::kNaive);
+  EXPECT_EQ(Parse("pvops=irq:shared").config.Get(PvOp::kIrq), Variant::kShared);
+}
+
+TEST(CmdlineTest, NaiveAndOptimizedLeaveTheIrqModelAlone) {
+  for (const char* line : {"pvops=irq:shared,naive", "pvops=irq:shared,optimized"}) {
+    Parsed p = Parse(line);
+    ASSERT_TRUE(p.ok) << p.error;
+    EXPECT_EQ(p.config.Get(PvOp::kIrq), Variant::kShared) << line;
+  }
+  EXPECT_EQ(Parse("pvops=naive").config.Get(PvOp::kIrq), Variant::kNaive);
+}
+
+TEST(CmdlineTest, XenPresetIsNaiveSeedsBatchingAndTheSharedFlag) {
+  Parsed p = Parse("pvops=xen");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.config.Get(PvOp::kIrqRestore), Variant::kNaive);
+  EXPECT_EQ(p.config.Get(PvOp::kFpuSwitch), Variant::kNaive);
+  EXPECT_EQ(p.config.Get(PvOp::kTls), Variant::kNaive);
+  EXPECT_EQ(p.config.Get(PvOp::kPteFlags), Variant::kNaive);
+  EXPECT_EQ(p.config.Get(PvOp::kBatch), Variant::kOptimized);
+  EXPECT_EQ(p.config.Get(PvOp::kIrq), Variant::kShared);
+}
+
+TEST(CmdlineTest, XenPresetItemsApplyInOrder) {
+  Parsed after = Parse("pvops=xen,tls:optimized,irq:hypercall");
+  ASSERT_TRUE(after.ok) << after.error;
+  EXPECT_EQ(after.config.Get(PvOp::kTls), Variant::kOptimized);
+  EXPECT_EQ(after.config.Get(PvOp::kIrq), Variant::kNaive);
+  EXPECT_EQ(after.config.Get(PvOp::kFpuSwitch), Variant::kNaive);
+  // An item before the preset is overwritten by it.
+  Parsed before = Parse("pvops=tls:optimized,batch:off,xen");
+  ASSERT_TRUE(before.ok) << before.error;
+  EXPECT_EQ(before.config.Get(PvOp::kTls), Variant::kNaive);
+  EXPECT_EQ(before.config.Get(PvOp::kBatch), Variant::kOptimized);
+}
+
+TEST(CmdlineTest, SharedFlagWithNativeIsRefusedWhateverTheOrder) {
+  for (const char* line : {"backend=native pvops=xen", "pvops=irq:shared backend=native",
+                           "backend=native pvops=optimized,irq:shared"}) {
+    Parsed p = Parse(line);
+    EXPECT_FALSE(p.ok) << line;
+    EXPECT_EQ(p.error, "pvops irq:shared (also in pvops=xen) needs backend=pv: native has cli/sti");
+  }
+  // The last word counts: switched back to the hypercall model, native is fine.
+  EXPECT_TRUE(Parse("backend=native pvops=xen,irq:hypercall").ok);
 }
 
 TEST(CmdlineTest, WorkloadDefaultsFillUnsetParameters) {
@@ -98,10 +148,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"foo=1", "unknown command-line key 'foo' (backend|pvops|workload)"},
         BadCase{"junk", "malformed command-line token 'junk' (expected key=value)"},
         BadCase{"backend=kvm", "unknown backend 'kvm' (pv|native)"},
-        BadCase{"pvops=", "empty pvops= value (naive|optimized|<op>:<variant>,...)"},
-        BadCase{"pvops=fast", "bad pvops item 'fast' (naive, optimized or <op>:<variant>)"},
+        BadCase{"pvops=", "empty pvops= value (naive|optimized|xen|<op>:<variant>,...)"},
+        BadCase{"pvops=fast", "bad pvops item 'fast' (naive, optimized, xen or <op>:<variant>)"},
         BadCase{"pvops=zz:naive",
-                "unknown pvops op 'zz' (irq_restore|fpu_switch|tls|pte_flags|batch)"},
+                "unknown pvops op 'zz' (irq_restore|fpu_switch|tls|pte_flags|batch|irq)"},
+        BadCase{"pvops=irq:naive", "unknown variant 'naive' for pvops op irq (hypercall|shared)"},
+        BadCase{"pvops=irq:optimized",
+                "unknown variant 'optimized' for pvops op irq (hypercall|shared)"},
+        BadCase{"pvops=xen:on",
+                "unknown pvops op 'xen' (irq_restore|fpu_switch|tls|pte_flags|batch|irq)"},
         BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
         BadCase{"pvops=fpu_switch:patched",
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
@@ -128,6 +183,7 @@ TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
             "config.pvops.tls=naive\n"
             "config.pvops.pte_flags=naive\n"
             "config.pvops.batch=on\n"
+            "config.pvops.irq=hypercall\n"
             "config.workload=ctx\n"
             "config.workload.tasks=4\n"
             "config.workload.rounds=20\n"

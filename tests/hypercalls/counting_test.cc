@@ -1,6 +1,6 @@
-#include "hypercalls/dispatcher.h"
-
 #include <gtest/gtest.h>
+
+#include "hypercalls/dispatcher.h"
 
 namespace minivmm {
 namespace {
@@ -22,6 +22,9 @@ TEST(CauseOfTest, TableOfCauses) {
       {MVMM_HC_set_if, {1}, 1, Cause::kIfSet, 1},
       {MVMM_HC_set_if, {0}, 1, Cause::kIfClear, 1},
       {MVMM_HC_set_if, {2}, -MVMM_EINVAL, std::nullopt, 0},
+      {MVMM_HC_force_evtchn_callback, {7, 7}, 0, Cause::kIfSet, 1},
+      {MVMM_HC_force_evtchn_callback, {}, -MVMM_EINVAL, Cause::kIfSet, 0},
+      {MVMM_HC_vcpu_op, {MVMM_VCPUOP_REGISTER_VCPU_INFO}, 0, std::nullopt, 0},
       {MVMM_HC_fpu_taskswitch, {1}, 0, Cause::kCr0Write, 1},
       {MVMM_HC_fpu_taskswitch, {5}, -MVMM_EINVAL, Cause::kCr0Write, 0},
       {MVMM_HC_write_cr0, {0}, 0, Cause::kCr0Write, 1},

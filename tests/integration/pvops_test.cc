@@ -86,6 +86,11 @@ TEST_P(PvopsMatrixTest, SelfChecksPassAndEveryCountMatchesTheGuest) {
   } else if (c.workload != "fpu") {
     EXPECT_EQ(events, BootProbeFpuEvents(ring3_nm));
   }
+  // The set_if model (irq:hypercall, the default): no vcpu_info, no mask.
+  EXPECT_EQ(run.reports["config.pvops.irq"], "hypercall");
+  EXPECT_EQ(run.Report("kernel.irq_unmasks"), 0u);
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_vcpu_op), 0u);
+  EXPECT_EQ(run.HypercallOps(MVMM_HC_force_evtchn_callback), 0u);
   if (c.backend == "pv") {
     EXPECT_EQ(CauseOf(run, Cause::kIfSet).ops, run.Report("kernel.irq_enables") +
                                                    run.Report("kernel.idle_blocks") +

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ class ScriptedVcpu final : public Vcpu {
   struct Step {
     VcpuExit exit;
     std::vector<std::pair<Reg, uint64_t>> regs;
+    // What the guest (or another thread) does before this exit, if anything.
+    std::function<void()> before = nullptr;
   };
   std::deque<Step> script;
   PlainVcpuState state;
@@ -36,6 +39,7 @@ class ScriptedVcpu final : public Vcpu {
     if (script.empty()) return RunFailed{EIO};
     Step step = std::move(script.front());
     script.pop_front();
+    if (step.before) step.before();
     for (auto [reg, value] : step.regs) state.Set(reg, value);
     return step.exit;
   }
@@ -82,10 +86,12 @@ class RunLoopTest : public ::testing::Test {
   }
 
   // An `out %eax, $0xEC` exit with the hypercall's registers.
-  void Hypercall(uint32_t nr, uint64_t a0 = 0, uint64_t a1 = 0) {
+  void Hypercall(uint32_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,
+                 std::function<void()> before = nullptr) {
     out_data_.push_back(std::vector<uint8_t>(4));
     vcpu_.script.push_back({IoOut{MVMM_HYPERCALL_PORT, 4, out_data_.back()},
-                            {{Reg::kRax, nr}, {Reg::kRdi, a0}, {Reg::kRsi, a1}}});
+                            {{Reg::kRax, nr}, {Reg::kRdi, a0}, {Reg::kRsi, a1}, {Reg::kRdx, a2}},
+                            std::move(before)});
   }
   void Exit(VcpuExit exit) { vcpu_.script.push_back({exit, {}}); }
 
@@ -229,6 +235,58 @@ TEST_F(RunLoopTest, PendingInterruptIsInjectedWhenReady) {
   EXPECT_EQ(vcpu_.injected, 1);
   EXPECT_EQ(stats_.timer_injections, 1u);
   EXPECT_EQ(signals_.Raised() & VmSignals::kInterrupt, 0u);
+}
+
+// The shared-memory interrupt flag (minivmm_abi/boot.h): the guest's
+// evtchn_upcall_mask and the VMM's evtchn_upcall_pending at MVMM_VCPU_INFO_GPA.
+constexpr uint64_t kPendingAt = MVMM_VCPU_INFO_GPA;
+constexpr uint64_t kMaskAt = MVMM_VCPU_INFO_GPA + 1;
+
+TEST_F(RunLoopTest, MaskedInterruptWaitsAsPendingUntilForceEvtchnCallback) {
+  vm_.ram[kMaskAt] = 1;
+  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, MVMM_VCPU_INFO_GPA);
+  // A tick kicks the vCPU out while the guest is masked (IF=1 all along).
+  vcpu_.script.push_back({Interrupted{}, {}, [&] { signals_.raised |= VmSignals::kInterrupt; }});
+  // The guest unmasks, finds pending set and forces the callback.
+  Hypercall(MVMM_HC_force_evtchn_callback, 0, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.injected, 0);  // not while masked
+    EXPECT_FALSE(vcpu_.window);    // and no interrupt window either
+    EXPECT_EQ(vm_.ram[kPendingAt], 1);
+    vm_.ram[kMaskAt] = 0;
+  });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.injected, 1);  // right after force_evtchn_callback
+    EXPECT_EQ(vm_.ram[kPendingAt], 0);
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(vcpu_.injected, 1);
+  EXPECT_EQ(stats_.timer_injections, 1u);
+  EXPECT_EQ(signals_.Raised() & VmSignals::kInterrupt, 0u);
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kIfSet)].exits, 1u);
+  EXPECT_EQ(stats_.hc_exits[MVMM_HC_force_evtchn_callback], 1u);
+  EXPECT_EQ(Reason(ExitReason::kIrqWindowOpen), 0u);
+}
+
+TEST_F(RunLoopTest, UnmaskedButNotReadyRequestsAWindowAndSetsNoPending) {
+  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, MVMM_VCPU_INFO_GPA, [&] {
+    vcpu_.ready = false;  // inside an interrupt gate: IF=0, mask clear
+  });
+  vcpu_.script.push_back({Interrupted{}, {}, [&] { signals_.raised |= VmSignals::kInterrupt; }});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_TRUE(vcpu_.window);
+    EXPECT_EQ(vm_.ram[kPendingAt], 0);
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(vcpu_.injected, 0);
+}
+
+TEST_F(RunLoopTest, UnregisteredVcpuInfoIsIgnored) {
+  vm_.ram[kMaskAt] = 1;  // the guest never registered it: not a mask
+  signals_.raised = VmSignals::kInterrupt;
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  EXPECT_EQ(vcpu_.injected, 1);
+  EXPECT_EQ(vm_.ram[kPendingAt], 0);
 }
 
 TEST_F(RunLoopTest, StopRequestEndsTheRunBeforeTheNextEntry) {

@@ -95,6 +95,9 @@ absl::Status WriteBootInfo(const GuestMemory& memory, const BootInfoParams& para
   info.timer_vector = MVMM_TIMER_VECTOR;
   info.timer_hz = params.timer_hz;
   info.flags = params.timer_hz > 0 ? MVMM_BOOT_FLAG_TIMER_PERIODIC : 0;
+  info.vcpu_info_gpa = MVMM_VCPU_INFO_GPA;
+  if (!memory.WriteObj(GuestAddress(MVMM_VCPU_INFO_GPA), mvmm_vcpu_info{}))
+    return absl::OutOfRangeError("vcpu_info outside guest RAM");
   if (!memory.WriteObj(GuestAddress(MVMM_BOOT_INFO_GPA), info))
     return absl::OutOfRangeError("boot_info outside guest RAM");
   return absl::OkStatus();

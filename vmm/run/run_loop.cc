@@ -3,7 +3,9 @@
 #include <sched.h>
 #include <string.h>
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <variant>
 
 #include "absl/strings/str_format.h"
@@ -87,10 +89,33 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
     return StopWith(StopReason::kTimeout, "the run's time limit elapsed");
   // A pending timer interrupt: inject it now, or ask for an exit as soon as
   // the guest can take it.
+  std::optional<GuestAddress> vcpu_info;
+  if (control_.vcpu_info_gpa.has_value()) [[unlikely]] {
+    // The shared-memory interrupt flag (minivmm_abi/boot.h): while the guest's
+    // evtchn_upcall_mask is set, the interrupt waits and evtchn_upcall_pending
+    // tells the guest so; its unmask sees the byte and calls
+    // force_evtchn_callback, and this path runs again with the mask clear. No
+    // interrupt-window request meanwhile: the mask, not IF, is what is closed.
+    vcpu_info = GuestAddress(*control_.vcpu_info_gpa);
+    const std::optional<std::array<uint8_t, 2>> bytes =
+        p_.hypercalls.memory.ReadObj<std::array<uint8_t, 2>>(*vcpu_info);
+    if (!bytes) return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
+    static_assert(offsetof(mvmm_vcpu_info, evtchn_upcall_pending) == 0 &&
+                  offsetof(mvmm_vcpu_info, evtchn_upcall_mask) == 1);
+    if ((*bytes)[1] != 0) {
+      if ((*bytes)[0] != 1 && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{1}))
+        return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
+      p_.vcpu.RequestInterruptWindow(false);
+      return std::nullopt;
+    }
+  }
   if (!p_.vcpu.ReadyForInterrupt()) {
     p_.vcpu.RequestInterruptWindow(true);
     return std::nullopt;
   }
+  // Nothing is held back any more (the guest only reads this byte).
+  if (vcpu_info && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{0}))
+    return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
   if (absl::Status s = p_.vcpu.InjectInterrupt(MVMM_TIMER_VECTOR); !s.ok())
     return StopWith(StopReason::kVmmError, s.ToString());
   p_.signals.Clear(VmSignals::kInterrupt);

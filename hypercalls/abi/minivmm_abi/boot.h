@@ -25,6 +25,7 @@
 #define MVMM_PAGE_TABLES_END 0x20000ull
 #define MVMM_BOOT_STACK_BOTTOM 0x70000ull
 #define MVMM_BOOT_STACK_TOP 0x80000ull
+#define MVMM_VCPU_INFO_GPA 0x4000ull    /* vCPU 0's vcpu_info (zeroed), boot_info.vcpu_info_gpa */
 #define MVMM_KERNEL_MIN_GPA 0x100000ull /* PT_LOAD segments start here or above */
 
 /* The GDT page: one page in a read-only memslot outside RAM, so that every
@@ -75,8 +76,28 @@ struct mvmm_boot_info {
   uint32_t timer_vector;   /* MVMM_TIMER_VECTOR */
   uint32_t timer_hz;       /* periodic timer rate, 0 when off */
   uint32_t flags;          /* MVMM_BOOT_FLAG_* */
-  uint64_t reserved[6];
+  uint64_t vcpu_info_gpa;  /* MVMM_VCPU_INFO_GPA: where vCPU 0 may register its vcpu_info */
+  uint64_t reserved[5];
 };
+
+/* The shared-memory interrupt flag (Xen's struct vcpu_info, its two event
+ * bytes at Xen's offsets). Inert until the guest registers it with
+ * vcpu_op(MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, gpa); from then on:
+ * - the guest owns evtchn_upcall_mask: nonzero means "interrupts off", and
+ *   the VMM never injects an interrupt while it is nonzero (nor while
+ *   RFLAGS.IF is 0). The VMM never writes it.
+ * - the VMM owns evtchn_upcall_pending: it sets it to 1 when it holds an
+ *   interrupt back because the mask is set, and clears it to 0 when it
+ *   injects. The guest only reads it: after clearing the mask it checks
+ *   pending and, if set, calls force_evtchn_callback (one exit), after which
+ *   the interrupt is delivered. An interrupt gate's RFLAGS.IF=0 stands in for
+ *   Xen's mask-on-upcall: the VMM does not set the mask when it injects. */
+struct mvmm_vcpu_info {
+  uint8_t evtchn_upcall_pending;
+  uint8_t evtchn_upcall_mask;
+  uint8_t reserved[62];
+};
+#define MVMM_VCPU_INFO_ALIGN 64u /* a registered vcpu_info is 64-byte aligned */
 
 /* 64-bit TSS (only rsp0 is used). */
 struct __attribute__((packed)) mvmm_tss {
@@ -99,6 +120,12 @@ MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, memory_size) == 8,
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, first_free_gpa) == 48, "abi");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, hypercall_port) == 56, "abi");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, flags) == 68, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, vcpu_info_gpa) == 72, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, reserved) == 80, "abi");
+MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_info) == MVMM_VCPU_INFO_ALIGN, "vcpu_info size");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_info, evtchn_upcall_pending) == 0, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_info, evtchn_upcall_mask) == 1, "abi");
+MVMM_STATIC_ASSERT_(MVMM_VCPU_INFO_GPA % MVMM_VCPU_INFO_ALIGN == 0, "abi");
 MVMM_STATIC_ASSERT_(sizeof(struct mvmm_tss) == 104, "tss size");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_tss, rsp) == 4, "tss rsp0 offset");
 #undef MVMM_STATIC_ASSERT_

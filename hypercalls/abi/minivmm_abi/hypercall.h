@@ -25,7 +25,9 @@
   X(10, update_descriptor)     \
   X(13, multicall)             \
   X(15, set_timer_op)          \
+  X(17, force_evtchn_callback) \
   X(18, console_io)            \
+  X(24, vcpu_op)               \
   X(26, mmuext_op)             \
   X(29, sched_op)              \
   X(40, set_if)                \
@@ -63,6 +65,17 @@ enum mvmm_hypercall_nr {
  * A block that nothing can ever end (no timer armed) stops the VM. */
 #define MVMM_SCHEDOP_BLOCK 1u
 #define MVMM_SCHEDOP_SHUTDOWN 2u /* arg: exit code 0..255 */
+
+/* vcpu_op(cmd, vcpu, gpa): register_vcpu_info makes the 64-byte-aligned
+ * struct mvmm_vcpu_info (boot.h) at guest-physical `gpa` vCPU `vcpu`'s shared
+ * interrupt flag, once per vCPU (Xen's VCPUOP_register_vcpu_info, with the
+ * address passed directly). */
+#define MVMM_VCPUOP_REGISTER_VCPU_INFO 10u
+
+/* force_evtchn_callback(): no arguments (ignored), returns 0. Xen's
+ * xen_version hypercall, which Linux's xen_force_evtchn_callback issues to
+ * get a pending event delivered after it cleared evtchn_upcall_mask; here it
+ * is that and nothing else. -EINVAL before vcpu_op registered a vcpu_info. */
 
 /* report(gpa, len): UTF-8 `key=value` lines. */
 #define MVMM_REPORT_MAX_BYTES 16384u
