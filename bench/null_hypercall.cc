@@ -16,8 +16,8 @@
 #include "absl/time/time.h"
 #include "bench/bare_kvm_loop.h"
 #include "fmt/format.h"
-#include "minivmm_abi/hypercall.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/hypercall.h"
 
 namespace {
 

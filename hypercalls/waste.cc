@@ -60,7 +60,7 @@ void WasteLog::Cancel(std::optional<Pending>& first, int64_t source, Cause cause
       if (!it->multicall) it->reason = WasteReason::kCancelledPair;
       MaybeCountExit(*it);
     }
-    cancels_ = first->sequence;
+    current_.cancels = first->sequence;
   }
   Replace(first, std::nullopt);
 }
@@ -87,8 +87,10 @@ void WasteLog::Close() {
     current_.reason = WasteReason::kAllEntriesWasted;
   }
   MaybeCountExit(current_);
-  if (current_.counted) verdict_ = current_.reason;
+  last_ = Last{current_.sequence, current_.counted ? std::optional(current_.reason) : std::nullopt,
+               current_.cancels};
   if (Referenced(current_.sequence)) open_.push_back(current_);
+  current_ = Exit{.sequence = current_.sequence};
 }
 
 void WasteLog::MaybeCountExit(Exit& exit) {

@@ -54,22 +54,26 @@ class WasteLog {
 
   // The run loop, around each exit. `interrupt_pending`: the VMM holds an
   // interrupt it has not injected yet.
+  // Two stores: an exit without operations (most) costs nothing more.
   void BeginExit(uint64_t sequence, bool interrupt_pending) {
-    current_ = Exit{.sequence = sequence};
+    current_.sequence = sequence;
     interrupt_pending_ = interrupt_pending;
-    verdict_.reset();
-    cancels_.reset();
   }
   void EndExit() {
-    if (current_.noted != 0) Close();
+    if (current_.noted != 0) [[unlikely]]
+      Close();
   }
   // The run loop injected an interrupt: a pending IF enable did its job.
   void InterruptInjected() { Replace(if_enable_, std::nullopt); }
 
   // The exit just ended: its verdict (none when it was not wasted) and the
   // exit whose operation it cancelled, if any.
-  std::optional<WasteReason> verdict() const { return verdict_; }
-  std::optional<uint64_t> cancels() const { return cancels_; }
+  std::optional<WasteReason> verdict() const {
+    return last_.sequence == current_.sequence ? last_.verdict : std::nullopt;
+  }
+  std::optional<uint64_t> cancels() const {
+    return last_.sequence == current_.sequence ? last_.cancels : std::nullopt;
+  }
 
   // Handlers and devices: one applied operation of `cause` (Cause::kCount
   // for an operation without one, stack_switch) from `source`.
@@ -97,7 +101,14 @@ class WasteLog {
     int64_t source = kTrappedStore;
     Cause cause = Cause::kCount;
     WasteReason reason = WasteReason::kSameValue;
-    bool counted = false;  // counted as a wasted exit
+    bool counted = false;             // counted as a wasted exit
+    std::optional<uint64_t> cancels;  // the earlier exit one of its operations undid
+  };
+  // The verdict of the last exit that had operations.
+  struct Last {
+    uint64_t sequence = ~0ull;
+    std::optional<WasteReason> verdict;
+    std::optional<uint64_t> cancels;
   };
   // A TS set or IF enable that a later operation may cancel.
   struct Pending {
@@ -115,10 +126,9 @@ class WasteLog {
   bool Referenced(uint64_t sequence) const;
 
   ExitStats& stats_;
-  Exit current_;
+  Exit current_;  // between exits: no operations, only the next sequence
   bool interrupt_pending_ = false;
-  std::optional<WasteReason> verdict_;
-  std::optional<uint64_t> cancels_;
+  Last last_;
   std::optional<Pending> ts_set_;
   std::optional<Pending> if_enable_;
   uint64_t entry_noted_ = 0;

@@ -44,18 +44,6 @@ RunLoop::RunLoop(RunLoopParts parts)
   }
 }
 
-MaybeStop RunLoop::HandleCarefully(const VcpuExit& exit) {
-  return observed_ ? HandleObserved(exit) : HandleAnalysed(exit);
-}
-
-// Handle() with the wasted-exit analysis around it, no observer.
-MaybeStop RunLoop::HandleAnalysed(const VcpuExit& exit) {
-  waste_->BeginExit(sequence_++, (p_.signals.Raised() & VmSignals::kInterrupt) != 0);
-  MaybeStop stop = Handle(exit, nullptr);
-  waste_->EndExit();
-  return stop;
-}
-
 // Handle() with the exit shown to the observer, timed from the return of
 // KVM_RUN to just before the next entry.
 MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {

@@ -71,11 +71,11 @@ class RunLoop {
   const std::vector<std::string>& notes() const { return refusals_.lines(); }
 
  private:
+  template <typename V, bool kAnalysed>
+  RunStop LoopWith(V& vcpu);
   std::optional<RunStop> HonourSignals(uint32_t raised);
   std::optional<RunStop> Handle(const VcpuExit& exit, ExitEvent* event);
-  std::optional<RunStop> HandleCarefully(const VcpuExit& exit);
   std::optional<RunStop> HandleObserved(const VcpuExit& exit);
-  std::optional<RunStop> HandleAnalysed(const VcpuExit& exit);
   std::optional<RunStop> HandleOther(const VcpuExit& exit);
   template <typename Span>
   void Access(const Bus& bus, uint64_t address, uint8_t size, Span data, bool pio);
@@ -100,15 +100,27 @@ class RunLoop {
 
 template <typename V>
 RunStop RunLoop::LoopOn(V& vcpu) {
-  // An observer or the analysis takes the careful path; the common one
-  // pays for neither.
-  const bool careful = observed_ || waste_.has_value();
+  return waste_ && !observed_ ? LoopWith<V, true>(vcpu) : LoopWith<V, false>(vcpu);
+}
+
+// The loop itself, compiled twice: with the wasted-exit analysis around each
+// exit (kAnalysed, no observer), and without, where an observer (who also
+// gets the analysis, when it is on) costs the common path one test.
+template <typename V, bool kAnalysed>
+RunStop RunLoop::LoopWith(V& vcpu) {
+  const bool observed = observed_;
   for (;;) {
+    bool interrupt_pending = false;
     if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
       if (std::optional<RunStop> stop = HonourSignals(raised)) return *stop;
+      if constexpr (kAnalysed)
+        interrupt_pending = (p_.signals.Raised() & VmSignals::kInterrupt) != 0;
     }
     const VcpuExit exit = vcpu.Run();
-    std::optional<RunStop> stop = careful ? HandleCarefully(exit) : Handle(exit, nullptr);
+    if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
+    std::optional<RunStop> stop =
+        !kAnalysed && observed ? HandleObserved(exit) : Handle(exit, nullptr);
+    if constexpr (kAnalysed) waste_->EndExit();
     if (stop) [[unlikely]]
       return *stop;
   }
