@@ -176,6 +176,40 @@ json ReadJson(const std::string& path) {
   return json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
+// --wasted: the trace's marks add up to the record's totals, per hypercall,
+// and the exit table gets its column. Both come from the same run, through
+// two paths (the observer's event and the per-vCPU counters).
+TEST(CliTraceTest, WastedMarksAddUpToTheRecordsCounts) {
+  REQUIRE_KVM();
+  const std::string trace = ::testing::TempDir() + "/wasted.jsonl";
+  const std::string record_path = ::testing::TempDir() + "/wasted.json";
+  const Outcome run = Minivmm("run --workload ctx,tls=same --pvops naive --wasted --json " +
+                              record_path + " --trace " + trace);
+  ASSERT_EQ(run.status, 0) << run.out;
+  EXPECT_NE(run.out.find("wasted ops/exits"), std::string::npos) << run.out;
+  const json record = ReadJson(record_path);
+  ASSERT_TRUE(record["wasted"].is_object());
+  std::map<std::string, uint64_t> marked;  // hypercall -> exits marked wasted
+  uint64_t pairs_closed = 0;
+  std::ifstream in(trace);
+  for (std::string text; std::getline(in, text);) {
+    const json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(line.is_object()) << text;
+    if (line.contains("cancels")) ++pairs_closed;
+    if (line.contains("wasted")) ++marked[line["hypercall"].get<std::string>()];
+  }
+  // A pair's first exit is counted when its second arrives, and is marked
+  // only through the second's "cancels": add those back per hypercall.
+  uint64_t marked_total = 0, counted_total = 0;
+  for (const auto& [name, n] : marked) marked_total += n;
+  for (const auto& [name, c] : record["wasted"]["by_hypercall"].items())
+    counted_total += c["exits"].get<uint64_t>();
+  EXPECT_EQ(marked_total + pairs_closed, counted_total);
+  EXPECT_GT(marked["update_descriptor"], 0u);
+  EXPECT_EQ(marked["update_descriptor"],
+            record["wasted"]["by_hypercall"]["update_descriptor"]["exits"].get<uint64_t>());
+}
+
 // What every Trace Event Format file minivmm writes must satisfy: an object
 // with a traceEvents array; every event has ph, ts, pid and tid; slices
 // have dur >= 0; per track (tid) timestamps never go back and slices do not
