@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/bench_record.h"
+#include "cli/bench_seeds.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/file_digest.h"
@@ -62,11 +63,16 @@ std::string Clock(absl::Duration d) {
 std::vector<PlannedRun> Plan(const std::vector<WorkloadChoice>& workloads,
                              const std::vector<std::string>& backends, int repeat) {
   std::vector<PlannedRun> plan, cycle;
+  auto runs_on = [](const BenchConfiguration& c, const std::string& b) {
+    return !c.pv_only || b == "pv";
+  };
   for (const std::string& b : backends)
-    for (const BenchConfiguration& c : BenchConfigurations()) plan.push_back({nullptr, b, &c, 0});
+    for (const BenchConfiguration& c : BenchConfigurations())
+      if (runs_on(c, b)) plan.push_back({nullptr, b, &c, 0});
   for (const WorkloadChoice& w : workloads)
     for (const std::string& b : backends)
-      for (const BenchConfiguration& c : BenchConfigurations()) cycle.push_back({&w, b, &c, 0});
+      for (const BenchConfiguration& c : BenchConfigurations())
+        if (runs_on(c, b)) cycle.push_back({&w, b, &c, 0});
   for (int r = 0; r < repeat; ++r) {
     if (r % 2 == 0) {
       for (PlannedRun p : cycle) plan.push_back({p.workload, p.backend, p.config, r});
@@ -97,7 +103,12 @@ class Bench {
   json BenchRecord(const std::vector<ConfigResult>& results) const;
   int WriteOutputs(const std::vector<ConfigResult>& results);
 
+  absl::Status MeasureExitCost();
+  uint64_t TscKhz() const;
+
   const BenchOptions& o_;
+  std::vector<SeedResult> seeds_;
+  Stats exit_cost_tsc_;  // guest TSC per null-hypercall exit (workload=exitcost)
   std::vector<WorkloadChoice> workloads_;
   std::vector<std::string> backends_;
   std::string kernel_, digest_;
@@ -113,6 +124,9 @@ absl::Status Bench::Execute(const PlannedRun& p) {
   config.memory_bytes = o_.memory;
   config.cmdline = fmt::format("backend={} pvops={} workload={}", p.backend, p.config->pvops,
                                p.workload ? p.workload->spec : "none");
+  // Wasted exits are bench metrics too; the analysis adds ~10 host
+  // instructions to an exit of several microseconds.
+  config.analyse_waste = true;
   if (o_.timeout_seconds > 0) config.timeout = absl::Seconds(o_.timeout_seconds);
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) return vm.status();
@@ -138,11 +152,44 @@ void Bench::PrintProgress(size_t i, size_t n, const PlannedRun& p, absl::Duratio
       absl::ToDoubleSeconds(took), Clock(elapsed), Clock(left));
 }
 
+// The guest-side cost of one exit on this host: workload=exitcost, `repeat`
+// times, before the matrix.
+absl::Status Bench::MeasureExitCost() {
+  std::vector<double> tsc;
+  for (int r = 0; r < o_.repeat; ++r) {
+    VmConfig config;
+    config.kernel_path = kernel_;
+    config.memory_bytes = o_.memory;
+    config.cmdline = fmt::format("backend={} workload=exitcost", backends_.front());
+    if (o_.timeout_seconds > 0) config.timeout = absl::Seconds(o_.timeout_seconds);
+    absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+    if (!vm.ok()) return vm.status();
+    absl::StatusOr<RunResult> result = (*vm)->Run();
+    if (!result.ok()) return result.status();
+    if (std::string failure = RunFailure(*result); !failure.empty())
+      return absl::InternalError("workload=exitcost: " + failure);
+    for (const auto& [key, value] : result->reports.entries)
+      if (key == "exitcost.tsc_net_per_op") tsc.push_back(std::stod(value));
+  }
+  exit_cost_tsc_ = Summarize(std::move(tsc));
+  return absl::OkStatus();
+}
+
+// The guest TSC rate the runs reported (KVM_GET_TSC_KHZ), 0 when unknown.
+uint64_t Bench::TscKhz() const {
+  for (const Executed& e : runs_) {
+    const json& khz = e.record["result"]["guest_tsc_khz"];
+    if (khz.is_number_unsigned() && khz.get<uint64_t>() > 0) return khz.get<uint64_t>();
+  }
+  return 0;
+}
+
 std::vector<ConfigResult> Bench::Aggregate() const {
   std::vector<ConfigResult> results;
   for (const WorkloadChoice& w : workloads_) {
     for (const std::string& b : backends_) {
       for (const BenchConfiguration& c : BenchConfigurations()) {
+        if (c.pv_only && b != "pv") continue;
         const json* baseline = nullptr;
         std::map<std::string, std::vector<double>> values;
         int runs = 0;
@@ -206,6 +253,11 @@ json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
             {"order", "baselines, then repetitions alternately forwards and backwards"},
             {"configurations", configurations}}},
           {"failures", failures_},
+          {"exit_cost",
+           {{"workload", "exitcost"},
+            {"guest_tsc_per_exit", StatsToJson(exit_cost_tsc_)},
+            {"guest_tsc_khz", TscKhz()}}},
+          {"seeds", SeedsToJson(seeds_)},
           {"results", out_results},
           {"runs", runs}};
 }
@@ -254,6 +306,10 @@ int Bench::Run() {
 
   std::vector<PlannedRun> plan = Plan(workloads_, backends_, o_.repeat);
   start_ = absl::Now();
+  if (absl::Status s = MeasureExitCost(); !s.ok()) {
+    fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
+    return kExitVmmError;
+  }
   for (size_t i = 0; i < plan.size(); ++i) {
     absl::Time t0 = absl::Now();
     if (absl::Status s = Execute(plan[i]); !s.ok()) {
@@ -264,11 +320,18 @@ int Bench::Run() {
   }
 
   std::vector<ConfigResult> results = Aggregate();
-  for (size_t i = 0; i < results.size(); i += BenchConfigurations().size()) {
-    const ConfigResult& naive = results[i];
-    const ConfigResult& optimized = results[i + BenchConfigurations().size() - 1];
+  for (size_t i = 0; i < results.size();) {
+    // One workload and backend: its configurations, all naive first.
     std::vector<const ConfigResult*> group;
-    for (size_t k = 0; k < BenchConfigurations().size(); ++k) group.push_back(&results[i + k]);
+    for (size_t k = i; k < results.size() && results[k].workload_spec == results[i].workload_spec &&
+                       results[k].backend == results[i].backend;
+         ++k)
+      group.push_back(&results[k]);
+    i += group.size();
+    const ConfigResult& naive = *group.front();
+    const ConfigResult& optimized =
+        **std::find_if(group.begin(), group.end(),
+                       [](const ConfigResult* r) { return r->configuration == "optimized"; });
     fmt::print("{}\n{}\n",
                RenderBeforeAfter(fmt::format("{} (workload={}), backend={}: all naive -> all "
                                              "optimized; median of {} runs, {} only",
@@ -281,6 +344,8 @@ int Bench::Run() {
                                naive.workload, naive.workload_spec, naive.backend),
                    group));
   }
+  seeds_ = SeedResults(results, exit_cost_tsc_, TscKhz());
+  fmt::print("{}", RenderSeeds(seeds_, exit_cost_tsc_, TscKhz(), o_.repeat));
   int status = WriteOutputs(results);
   if (status != 0) return status;
   if (failures_ > 0) {

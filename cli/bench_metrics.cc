@@ -73,6 +73,16 @@ std::map<std::string, double> ExitCounts(const json& run) {
     c["ops." + std::string(cause)] = Num(run, {"causes", "causes", cause, "ops"});
   }
   c["exits.other"] = c["exits.total"] - causes;
+  // The wasted-exit analysis (docs/wasted-exits.md), when the run had it.
+  if (run.contains("wasted") && run["wasted"].is_object()) {
+    double wasted = 0;
+    for (std::string_view cause : kCauses) {
+      double exits = Num(run, {"wasted", "by_cause", cause, "exits"});
+      wasted += exits;
+      c["wasted." + std::string(cause)] = exits;
+    }
+    c["wasted.total"] = wasted;
+  }
   c["kvm.insn_emulation"] = Num(run, {"host_counters", "deltas", "insn_emulation"}, -1);
   return c;
 }
@@ -100,6 +110,12 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
   defs.push_back({"exits.other", "  exits: other (stack switch, console, ...)", "vmm",
                   MetricKind::kExits, true});
   defs.push_back({"exits_per_op", "exits per " + ops.op_name, "vmm", MetricKind::kExits, true});
+  defs.push_back(
+      {"wasted.total", "wasted exits (changed nothing)", "vmm", MetricKind::kExits, true});
+  for (std::string_view cause : kCauses) {
+    defs.push_back({"wasted." + std::string(cause), "  wasted: " + CauseLabel(cause), "vmm",
+                    MetricKind::kExits, false});
+  }
   defs.push_back({"guest.tsc_per_op_net", "guest TSC per " + ops.time_op_name + ", net", "guest",
                   MetricKind::kTime, true});
   defs.push_back({"kvm.insn_emulation_per_op", "emulated instructions per " + ops.op_name,

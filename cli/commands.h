@@ -47,7 +47,7 @@ int InfoCommand(const InfoOptions& options);
 
 // minivmm bench (cli/bench_command.cc, docs/run-record.md).
 struct BenchOptions {
-  std::string workloads = "ctx,pipe,irq,cpa,fpu";
+  std::string workloads = "ctx,ctx:tls=same,pipe,pipe:tls=same,irq,cpa,fpu";
   std::string backend = "both";  // pv, native, both
   int repeat = 3;
   std::string json_path;

@@ -34,6 +34,11 @@ const std::vector<BenchConfiguration>& BenchConfigurations() {
       {"pte_flags", "naive,pte_flags:optimized"},
       {"batch", "naive,batch:on"},
       {"optimized", "optimized"},
+      {"xen", "xen", true},
+      {"xen+irq_restore", "xen,irq_restore:optimized", true},
+      {"xen+fpu_switch", "xen,fpu_switch:optimized", true},
+      {"xen+tls", "xen,tls:optimized", true},
+      {"xen+pte_flags", "xen,pte_flags:optimized", true},
   };
   return kConfigurations;
 }

@@ -188,6 +188,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"exit_code", r.exit_code},
         {"detail", r.detail},
         {"elapsed_ns", absl::ToInt64Nanoseconds(r.elapsed)},
+        {"guest_tsc_khz", r.guest_tsc_khz},
         {"registers", registers},
         {"notes", r.notes}}},
       {"exits", Exits(r)},

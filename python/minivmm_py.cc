@@ -387,12 +387,12 @@ py::list Bench(const std::vector<std::string>& workloads, const std::vector<std:
     MakeConfig(check, nullptr);  // validates the backend and memory up front
     if (baselines)
       for (const auto& c : cli::BenchConfigurations())
-        plan.push_back({"none", "none", b, &c, 0, true});
+        if (!c.pv_only || b == "pv") plan.push_back({"none", "none", b, &c, 0, true});
   }
   for (const auto& [name, spec] : choices)
     for (const std::string& b : backends)
       for (const auto& c : cli::BenchConfigurations())
-        cycle.push_back({name, spec, b, &c, 0, false});
+        if (!c.pv_only || b == "pv") cycle.push_back({name, spec, b, &c, 0, false});
   for (int r = 0; r < repeat; ++r) {
     if (r % 2 == 0) {
       for (Planned p : cycle) plan.push_back({p.name, p.spec, p.backend, p.config, r, false});

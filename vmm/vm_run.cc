@@ -59,6 +59,7 @@ absl::StatusOr<RunResult> Vm::Run() {
   result.reports = s.reports;
   result.console_tail = s.console.Lines();
   result.registers = s.vcpu->DumpRegisters();
+  result.guest_tsc_khz = s.vcpu->TscKhz();
   result.notes = s.gdt_trap.notes();
   result.notes.insert(result.notes.end(), loop.notes().begin(), loop.notes().end());
   return result;

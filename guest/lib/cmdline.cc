@@ -38,6 +38,7 @@ constexpr ParamSpec kCpaParams[] = {{"pages", nullptr, 16, 1, 512},
                                     {"calls", nullptr, 4, 1, kBig}};
 constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8},
                                     {"rounds", nullptr, 20, 1, kBig}};
+constexpr ParamSpec kExitCostParams[] = {{"loops", nullptr, 2000, 1, 1000000}};
 constexpr ParamSpec kCustomParams[] = {{"n", nullptr, 3, 0, 255}};
 constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
 constexpr ParamSpec kHostProbeParams[] = {{"loops", nullptr, 10000, 1, kBig},
@@ -59,6 +60,7 @@ constexpr WorkloadSpec kWorkloads[] = {
     {"hcall", nullptr, 0},
     GUEST_SPEC_("hostile", kHostileParams),
     GUEST_SPEC_("hostprobe", kHostProbeParams),
+    GUEST_SPEC_("exitcost", kExitCostParams),
     {nullptr, nullptr, 0},
 };
 #undef GUEST_SPEC_

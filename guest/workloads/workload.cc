@@ -60,7 +60,8 @@ void RunWorkload(const Config& config) {
   if (name == "irq") return RunIrq(a);
   if (name == "cpa") return RunCpa(a);
   if (name == "fpu") return RunFpu(a);
-  if (name == "custom" || name == "hcall" || name == "hostile" || name == "hostprobe") {
+  if (name == "custom" || name == "hcall" || name == "hostile" || name == "hostprobe" ||
+      name == "exitcost") {
     // They exist to talk to minivmm (or an embedder of it): nothing to do
     // where port 0xEC is nobody's (QEMU).
     if (!g_boot.under_minivmm) {
@@ -72,6 +73,7 @@ void RunWorkload(const Config& config) {
     if (name == "custom") return RunCustom(a);
     if (name == "hcall") return RunHcall(a);
     if (name == "hostprobe") return RunHostProbe(a);
+    if (name == "exitcost") return RunExitCost(a);
     return RunHostile(a);
   }
   if (name == "all") {

@@ -49,6 +49,7 @@ void RunCustom(const WorkloadArgs& args);
 void RunHcall(const WorkloadArgs& args);
 void RunHostile(const WorkloadArgs& args);
 void RunHostProbe(const WorkloadArgs& args);
+void RunExitCost(const WorkloadArgs& args);
 
 }  // namespace guest
 

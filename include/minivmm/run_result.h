@@ -35,6 +35,9 @@ struct RunResult {
   int exit_code = 0;   // the guest's code when reason == kGuestShutdown
   std::string detail;  // one line on why the run stopped
   absl::Duration elapsed;
+  // The guest's TSC rate (KVM_GET_TSC_KHZ), to turn the guest's TSC
+  // measurements into time; 0 when KVM does not say.
+  uint64_t guest_tsc_khz = 0;
 
   ExitStats stats;                           // all vCPUs
   std::vector<ExitStats> per_vcpu;           // indexed by vCPU id (one vCPU today)

@@ -98,6 +98,23 @@ std::vector<RingCase> Cases() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GuestRingTest, ::testing::ValuesIn(Cases()));
 
+// workload=exitcost (the bench's exit-cost model): each timed call is one
+// console_io exit, by the VMM's count and by the guest's.
+TEST(GuestKernelTest, ExitCostCallsAreOneExitEach) {
+  REQUIRE_KVM();
+  for (const char* backend : {"pv", "native"}) {
+    GuestRun run = RunGuest(BuiltinGuest(),
+                            std::string("backend=") + backend + " workload=exitcost,loops=300");
+    ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+    EXPECT_EQ(run.Report("check.failed"), 0u);
+    EXPECT_EQ(run.Report("exitcost.calls"), 300u);
+    EXPECT_EQ(run.Report("exitcost.hc_exits"), 300u);  // nothing else during the loop
+    EXPECT_EQ(run.HypercallExits(MVMM_HC_console_io), run.Report("kernel.hc_exits.console_io"));
+    EXPECT_GE(run.HypercallExits(MVMM_HC_console_io), 300u);
+    EXPECT_GT(run.Report("exitcost.tsc_per_op"), 0u);
+  }
+}
+
 TEST(GuestKernelTest, PreemptionKeepsEveryTaskCorrect) {
   REQUIRE_KVM();
   // With preemption the interleaving depends on when ticks land, so only

@@ -216,6 +216,11 @@ std::vector<std::pair<std::string, uint64_t>> KvmVcpu::DumpRegisters() const {
            {"ss", s.ss.selector}}};
 }
 
+uint64_t KvmVcpu::TscKhz() const {
+  const int khz = ioctl(fd_.get(), KVM_GET_TSC_KHZ, 0);
+  return khz > 0 ? static_cast<uint64_t>(khz) : 0;
+}
+
 absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> KvmVcpu::ReadStats() const {
   std::vector<std::pair<std::string, uint64_t>> out;
   if (!stats_fd_.valid()) return out;

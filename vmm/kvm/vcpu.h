@@ -85,6 +85,9 @@ class KvmVcpu final : public Vcpu {
 
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
 
+  // The guest TSC rate in kHz (KVM_GET_TSC_KHZ), 0 when KVM does not say.
+  uint64_t TscKhz() const;
+
   // KVM_GET_STATS_FD counters (name, value); empty when unsupported.
   absl::StatusOr<std::vector<std::pair<std::string, uint64_t>>> ReadStats() const;
 

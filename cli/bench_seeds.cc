@@ -1,0 +1,158 @@
+#include "cli/bench_seeds.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fmt/format.h"
+
+namespace minivmm::cli {
+namespace {
+
+using nlohmann::json;
+
+const ConfigResult* Find(const std::vector<ConfigResult>& results, const std::string& workload,
+                         const std::string& configuration) {
+  // The seed's workload, or the same with more parameters ("irq,loops=4").
+  for (const ConfigResult& r : results)
+    if ((r.workload_spec == workload || r.workload_spec.rfind(workload + ",", 0) == 0) &&
+        r.backend == "pv" && r.configuration == configuration)
+      return &r;
+  return nullptr;
+}
+
+// The statistics of `metric` scaled by `factor` (median, range, spread).
+Stats Scaled(const Stats& s, double factor) {
+  std::vector<double> v = s.values;
+  for (double& x : v) x *= factor;
+  if (!v.empty()) return Summarize(std::move(v));
+  Stats out = s;
+  out.median *= factor;
+  out.min *= factor;
+  out.max *= factor;
+  return out;
+}
+
+std::optional<SeedComparison> Compare(const SeedDef& def, const std::string& baseline,
+                                      const ConfigResult* before, const ConfigResult* after,
+                                      const Stats& exit_cost_tsc, uint64_t tsc_khz) {
+  if (before == nullptr || after == nullptr) return std::nullopt;
+  const Stats* tb = before->Find("guest.tsc_per_op_net");
+  const Stats* ta = after->Find("guest.tsc_per_op_net");
+  if (tb == nullptr || ta == nullptr) return std::nullopt;
+  // TSC per operation -> the seed's unit.
+  const double factor = def.ops_per_unit * def.per_ms / static_cast<double>(tsc_khz);
+  SeedComparison c;
+  c.baseline = baseline;
+  c.before_config = before->configuration;
+  c.after_config = after->configuration;
+  c.before = Scaled(*tb, factor);
+  c.after = Scaled(*ta, factor);
+  // Exits per timed operation: only where the workload counts exits per the
+  // operation it times (cpa times pte_flags calls apart from its exits).
+  const WorkloadOps ops = OpsFor(before->workload);
+  const Stats* eb = before->Find("exits_per_op");
+  const Stats* ea = after->Find("exits_per_op");
+  if (ops.op_name == ops.time_op_name && eb != nullptr && ea != nullptr) {
+    c.exits_saved_per_unit = (eb->median - ea->median) * def.ops_per_unit;
+    const double saved = c.before.median - c.after.median;
+    const double modelled =
+        c.exits_saved_per_unit * exit_cost_tsc.median * def.per_ms / static_cast<double>(tsc_khz);
+    if (saved > 0) c.exit_share = modelled / saved;
+  } else {
+    c.exits_saved_per_unit = 0;
+  }
+  return c;
+}
+
+}  // namespace
+
+const std::vector<SeedDef>& SeedDefs() {
+  static const std::vector<SeedDef> kSeeds = {
+      {"TLS shadow copies", "tls", "ctx,tls=same", "lat_ctx", "us per switch", 1, 1e3,
+       "-9% (lmbench lat_ctx)"},
+      {"TLS shadow copies", "tls", "pipe,tls=same", "lat_pipe", "us per round trip", 2, 1e3,
+       "-7% (lmbench lat_pipe)"},
+      {"no stts/clts pair", "fpu_switch", "fpu", "context switch, FPU users", "us per yield", 1,
+       1e3, "-10% (context switch)"},
+      {"inline pte_flags", "pte_flags", "cpa", "cpa (kernbench proxy)", "ns per pte_flags call", 1,
+       1e6, "up to -13% (kernbench)"},
+      {"conditional irq_restore", "irq_restore", "irq", "irq restore (AIM7 proxy)",
+       "ns per restore", 1, 1e6, "+1.3% throughput (AIM7)"},
+  };
+  return kSeeds;
+}
+
+std::vector<SeedResult> SeedResults(const std::vector<ConfigResult>& results,
+                                    const Stats& exit_cost_tsc, uint64_t tsc_khz) {
+  std::vector<SeedResult> out;
+  if (tsc_khz == 0) return out;
+  for (const SeedDef& def : SeedDefs()) {
+    SeedResult r{def, {}};
+    if (auto c = Compare(def, "xen", Find(results, def.workload, "xen"),
+                         Find(results, def.workload, "xen+" + def.op), exit_cost_tsc, tsc_khz))
+      r.comparisons.push_back(*c);
+    if (auto c = Compare(def, "naive", Find(results, def.workload, "naive"),
+                         Find(results, def.workload, def.op), exit_cost_tsc, tsc_khz))
+      r.comparisons.push_back(*c);
+    if (!r.comparisons.empty()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string RenderSeeds(const std::vector<SeedResult>& seeds, const Stats& exit_cost_tsc,
+                        uint64_t tsc_khz, int repeat) {
+  if (seeds.empty()) return "";
+  std::vector<std::vector<std::string>> rows;
+  for (const SeedResult& s : seeds) {
+    for (const SeedComparison& c : s.comparisons) {
+      rows.push_back({fmt::format("{}: {}", s.def.seed, s.def.metric), s.def.unit, c.baseline,
+                      FormatValue(c.before.median), FormatValue(c.after.median),
+                      FormatChange(c.before.median, c.after.median),
+                      fmt::format("±{:.1f}%", std::max(c.before.spread_pct, c.after.spread_pct)),
+                      s.def.published, FormatValue(c.exits_saved_per_unit),
+                      c.exit_share ? fmt::format("{:.0f}%", *c.exit_share * 100) : "-"});
+    }
+  }
+  const double exit_us = exit_cost_tsc.median / static_cast<double>(tsc_khz) * 1e3;
+  return "\n" +
+         RenderTable(
+             fmt::format("The seeds in their own units, backend=pv, guest time net of the loop, "
+                         "median of {} runs: each seed optimized alone against Xen's baseline "
+                         "(pvops=xen: the seeds naive, batching on, the shared-memory interrupt "
+                         "flag) and against all naive",
+                         repeat),
+             {"seed: metric", "unit", "baseline", "before", "after", "change", "spread",
+              "published", "exits saved", "explained by exits"},
+             rows) +
+         fmt::format(
+             "exit-cost model: one null hypercall costs {:.2f} us of guest time here, the exit and "
+             "the guest's own hypercall path (workload=exitcost, median of {}, ±{:.1f}%); "
+             "\"explained by exits\" = exits saved x that cost / time saved, the rest is "
+             "instructions (docs/RESULTS.md)\n",
+             exit_us, exit_cost_tsc.values.size(), exit_cost_tsc.spread_pct);
+}
+
+json SeedsToJson(const std::vector<SeedResult>& seeds) {
+  json out = json::array();
+  for (const SeedResult& s : seeds) {
+    for (const SeedComparison& c : s.comparisons) {
+      out.push_back({{"seed", s.def.seed},
+                     {"op", s.def.op},
+                     {"workload", s.def.workload},
+                     {"metric", s.def.metric},
+                     {"unit", s.def.unit},
+                     {"published", s.def.published},
+                     {"baseline", c.baseline},
+                     {"before_configuration", c.before_config},
+                     {"after_configuration", c.after_config},
+                     {"before", StatsToJson(c.before)},
+                     {"after", StatsToJson(c.after)},
+                     {"change_pct", ChangePct(c.before.median, c.after.median)},
+                     {"exits_saved_per_unit", c.exits_saved_per_unit},
+                     {"explained_by_exits", c.exit_share ? json(*c.exit_share) : json(nullptr)}});
+    }
+  }
+  return out;
+}
+
+}  // namespace minivmm::cli
