@@ -22,13 +22,14 @@ std::string ComposeGuestCommandLine(const std::string& backend, const std::strin
 const std::vector<std::string>& GuestBackends();
 
 // One pvops setting that bench runs: all naive, one op optimized on top of
-// all naive, or all optimized.
+// all naive (pte_flags also in its patched form), or all optimized.
 struct BenchConfiguration {
   std::string name;   // "naive", "irq_restore", ..., "optimized"
   std::string pvops;  // the guest's pvops= value
 };
 // naive, each op optimized alone (irq_restore, fpu_switch, tls, pte_flags,
-// batch), optimized: the order of the tables and the plots.
+// pte_flags_patched: the call sites patched at boot, batch), optimized: the
+// order of the tables and the plots.
 const std::vector<BenchConfiguration>& BenchConfigurations();
 
 // The exit status `minivmm run` gives a finished run (README "Exit status");
