@@ -205,9 +205,9 @@ TEST(CrossHostTest, RecordsCoverTheWholeMatrix) {
     EXPECT_EQ(workloads,
               (std::set<std::string>{"none", "ctx", "ctx,tls=same", "pipe", "irq", "cpa", "fpu"}))
         << h.path;
-    EXPECT_EQ(configurations, (std::set<std::string>{"naive", "irq_restore", "fpu_switch", "tls",
-                                                     "pte_flags", "pte_flags_patched", "batch",
-                                                     "optimized"}))
+    EXPECT_EQ(configurations,
+              (std::set<std::string>{"naive", "irq_restore", "fpu_switch", "tls", "pte_flags",
+                                     "pte_flags_patched", "batch", "optimized"}))
         << h.path;
     EXPECT_EQ(backends, (std::set<std::string>{"pv", "native"})) << h.path;
   }
