@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <set>
 
 namespace guest {
@@ -47,8 +48,9 @@ TEST(PhysmapTest, P2mAndM2pAreInversesOverThePool) {
 
 TEST(PhysmapTest, FramesOutsideThePoolAreTheirOwnMachineFrames) {
   Physmap pm = Make();
-  for (uint64_t f : {0ull, 1ull, kFirst - 1, kFirst + kPhysmapPoolPages,
-                     kFirst + kPhysmapPoolPages + 1, (1ull << 40) - 1}) {
+  for (uint64_t f :
+       std::initializer_list<uint64_t>{0, 1, kFirst - 1, kFirst + kPhysmapPoolPages,
+                                       kFirst + kPhysmapPoolPages + 1, (1ull << 40) - 1}) {
     EXPECT_EQ(PhysmapPfnToMfn(pm, f), f) << f;
     EXPECT_EQ(PhysmapMfnToPfn(pm, f), f) << f;
   }
