@@ -77,8 +77,9 @@ TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
   EXPECT_EQ(bench["schema"], "minivmm.bench");
   EXPECT_EQ(bench["schema_version"], 2);
   EXPECT_TRUE(bench["provenance"].contains("guest_image"));
-  EXPECT_EQ(bench["results"].size(), 7u);  // naive, 5 ops alone, optimized
-  EXPECT_EQ(bench["runs"].size(), 14u);    // 7 baselines + 7 runs
+  // naive, 5 ops alone, pte_flags patched, optimized
+  EXPECT_EQ(bench["results"].size(), 8u);
+  EXPECT_EQ(bench["runs"].size(), 16u);  // 8 baselines + 8 runs
   for (const json& run : bench["runs"]) {
     EXPECT_TRUE(run["ok"].get<bool>());
     EXPECT_EQ(run["record"]["schema"], "minivmm.run");
@@ -109,8 +110,8 @@ TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
     ++rows;
     if (line.find(",exits.total,") != std::string::npos) ++exits_rows;
   }
-  EXPECT_EQ(exits_rows, 7);
-  EXPECT_GT(rows, 7 * 5);
+  EXPECT_EQ(exits_rows, 8);
+  EXPECT_GT(rows, 8 * 5);
 }
 
 TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
