@@ -94,6 +94,14 @@ std::vector<SeedResult> SeedResults(const std::vector<ConfigResult>& results,
     if (auto c = Compare(def, "naive", Find(results, def.workload, "naive"),
                          Find(results, def.workload, def.op), exit_cost_tsc, tsc_khz))
       r.comparisons.push_back(*c);
+    // pte_flags also has the slow kernel's own form: call sites patched at
+    // boot with the translation inline.
+    if (def.op == "pte_flags") {
+      if (auto c = Compare(def, "naive, to patched", Find(results, def.workload, "naive"),
+                           Find(results, def.workload, "pte_flags_patched"), exit_cost_tsc,
+                           tsc_khz))
+        r.comparisons.push_back(*c);
+    }
     if (!r.comparisons.empty()) out.push_back(std::move(r));
   }
   return out;

@@ -32,6 +32,7 @@ const std::vector<BenchConfiguration>& BenchConfigurations() {
       {"fpu_switch", "naive,fpu_switch:optimized"},
       {"tls", "naive,tls:optimized"},
       {"pte_flags", "naive,pte_flags:optimized"},
+      {"pte_flags_patched", "naive,pte_flags:patched"},
       {"batch", "naive,batch:on"},
       {"optimized", "optimized"},
       {"xen", "xen", true},

@@ -22,15 +22,16 @@ std::string ComposeGuestCommandLine(const std::string& backend, const std::strin
 const std::vector<std::string>& GuestBackends();
 
 // One pvops setting that bench runs: all naive, one op optimized on top of
-// all naive, or all optimized.
+// all naive (pte_flags also in its patched form), or all optimized.
 struct BenchConfiguration {
   std::string name;      // "naive", "irq_restore", ..., "optimized", "xen", "xen+tls", ...
   std::string pvops;     // the guest's pvops= value
   bool pv_only = false;  // meaningless under backend=native (the xen preset)
 };
 // naive, each op optimized alone (irq_restore, fpu_switch, tls, pte_flags,
-// batch), optimized; then, under pv, Xen's baseline (pvops=xen) and each
-// seed optimized alone against it: the order of the tables and the plots.
+// pte_flags_patched: the call sites patched at boot, batch), optimized; then,
+// under pv, Xen's baseline (pvops=xen) and each seed optimized alone against
+// it: the order of the tables and the plots.
 const std::vector<BenchConfiguration>& BenchConfigurations();
 
 // The exit status `minivmm run` gives a finished run (README "Exit status");

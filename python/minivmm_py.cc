@@ -662,7 +662,8 @@ and propagates from run().)doc")
       py::arg("memory") = int64_t{64} << 20, py::arg("timeout") = 120.0,
       py::arg("progress") = py::none(), R"doc(
 Runs `minivmm bench`'s matrix: every workload x backend x configuration
-(bench_configurations(): all naive, each op optimized alone, all optimized),
+(bench_configurations(): all naive, each op optimized alone, pte_flags
+patched, all optimized),
 `repeat` times, forwards on even repetitions and backwards on odd ones, and
 returns the runs as a list of dicts: index, workload, workload_spec,
 baseline, backend, configuration, pvops, repetition, result (as Vm.run).

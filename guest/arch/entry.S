@@ -168,9 +168,11 @@ task_entry:
 
 /* uint64_t pte_val(uint64_t) behind a callee-save thunk (Linux PVOP_CALLEE):
  * the call site clobbers only RAX, so the thunk saves every other register
- * the C function may use. */
-  .globl PteValCalleeThunk
-PteValCalleeThunk:
+ * the C function may use. One thunk per backend: PteValCalleeThunk (native,
+ * the identity) and XenPteValCalleeThunk (pv, the m2p translation). */
+.macro PTE_VAL_CALLEE_THUNK name, body
+  .globl \name
+\name:
   push %rcx
   push %rdx
   push %rsi
@@ -179,7 +181,7 @@ PteValCalleeThunk:
   push %r9
   push %r10
   push %r11
-  call PteValC
+  call \body
   pop %r11
   pop %r10
   pop %r9
@@ -189,6 +191,10 @@ PteValCalleeThunk:
   pop %rdx
   pop %rcx
   ret
+.endm
+
+PTE_VAL_CALLEE_THUNK PteValCalleeThunk, PteValC
+PTE_VAL_CALLEE_THUNK XenPteValCalleeThunk, XenPteValC
 
 /* SSE register file helpers: moves only (docs/hosts.md: SSE arithmetic and
  * movq fail in emulated ring 0). 8 registers x 16 bytes. */

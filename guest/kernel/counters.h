@@ -29,6 +29,8 @@ namespace guest {
   X(sp0_loads)                \
   X(pte_updates)              \
   X(pte_flags_calls)          \
+  X(m2p_lookups)              \
+  X(p2m_lookups)              \
   X(syscalls)                 \
   X(syscall_ud_fallbacks)     \
   X(timer_irqs)               \

@@ -122,7 +122,17 @@ void MemInit(uint64_t first_free, uint64_t memory_size, uint64_t gdt_gpa) {
   if (g_cpa_arena.start + kLargePageSize + kLargePageSize > memory_size)
     Panic("not enough RAM (need ~8 MiB)");
   Split(pds[user >> 30], user, kPteUser | kPteNx);
-  Split(pds[g_cpa_arena.start >> 30], g_cpa_arena.start, 0);
+  // The cpa arena is the pool whose machine frames differ from the
+  // pseudo-physical ones under pv (lib/physmap.h): its table gets machine
+  // frames there. Each page is then tagged with the pseudo-physical address
+  // it is mapped at, stored at its machine frame through the tables still
+  // live (the VMM's identity map of RAM, or pvh.S's); workload=cpa reads
+  // the tags back through ours.
+  static_assert(kPhysmapPoolPages * kPageSize == kLargePageSize);
+  uint64_t* cpa_pt = Split(pds[g_cpa_arena.start >> 30], g_cpa_arena.start, 0);
+  PvPhysmapInit(g_cpa_arena.start, cpa_pt);
+  for (uint64_t i = 0; i < kLargePageSize / kPageSize; ++i)
+    *reinterpret_cast<uint64_t*>(cpa_pt[i] & kPteAddrMask) = g_cpa_arena.start + i * kPageSize;
   g_user_next = user;
   g_next = g_cpa_arena.start + kLargePageSize;
 

@@ -8,7 +8,8 @@
 //   0x0010_0000  kernel image; its .user_* pages are the only user pages
 //   first_free   early page-table pages (bump allocated)
 //   next 2 MiB   user arena: user stacks and TLS blocks, 4 KiB pages, U=1
-//   next 2 MiB   cpa arena: kernel pages with 4 KiB PTEs for workload=cpa
+//   next 2 MiB   cpa arena: kernel pages with 4 KiB PTEs for workload=cpa;
+//                under pv, the pool of shuffled machine frames (lib/physmap.h)
 //   then         general page allocator (task structs, kernel stacks, pipes)
 //   0xC000_0000  the read-only GDT page (one 4 KiB mapping)
 // All of it lies under PML4 slot 0, which every address space shares. A

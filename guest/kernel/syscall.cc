@@ -68,9 +68,15 @@ int64_t SysSetTls(uint64_t slot, uint64_t desc) {
 }  // namespace
 
 void SelfCheckFailed(const Task* t, unsigned long id) {
-  static const char* const kChecks[] = {"TLS via %fs",       "TLS via %gs",
-                                        "FPU/SSE registers", "system-call argument errors",
-                                        "pipe data",         "private pages (address space)"};
+  static const char* const kChecks[] = {"TLS via %fs",
+                                        "TLS via %gs",
+                                        "FPU/SSE registers",
+                                        "system-call argument errors",
+                                        "pipe data",
+                                        "private pages (address space)",
+                                        "cpa: pte_flags() is not the entry's flags",
+                                        "cpa: pte_val() is not the page's pseudo-physical frame",
+                                        "cpa: a page does not hold its tag after the walk"};
   char storage[160];
   TextBuf msg(storage, sizeof(storage));
   msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");

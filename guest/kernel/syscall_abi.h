@@ -34,6 +34,9 @@ enum CheckId : unsigned long {
   kCheckSyscallErrors = 3,
   kCheckPipeData = 4,
   kCheckAddressSpace = 5,
+  kCheckPteFlags = 6,
+  kCheckPteVal = 7,
+  kCheckPageData = 8,
 };
 
 }  // namespace guest

@@ -31,6 +31,7 @@ void NativeLoadSp0(uint64_t sp0) { g_boot.tss->rsp[0] = sp0; }
 void NativeSetPte(uint64_t* ptep, uint64_t val) {
   *reinterpret_cast<volatile uint64_t*>(ptep) = val;
 }
+uint64_t NativeMakePte(uint64_t val) { return val; }
 void NativeFlushTlb() { FlushTlb(); }
 void NativeWriteCr3(uint64_t base) { cpu::WriteCr3(base); }
 void NoOp() {}
@@ -50,6 +51,7 @@ const PvOps kNativePvOps = {
     .write_gdt_entry = NativeWriteGdtEntry,
     .load_sp0 = NativeLoadSp0,
     .set_pte = NativeSetPte,
+    .make_pte = NativeMakePte,
     .pte_val = PteValCalleeThunk,
     .flush_tlb = NativeFlushTlb,
     .write_cr3 = NativeWriteCr3,

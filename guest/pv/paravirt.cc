@@ -13,7 +13,7 @@
 #include "lib/batch.h"
 #include "pv/pv_ops.h"
 
-extern "C" uint64_t PteValCalleeThunk(uint64_t);
+extern "C" uint64_t XenPteValCalleeThunk(uint64_t);
 
 namespace guest {
 namespace {
@@ -103,6 +103,12 @@ void PvWriteGdtEntry(unsigned index, uint64_t desc) {
 
 void PvLoadSp0(uint64_t sp0) { Issue(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, sp0); }
 
+// Xen's pte_pfn_to_mfn: the frame of a present entry through the p2m.
+uint64_t PvMakePte(uint64_t val) {
+  if (val & kPtePresent) ++g_kc.p2m_lookups;
+  return PhysmapMakePte(g_pv_physmap, val);
+}
+
 mvmm_mmu_update g_single_req;
 
 void PvSetPte(uint64_t* ptep, uint64_t val) {
@@ -156,7 +162,8 @@ const PvOps kParavirtPvOps = {
     .write_gdt_entry = PvWriteGdtEntry,
     .load_sp0 = PvLoadSp0,
     .set_pte = PvSetPte,
-    .pte_val = PteValCalleeThunk,
+    .make_pte = PvMakePte,
+    .pte_val = XenPteValCalleeThunk,
     .flush_tlb = PvFlushTlb,
     .write_cr3 = PvWriteCr3,
     .start_context_switch = PvEnterLazy,
@@ -183,3 +190,11 @@ void PvSharedIrqInit(PvOps* ops, uint64_t vcpu_info_gpa) {
 }
 
 }  // namespace guest
+
+// The C body behind XenPteValCalleeThunk (arch/entry.S), the pv pte_val:
+// Xen's pte_mfn_to_pfn, the frame of a present entry through the m2p. The
+// patched call sites do the same inline (PvPatchCallSites).
+extern "C" uint64_t XenPteValC(uint64_t pte) {
+  if (pte & guest::kPtePresent) ++guest::g_kc.m2p_lookups;
+  return guest::PhysmapPteVal(guest::g_pv_physmap, pte);
+}

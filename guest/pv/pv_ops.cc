@@ -1,6 +1,7 @@
 #include "pv/pv_ops.h"
 
 #include "kernel/boot.h"
+#include "kernel/mem.h"
 #include "kernel/panic.h"
 
 extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];
@@ -8,14 +9,17 @@ extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];
 namespace guest {
 
 PvOps pv_ops;
+Physmap g_pv_physmap;
 
 namespace {
 Variant g_variant[kPvOpCount];
 bool g_irq_shared = false;
+bool g_pv_backend = false;
 }  // namespace
 
 void PvOpsInit(const Config& config) {
-  pv_ops = config.backend == Backend::kPv ? kParavirtPvOps : kNativePvOps;
+  g_pv_backend = config.backend == Backend::kPv;
+  pv_ops = g_pv_backend ? kParavirtPvOps : kNativePvOps;
   for (int i = 0; i < kPvOpCount; ++i) g_variant[i] = config.variant[i];
   // The command-line parser refuses irq:shared with backend=native.
   g_irq_shared = config.backend == Backend::kPv && config.Get(PvOp::kIrq) == Variant::kShared;
@@ -23,6 +27,13 @@ void PvOpsInit(const Config& config) {
 }
 
 bool PvIrqShared() { return g_irq_shared; }
+
+void PvPhysmapInit(uint64_t pool_pa, uint64_t* pt) {
+  if (!g_pv_backend) return;
+  GUEST_ASSERT(pool_pa % (kPhysmapPoolPages * kPageSize) == 0);
+  PhysmapInit(&g_pv_physmap, pool_pa / kPageSize);
+  for (uint64_t i = 0; i < kPhysmapPoolPages; ++i) pt[i] = PhysmapMakePte(g_pv_physmap, pt[i]);
+}
 
 Variant PvVariant(PvOp op) { return g_variant[static_cast<int>(op)]; }
 
@@ -44,19 +55,82 @@ void ArchIrqRestore(uint64_t flags) {
   }
 }
 
+namespace {
+
+// The flags of an entry, as a word in memory: the inline pte_val below masks
+// with it (x86 has no 64-bit immediate for `and`).
+const uint64_t kFlagsMaskWord = kPteFlagsMask;
+
+struct SiteTemplate {
+  const uint8_t* start;
+  const uint8_t* end;
+};
+
+// The inline forms of pte_val a site is patched to, assembled into .rodata
+// (copied, never run in place): they use absolute addresses only, no
+// RIP-relative ones, and clobber only RAX and the flags, as the call did.
+// - native: `mov %rdi,%rax`, the identity;
+// - pv: Xen's pte_mfn_to_pfn: a not-present entry as is; otherwise counts
+//   the lookup in m2p_lookups and replaces the frame by its m2p entry when
+//   it lies in the pool (PhysmapPteVal), saving RDX around it.
+// (noclone: the labels are defined once.)
+__attribute__((noinline, noclone)) void PteValTemplates(SiteTemplate* native, SiteTemplate* pv) {
+  const uint8_t *native_start, *native_end, *pv_start, *pv_end;
+  asm(".pushsection .rodata.pte_val_templates,\"a\"\n"
+      "1: mov %%rdi, %%rax\n"
+      "2:\n"
+      "3: mov %%rdi, %%rax\n"
+      "   test $1, %%al\n"
+      "   jz 9f\n"
+      "   incq %c[count]\n"
+      "   push %%rdx\n"
+      "   mov %%rdi, %%rdx\n"
+      "   shl $12, %%rdx\n"
+      "   shr $24, %%rdx\n"        // rdx = mfn
+      "   sub %c[first], %%rdx\n"  // rdx = its pool index (huge if below)
+      "   cmp $%c[pages] - 1, %%rdx\n"
+      "   ja 8f\n"  // outside the pool: mfn == pfn, keep the entry
+      "   mov %c[m2p](,%%rdx,8), %%rdx\n"
+      "   and %c[mask], %%rax\n"
+      "   shl $12, %%rdx\n"
+      "   or %%rdx, %%rax\n"
+      "8: pop %%rdx\n"
+      "9:\n"
+      ".popsection\n"
+      "lea 1b(%%rip), %[ns]\n"
+      "lea 2b(%%rip), %[ne]\n"
+      "lea 3b(%%rip), %[ps]\n"
+      "lea 9b(%%rip), %[pe]\n"
+      : [ns] "=r"(native_start), [ne] "=r"(native_end), [ps] "=r"(pv_start), [pe] "=r"(pv_end)
+      : [count] "i"(&g_kc.m2p_lookups), [first] "i"(&g_pv_physmap.pool_first),
+        [m2p] "i"(&g_pv_physmap.m2p[0]), [mask] "i"(&kFlagsMaskWord),
+        [pages] "i"(kPhysmapPoolPages));
+  *native = {native_start, native_end};
+  *pv = {pv_start, pv_end};
+}
+
+}  // namespace
+
 uint64_t PvPatchCallSites() {
-  // Each record: {address, length}. The site is `call *pv_ops.pte_val`
-  // (6 or 7 bytes); the native form is `mov %rdi,%rax` (3 bytes) padded with
-  // single-byte nops. The kernel text is mapped writable by our own tables.
+  // Each record: {address, length}. The site is `call *pv_ops.pte_val`, a
+  // short jump to its end and padding (kPteValSiteBytes in all); it becomes
+  // the backend's inline pte_val, then a short jump over what is left. The
+  // kernel text is mapped writable by our own tables.
+  SiteTemplate native, pv;
+  PteValTemplates(&native, &pv);
+  const SiteTemplate& t = g_pv_backend ? pv : native;
+  uint64_t tlen = static_cast<uint64_t>(t.end - t.start);
   uint64_t n = 0;
   for (const uint64_t* rec = __parainstructions_start; rec + 1 < __parainstructions_end; rec += 2) {
     uint8_t* site = reinterpret_cast<uint8_t*>(rec[0]);
     uint64_t len = rec[1];
-    GUEST_ASSERT(len >= 3 && len <= 16);
-    site[0] = 0x48;
-    site[1] = 0x89;
-    site[2] = 0xf8;
-    for (uint64_t i = 3; i < len; ++i) site[i] = 0x90;
+    GUEST_ASSERT(len == kPteValSiteBytes && tlen + 2 <= len);
+    void* dst = site;
+    const void* src = t.start;
+    uint64_t count = tlen;
+    asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(count) : : "memory");
+    site[tlen] = 0xeb;  // jmp to the end of the site
+    site[tlen + 1] = static_cast<uint8_t>(len - tlen - 2);
     ++n;
   }
   return n;
@@ -64,6 +138,7 @@ uint64_t PvPatchCallSites() {
 
 }  // namespace guest
 
-// The C body behind PteValCalleeThunk (arch/entry.S). pte values are
-// guest-physical on both backends (no pseudo-physical translation here).
+// The C body behind PteValCalleeThunk (arch/entry.S), the native pte_val:
+// entries hold the frames the kernel uses (no translation, as on bare
+// metal).
 extern "C" uint64_t PteValC(uint64_t pte) { return pte; }

@@ -10,6 +10,7 @@
 
 #include "kernel/counters.h"
 #include "lib/cmdline.h"
+#include "lib/physmap.h"
 
 namespace guest {
 
@@ -36,9 +37,14 @@ struct PvOps {
   void (*write_gdt_entry)(unsigned index, uint64_t desc);
   void (*load_sp0)(uint64_t sp0);
 
-  // Page tables. pte_val has the callee-save convention (PVOP_CALLEE):
-  // it is only ever called from PvPteVal()'s asm, which clobbers only RAX.
+  // Page tables. Entries hold machine frames; the kernel speaks
+  // pseudo-physical ones (lib/physmap.h): make_pte turns a pseudo-physical
+  // entry into the machine one to write, pte_val a written entry back.
+  // Both are the identity under native. pte_val has the callee-save
+  // convention (PVOP_CALLEE): it is only ever called from PvPteVal()'s asm,
+  // which clobbers only RAX.
   void (*set_pte)(uint64_t* ptep, uint64_t val);
+  uint64_t (*make_pte)(uint64_t val);
   uint64_t (*pte_val)(uint64_t pte);
   void (*flush_tlb)();
   // Loads the page-table base (CR3) with the top-level table at
@@ -110,27 +116,50 @@ inline void SetPte(uint64_t* ptep, uint64_t val) {
   pv_ops.set_pte(ptep, val);
 }
 
+// Linux __pte / pfn_pte: the entry to write for pseudo-physical `val`.
+inline uint64_t MakePte(uint64_t val) { return pv_ops.make_pte(val); }
+
+// The bytes reserved at each pte_val call site: the indirect call, a short
+// jump over the rest, and room for the longest inline replacement
+// (PvPatchCallSites).
+inline constexpr uint64_t kPteValSiteBytes = 80;
+
 // pte_val through the indirect pv_ops call behind the callee-save thunk.
 // Each call site is recorded in .parainstructions so that pte_flags=patched
-// can rewrite it at boot to `mov %rdi,%rax` (PvPatchCallSites).
+// can rewrite it at boot into the backend's inline pte_val
+// (PvPatchCallSites).
 __attribute__((always_inline)) inline uint64_t PvPteVal(uint64_t pte) {
   uint64_t ret;
   asm volatile(
       "771: call *%[op]\n"
+      ".byte 0xeb, 772f - 773f\n"  // jmp 772f
+      "773: .skip %c[site] - (773b - 771b), 0xcc\n"
       "772:\n"
       ".pushsection .parainstructions,\"a\"\n"
       ".quad 771b\n"
       ".quad 772b - 771b\n"
       ".popsection\n"
       : "=a"(ret)
-      : [op] "m"(pv_ops.pte_val), "D"(pte)
+      : [op] "m"(pv_ops.pte_val), "D"(pte), [site] "i"(kPteValSiteBytes)
       : "memory");
   return ret;
 }
 
-// Rewrites every recorded pte_val call site to the inline identity. Returns
-// the number of sites patched.
+// Rewrites every recorded pte_val call site into the backend's pte_val,
+// inline: `mov %rdi,%rax` under native (Linux's patch of
+// _paravirt_ident_64), the m2p lookup under pv. Returns the number of sites
+// patched.
 uint64_t PvPatchCallSites();
+
+// The pv backend's p2m and m2p (lib/physmap.h). Meaningful under
+// backend=pv once PvPhysmapInit has run.
+extern Physmap g_pv_physmap;
+
+// Under backend=pv: builds the p2m and m2p for the pool of
+// kPhysmapPoolPages frames at `pool_pa` and rewrites `pt`, the boot table
+// mapping the pool (not live yet, entries pointing at their own
+// pseudo-physical frames), to machine frames. Does nothing under native.
+void PvPhysmapInit(uint64_t pool_pa, uint64_t* pt);
 
 // True when batching is on and the pv backend queues operations.
 bool PvBatching();

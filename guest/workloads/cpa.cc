@@ -3,10 +3,18 @@
 // the TLB, verify, then clear NX the same way. Each walk runs in lazy MMU
 // mode, so with batch=on under pv its R mmu_updates go out as one
 // multicall (per MulticallBatch::kCapacity entries).
+// Each new entry is built as Linux's __change_page_attr builds it,
+// pfn_pte(pte_pfn(old), new flags): pte_val (the m2p under pv) for the
+// frame, make_pte (the p2m) for the value written. The arena is the pool
+// whose machine frames differ from its pseudo-physical ones under pv
+// (lib/physmap.h), and MemInit tagged each page with its own address, so a
+// translation that is wrong either way maps the page at another frame and
+// the tag check after the walk sees another page's tag.
 // A separate timing loop measures pte_flags() alone (calls x R per round).
 #include "arch/cpu.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/sched.h"
 #include "kernel/syscall.h"
 #include "kernel/syscall_abi.h"
 #include "pv/pv_ops.h"
@@ -16,7 +24,8 @@ namespace guest {
 namespace {
 
 // pte_flags() as Linux spells it: pte_val() (a pv op) masked inline.
-// naive and patched share the recorded call site; optimized is pte_attrs.
+// naive and patched share the recorded call site; optimized is pte_attrs:
+// the flags need no translation.
 template <Variant V>
 uint64_t PteFlags(uint64_t pte) {
   ++g_kc.pte_flags_calls;
@@ -27,23 +36,46 @@ uint64_t PteFlags(uint64_t pte) {
   }
 }
 
+// The pseudo-physical address of the page a present entry maps: Linux's
+// pte_pfn(), pte_val() through a recorded call site in every variant.
+uint64_t PtePhys(uint64_t pte) { return PvPteVal(pte) & kPteAddrMask; }
+
 template <Variant V>
 uint64_t Walk(const Arena& arena, uint64_t pages, bool set_nx) {
   uint64_t changed = 0;
   pv_ops.enter_lazy_mmu();
   for (uint64_t p = 0; p < pages; ++p) {
-    uint64_t* ptep = LookupPte(arena.start + p * kPageSize);
+    uint64_t va = arena.start + p * kPageSize;
+    uint64_t* ptep = LookupPte(va);
     GUEST_ASSERT(ptep != nullptr);
     uint64_t pte = *ptep;
-    bool has_nx = (PteFlags<V>(pte) & kPteNx) != 0;
+    uint64_t flags = PteFlags<V>(pte);
+    // Every variant must give the entry's own flags bits.
+    if (flags != (pte & kPteFlagsMask)) SelfCheckFailed(g_current, kCheckPteFlags);
+    bool has_nx = (flags & kPteNx) != 0;
     if (has_nx != set_nx) {
-      SetPte(ptep, set_nx ? (pte | kPteNx) : (pte & ~kPteNx));
+      // The kernel maps its pages at their pseudo-physical addresses.
+      uint64_t pa = PtePhys(pte);
+      if (pa != va) SelfCheckFailed(g_current, kCheckPteVal);
+      SetPte(ptep, MakePte(pa | (set_nx ? (flags | kPteNx) : (flags & ~kPteNx))));
       ++changed;
     }
   }
   pv_ops.leave_lazy_mmu();
   pv_ops.flush_tlb();
   return changed;
+}
+
+// After a walk: NX as asked in every entry, and every page (read through
+// its new entry) holds the tag MemInit stored at its frame.
+void CheckWalk(const Arena& arena, uint64_t pages, bool nx) {
+  for (uint64_t p = 0; p < pages; ++p) {
+    uint64_t va = arena.start + p * kPageSize;
+    bool has_nx = (*LookupPte(va) & kPteNx) != 0;
+    if (has_nx != nx)
+      Panic(nx ? "cpa: NX not set after the walk" : "cpa: NX still set after the walk");
+    if (*reinterpret_cast<volatile uint64_t*>(va) != va) SelfCheckFailed(g_current, kCheckPageData);
+  }
 }
 
 template <Variant V>
@@ -61,27 +93,21 @@ uint64_t TimePteFlags(const Arena& arena, uint64_t pages, uint64_t calls, uint64
 struct CpaResult {
   uint64_t changed;
   uint64_t tsc;
+  uint64_t flags_sum;  // of the timed pte_flags() results
 };
 
 template <Variant V>
 CpaResult Run(const Arena& arena, uint64_t pages, uint64_t rounds, uint64_t calls,
               uint64_t* checks) {
-  CpaResult r = {0, 0};
+  CpaResult r = {0, 0, 0};
   for (uint64_t i = 0; i < rounds; ++i) {
     r.changed += Walk<V>(arena, pages, true);
-    for (uint64_t p = 0; p < pages; ++p) {
-      if (!(*LookupPte(arena.start + p * kPageSize) & kPteNx))
-        Panic("cpa: NX not set after the walk");
-    }
+    CheckWalk(arena, pages, true);
     r.changed += Walk<V>(arena, pages, false);
-    for (uint64_t p = 0; p < pages; ++p) {
-      if (*LookupPte(arena.start + p * kPageSize) & kPteNx)
-        Panic("cpa: NX still set after the walk");
-    }
+    CheckWalk(arena, pages, false);
     *checks += 2;
   }
-  uint64_t sink;
-  r.tsc = TimePteFlags<V>(arena, pages, calls, &sink);
+  r.tsc = TimePteFlags<V>(arena, pages, calls, &r.flags_sum);
   return r;
 }
 
@@ -108,6 +134,7 @@ void RunCpa(const WorkloadArgs& args) {
   rec.Put("walks", 2 * rounds);
   rec.Put("ptes_changed", r.changed);
   rec.Put("timed_calls", calls * pages);
+  rec.Put("flags_sum", r.flags_sum);
   rec.PutTiming(calls * pages, r.tsc, EmptyLoopTsc(calls * pages));
   rec.Finish(checks);
 }
