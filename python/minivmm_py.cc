@@ -634,6 +634,7 @@ and propagates from run().)doc")
           py::dict d;
           d["name"] = c.name;
           d["pvops"] = c.pvops;
+          d["pv_only"] = c.pv_only;
           out.append(d);
         }
         return out;
