@@ -16,6 +16,7 @@ struct RunOptions {
   std::string workload;
   std::string cmdline;
   uint32_t timer_hz = 0;
+  uint32_t cpus = 1;
   double timeout_seconds = 0;
   std::string json_path;
   std::string trace_path;

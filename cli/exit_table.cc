@@ -1,6 +1,10 @@
 #include "cli/exit_table.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string>
+#include <vector>
 
 #include "cli/report_value.h"
 
@@ -124,6 +128,11 @@ std::string RenderExitTable(const json& record) {
   for (const auto& [name, n] : record["exits"]["by_reason"].items())
     Row(out, name, nullptr, n, "vmm");
   Row(out, "total", nullptr, record["exits"]["total"], "vmm");
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  if (per_vcpu.is_array() && per_vcpu.size() > 1) {
+    for (const json& v : per_vcpu)
+      Row(out, fmt::format("  vCPU {}", v["vcpu"].get<int>()), nullptr, v["total"], "vmm");
+  }
   for (const char* bus : {"pio_by_device", "mmio_by_device"}) {
     for (const auto& [name, n] : record["exits"][bus].items()) {
       if (n.get<uint64_t>() == 0) continue;
@@ -134,11 +143,10 @@ std::string RenderExitTable(const json& record) {
   // What the guest says it did (kernel totals), to set beside the VMM's.
   const json& reports = record["guest"]["reports"];
   bool header = false;
-  for (const char* key :
-       {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
-        "irq_restores_if_set", "irq_restores_if_clear", "irq_enables", "irq_disables", "irq_unmasks",
-        "irq_unmasks_pending", "cr0_writes", "cr3_writes", "timer_irqs", "check.passed",
-        "check.failed"}) {
+  for (const char* key : {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
+                          "irq_restores_if_set", "irq_restores_if_clear", "irq_enables",
+                          "irq_disables", "irq_unmasks", "irq_unmasks_pending", "cr0_writes",
+                          "cr3_writes", "timer_irqs", "check.passed", "check.failed"}) {
     std::string name =
         std::string(key).find('.') == std::string::npos ? std::string("kernel.") + key : key;
     if (!reports.contains(name)) continue;
@@ -163,6 +171,33 @@ std::string RenderExitTable(const json& record) {
     }
   }
   return out;
+}
+
+std::string VcpuStopLine(const json& record) {
+  const json& result = record["result"];
+  const json& vcpus = result["vcpus"];
+  std::string line = fmt::format("{} vCPUs: ", vcpus.size());
+  const json& by = result["stopped_by_vcpu"];
+  if (by.is_null()) {
+    line += fmt::format("the host stopped the run ({})", result["stop_reason"].get<std::string>());
+  } else {
+    line += fmt::format("vCPU {} stopped the run ({})", by.get<int>(),
+                        result["stop_reason"].get<std::string>());
+  }
+  std::vector<std::string> idle, other;
+  for (const json& v : vcpus) {
+    const std::string n = std::to_string(v["vcpu"].get<int>());
+    if (v["idle"].get<bool>()) {
+      idle.push_back(n);
+    } else if (!v["with_vm"].get<bool>() && (by.is_null() || v["vcpu"] != by) &&
+               v["stop_reason"] != result["stop_reason"]) {
+      // Stopped by itself at the same time, for another reason.
+      other.push_back(fmt::format("vCPU {} {}", n, v["stop_reason"].get<std::string>()));
+    }
+  }
+  if (!idle.empty()) line += fmt::format("; idle: vCPU {}", fmt::join(idle, ", "));
+  if (!other.empty()) line += fmt::format("; also: {}", fmt::join(other, ", "));
+  return line;
 }
 
 }  // namespace minivmm::cli

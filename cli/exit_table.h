@@ -12,6 +12,11 @@ namespace minivmm::cli {
 
 std::string RenderExitTable(const nlohmann::json& record);
 
+// One line on how the vCPUs stopped, from the record's result.vcpus: which
+// vCPU stopped the run (or that the host did) and which were idle, e.g.
+// "4 vCPUs: vCPU 3 stopped the run (triple fault); idle: vCPU 1, 2".
+std::string VcpuStopLine(const nlohmann::json& record);
+
 }  // namespace minivmm::cli
 
 #endif  // MINIVMM_CLI_EXIT_TABLE_H_

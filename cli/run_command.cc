@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "fmt/format.h"
 #include "minivmm/host_info.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/boot.h"
 
 namespace minivmm::cli {
 namespace {
@@ -44,7 +46,7 @@ void OnStopSignal(int signo) {
 
 void PrintCrashReport(const RunResult& result) {
   fmt::print(stderr, "minivmm: {}\n", result.detail);
-  fmt::print(stderr, "vCPU 0 registers:\n");
+  fmt::print(stderr, "vCPU {} registers:\n", std::max(result.stopped_by_vcpu, 0));
   int column = 0;
   for (const auto& [name, value] : result.registers) {
     fmt::print(stderr, "  {:>6}={:016x}{}", name, value, ++column % 4 == 0 ? "\n" : "");
@@ -66,6 +68,9 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_option("--cmdline", o.cmdline, "Extra guest command-line words");
   app.add_option("--timer-hz", o.timer_hz, "Periodic timer interrupts per second (0 = off)")
       ->check(CLI::Range(0, 10000));
+  app.add_option("--cpus", o.cpus,
+                 "vCPUs, each on a host thread of its own; the workload runs on vCPU 0")
+      ->check(CLI::Range(1u, static_cast<uint32_t>(MVMM_MAX_CPUS)));
   app.add_option("--timeout", o.timeout_seconds, "Stop after this many seconds (0 = never)")
       ->check(CLI::Range(0.0, 1e6));
   app.add_option("--json", o.json_path, "Write the run record (JSON) here");
@@ -96,6 +101,7 @@ int RunCommand(const RunOptions& o) {
   config.memory_bytes = o.memory;
   config.cmdline = GuestCommandLine(o);
   config.timer_hz = o.timer_hz;
+  config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
   if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
   config.console = &console;
@@ -152,6 +158,7 @@ int RunCommand(const RunOptions& o) {
   }
   nlohmann::json record = MakeRunRecord(config, *result, host ? &*host : nullptr, kernel_digest);
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
+  if (result->vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
   if (!o.json_path.empty()) {

@@ -33,7 +33,17 @@ json Exits(const RunResult& r) {
       vcpu_total += n;
       if (n != 0) reasons[std::string(ExitReasonName(static_cast<ExitReason>(i)))] = n;
     }
-    per_vcpu.push_back({{"vcpu", v}, {"total", vcpu_total}, {"by_reason", reasons}});
+    json hypercall_exits = json::object();
+    for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
+      const uint64_t n = r.per_vcpu[v].hc_exits[nr];
+      if (n == 0) continue;
+      const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
+      hypercall_exits[name.empty() ? "nr" + std::to_string(nr) : name] = n;
+    }
+    per_vcpu.push_back({{"vcpu", v},
+                        {"total", vcpu_total},
+                        {"by_reason", reasons},
+                        {"hypercall_exits", hypercall_exits}});
   }
   return {{"source", "vmm"},      {"total", total},         {"by_reason", by_reason},
           {"pio_by_device", pio}, {"mmio_by_device", mmio}, {"per_vcpu", per_vcpu}};
@@ -160,6 +170,24 @@ json HostRecord(const HostInfo& host) {
   return out;
 }
 
+namespace {
+
+// How each vCPU's part of the run ended.
+json VcpuStops(const RunResult& r) {
+  json out = json::array();
+  for (size_t v = 0; v < r.vcpu_stops.size(); ++v) {
+    const VcpuStop& s = r.vcpu_stops[v];
+    out.push_back({{"vcpu", v},
+                   {"stop_reason", std::string(StopReasonName(s.reason))},
+                   {"detail", s.detail},
+                   {"with_vm", s.with_vm},
+                   {"idle", s.idle}});
+  }
+  return out;
+}
+
+}  // namespace
+
 json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* host,
                    const std::string& kernel_digest) {
   json provenance = {{"tool", "minivmm"},
@@ -182,11 +210,14 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"kernel", config.kernel_path},
         {"cmdline", config.cmdline},
         {"timer_hz", config.timer_hz},
+        {"cpus", config.cpus},
         {"analyse_waste", config.analyse_waste}}},
       {"result",
        {{"stop_reason", std::string(StopReasonName(r.reason))},
         {"exit_code", r.exit_code},
         {"detail", r.detail},
+        {"stopped_by_vcpu", r.stopped_by_vcpu < 0 ? json(nullptr) : json(r.stopped_by_vcpu)},
+        {"vcpus", VcpuStops(r)},
         {"elapsed_ns", absl::ToInt64Nanoseconds(r.elapsed)},
         {"guest_tsc_khz", r.guest_tsc_khz},
         {"registers", registers},

@@ -1,5 +1,7 @@
 // --trace: every exit of a run, streamed to a file as it happens. Only built
 // when asked for; the run loop's observer hook costs one branch otherwise.
+// With several vCPUs, Write is called from each vCPU's thread but never from
+// two at once (Vm::SetExitObserver), so the writer takes no lock.
 //
 // Formats (docs/trace.md):
 //   jsonl     one JSON line per exit (sequence, reason, port or address,
@@ -18,8 +20,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "minivmm/vm.h"
+#include "nlohmann/json.hpp"
 
 namespace minivmm::cli {
 

@@ -7,8 +7,8 @@
 #include "absl/strings/str_format.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
-#include "vmm/elf/elf_loader.h"
 #include "vmm/core/status_macros.h"
+#include "vmm/elf/elf_loader.h"
 #include "vmm/vm_state.h"
 
 #ifndef MINIVMM_BUILD_GUEST_ELF
@@ -41,6 +41,9 @@ absl::Status ValidateConfig(const VmConfig& config) {
                                                       config.cmdline.size(), MVMM_CMDLINE_MAX));
   if (config.timeout <= absl::ZeroDuration())
     return absl::InvalidArgumentError("timeout must be positive");
+  if (config.cpus < 1 || config.cpus > MVMM_MAX_CPUS)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%u vCPUs: must be between 1 and %u", config.cpus, MVMM_MAX_CPUS));
   return absl::OkStatus();
 }
 
@@ -99,21 +102,29 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
         config.kernel_path, loaded->entry, loaded->entry_gpa));
   WriteInitialGdt(state->gdt_page.span());
   ASSIGN_OR_RETURN(uint64_t cr3, WriteIdentityPageTables(memory));
-  RETURN_IF_ERROR(WriteTss(memory));
-  RETURN_IF_ERROR(WriteBootInfo(memory, {config.cmdline, loaded->end_gpa, config.timer_hz}));
+  RETURN_IF_ERROR(WriteTss(memory, config.cpus));
+  RETURN_IF_ERROR(
+      WriteBootInfo(memory, {config.cmdline, loaded->end_gpa, config.timer_hz, config.cpus}));
 
-  ASSIGN_OR_RETURN(state->vcpu, state->vm.CreateVcpu(state->kvm, 0));
-  RETURN_IF_ERROR(state->vcpu->SetSupportedCpuid(state->kvm.fd()));
-  LongModeBoot boot;
-  boot.rip = loaded->entry;
-  boot.rsp = MVMM_BOOT_STACK_TOP;
-  boot.rdi = MVMM_BOOT_INFO_GPA;
-  boot.cr3 = cr3;
-  boot.gdt_base = MVMM_GDT_GPA;
-  boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
-  boot.tss_base = MVMM_TSS_GPA;
-  RETURN_IF_ERROR(state->vcpu->SetLongModeBoot(boot));
-  state->signals.vcpu.store(state->vcpu.get(), std::memory_order_release);
+  // Every vCPU enters at the same point, told its number in RSI, with its
+  // own stack and TSS (minivmm_abi/boot.h).
+  for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
+    ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,
+                     state->vm.CreateVcpu(state->kvm, static_cast<int>(cpu)));
+    RETURN_IF_ERROR(vcpu->SetSupportedCpuid(state->kvm.fd()));
+    LongModeBoot boot;
+    boot.rip = loaded->entry;
+    boot.rsp = MVMM_CPU_STACK_TOP(cpu);
+    boot.rdi = MVMM_BOOT_INFO_GPA;
+    boot.rsi = cpu;
+    boot.cr3 = cr3;
+    boot.gdt_base = MVMM_GDT_GPA;
+    boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
+    boot.tss_base = MVMM_CPU_TSS_GPA(cpu);
+    RETURN_IF_ERROR(vcpu->SetLongModeBoot(boot));
+    state->signals[cpu]->vcpu.store(vcpu.get(), std::memory_order_release);
+    state->vcpus.push_back(std::move(vcpu));
+  }
 
   State& s = *state;
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_HYPERCALL_PORT, 4, &s.hypercall_port).status());
@@ -144,7 +155,9 @@ absl::Status Vm::RegisterMmioDevice(uint64_t base, uint64_t length, IoDevice* de
 
 void Vm::SetExitObserver(ExitObserver observer) { state_->observer = std::move(observer); }
 
-void Vm::RequestStop() { state_->signals.RequestStop(); }
+void Vm::RequestStop() {
+  for (const auto& s : state_->signals) s->RequestStop();
+}
 
 std::string_view StopReasonName(StopReason reason) {
   switch (reason) {

@@ -1,7 +1,12 @@
-// Vm::Run: binds the vCPU to the calling thread, starts the timer and the
-// watchdog, runs the loop and collects the result.
+// Vm::Run: binds vCPU 0 to the calling thread and every other vCPU to a
+// thread of its own, starts the timer and the watchdog, runs one loop per
+// vCPU, stops them all when one stops, and collects the result.
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <thread>
 
+#include "absl/strings/str_format.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/run/run_loop.h"
 #include "vmm/vm_state.h"
@@ -9,13 +14,34 @@
 namespace minivmm {
 namespace {
 
-std::vector<HostCounter> Delta(const std::vector<std::pair<std::string, uint64_t>>& before,
-                               const std::vector<std::pair<std::string, uint64_t>>& after) {
+using HostStats = std::vector<std::pair<std::string, uint64_t>>;
+
+// Adds after - before of each counter into `sum`, which keeps the order in
+// which counters first appear.
+void AddDelta(const HostStats& before, const HostStats& after, std::vector<HostCounter>& sum) {
   std::map<std::string, uint64_t> start(before.begin(), before.end());
-  std::vector<HostCounter> out;
-  for (const auto& [name, value] : after) out.push_back({name, value - start[name]});
-  return out;
+  for (const auto& [name, value] : after) {
+    const uint64_t delta = value - start[name];
+    auto it = std::find_if(sum.begin(), sum.end(),
+                           [&name](const HostCounter& c) { return c.name == name; });
+    if (it == sum.end()) {
+      sum.push_back({name, delta});
+    } else {
+      it->delta += delta;
+    }
+  }
 }
+
+bool StoppedByHost(StopReason reason) {
+  return reason == StopReason::kTimeout || reason == StopReason::kStopRequested;
+}
+
+// One vCPU's part of the run.
+struct VcpuRun {
+  std::unique_ptr<RunLoop> loop;
+  RunStop stop{StopReason::kVmmError, "the vCPU did not run"};
+  HostStats host_before;
+};
 
 }  // namespace
 
@@ -23,8 +49,30 @@ absl::StatusOr<RunResult> Vm::Run() {
   State& s = *state_;
   if (s.ran) return absl::FailedPreconditionError("Vm::Run may be called once per VM");
   s.ran = true;
-  RETURN_IF_ERROR(s.vcpu->BindToCurrentThread());
-  ASSIGN_OR_RETURN(auto host_before, s.vcpu->ReadStats());
+  const uint32_t cpus = static_cast<uint32_t>(s.vcpus.size());
+  std::vector<VcpuRun> runs(cpus);
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    runs[cpu].loop = std::make_unique<RunLoop>(RunLoopParts{
+        *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu], [&s] { return s.timer.CanFire(); },
+        HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
+        &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr});
+  }
+  RETURN_IF_ERROR(s.vcpus[0]->BindToCurrentThread());
+  ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());
+
+  // The first vCPU to stop by itself stops the others.
+  absl::Mutex stop_mu;
+  std::optional<uint32_t> first_stop;
+  auto stopped = [&](uint32_t cpu) {
+    if (runs[cpu].stop.vm_stopped) return;
+    {
+      absl::MutexLock lock(&stop_mu);
+      if (first_stop) return;
+      first_stop = cpu;
+    }
+    for (uint32_t other = 0; other < cpus; ++other)
+      if (other != cpu) s.signals[other]->VmStopped();
+  };
 
   std::optional<VmTimer::Clock::duration> timeout;
   if (s.config.timeout != absl::InfiniteDuration())
@@ -32,36 +80,65 @@ absl::StatusOr<RunResult> Vm::Run() {
   absl::Time start = absl::Now();
   s.timer.Start(s.config.timer_hz, timeout);
 
-  RunLoop loop(RunLoopParts{
-      *s.vcpu, s.pio_bus, s.mmio_bus, s.signals, [&s] { return s.timer.CanFire(); },
-      HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
-      &s.observer, s.config.analyse_waste});
-  RunStop stop = loop.LoopOn(*s.vcpu);
+  std::vector<std::thread> threads;
+  for (uint32_t cpu = 1; cpu < cpus; ++cpu) {
+    threads.emplace_back([&s, &runs, &stopped, cpu] {
+      KvmVcpu& vcpu = *s.vcpus[cpu];
+      VcpuRun& run = runs[cpu];
+      if (absl::Status bound = vcpu.BindToCurrentThread(); !bound.ok()) {
+        run.stop = RunStop{StopReason::kVmmError, bound.ToString()};
+      } else {
+        run.host_before = vcpu.ReadStats().value_or(HostStats{});
+        run.stop = run.loop->LoopOn(vcpu);
+        vcpu.UnbindFromThread();
+      }
+      stopped(cpu);
+    });
+  }
+  runs[0].stop = runs[0].loop->LoopOn(*s.vcpus[0]);
+  stopped(0);
+  for (std::thread& t : threads) t.join();
   // No timer may kick the thread once it is given back to the caller.
   s.timer.Stop();
-  s.vcpu->UnbindFromThread();
+  s.vcpus[0]->UnbindFromThread();
 
   RunResult result;
+  const uint32_t by = first_stop.value_or(0);
+  const RunStop& stop = runs[by].stop;
   result.reason = stop.reason;
   result.exit_code = stop.exit_code;
   result.detail = stop.detail;
+  result.stopped_by_vcpu = StoppedByHost(stop.reason) ? -1 : static_cast<int>(by);
   result.elapsed = absl::Now() - start;
-  result.per_vcpu = {loop.stats()};
-  for (const ExitStats& v : result.per_vcpu) result.stats.Add(v);
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    const VcpuRun& run = runs[cpu];
+    VcpuStop& vcpu_stop = result.vcpu_stops.emplace_back();
+    vcpu_stop.with_vm = run.stop.vm_stopped;
+    vcpu_stop.reason = run.stop.vm_stopped ? stop.reason : run.stop.reason;
+    vcpu_stop.detail =
+        run.stop.vm_stopped ? absl::StrFormat("stopped with vCPU %u", by) : run.stop.detail;
+    vcpu_stop.idle = run.loop->idle_at_stop();
+    result.per_vcpu.push_back(run.loop->stats());
+    result.stats.Add(run.loop->stats());
+    if (auto host_after = s.vcpus[cpu]->ReadStats(); host_after.ok())
+      AddDelta(run.host_before, *host_after, result.host_counters);
+  }
   for (int i = 0; i < s.pio_bus.device_count(); ++i)
     result.pio_devices.emplace_back(s.pio_bus.DeviceName(i));
   for (int i = 0; i < s.mmio_bus.device_count(); ++i)
     result.mmio_devices.emplace_back(s.mmio_bus.DeviceName(i));
   for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
     result.hypercall_names.emplace_back(s.dispatcher.Name(nr));
-  if (auto host_after = s.vcpu->ReadStats(); host_after.ok())
-    result.host_counters = Delta(host_before, *host_after);
   result.reports = s.reports;
   result.console_tail = s.console.Lines();
-  result.registers = s.vcpu->DumpRegisters();
-  result.guest_tsc_khz = s.vcpu->TscKhz();
+  result.registers =
+      s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
+  result.guest_tsc_khz = s.vcpus[0]->TscKhz();
   result.notes = s.gdt_trap.notes();
-  result.notes.insert(result.notes.end(), loop.notes().begin(), loop.notes().end());
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    for (const std::string& note : runs[cpu].loop->notes())
+      result.notes.push_back(cpu == 0 ? note : absl::StrFormat("vCPU %u: %s", cpu, note));
+  }
   return result;
 }
 

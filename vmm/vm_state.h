@@ -3,7 +3,9 @@
 #define MINIVMM_VMM_VM_STATE_H_
 
 #include <memory>
+#include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "devices/debug_exit.h"
 #include "devices/gdt_trap.h"
 #include "devices/uart16550.h"
@@ -29,7 +31,7 @@ struct Vm::State {
 
   KvmSystem kvm;
   KvmVm vm;
-  std::unique_ptr<KvmVcpu> vcpu;
+  std::vector<std::unique_ptr<KvmVcpu>> vcpus;  // indexed by vCPU number
 
   ConsoleTail console;
   GuestReports reports;
@@ -42,7 +44,11 @@ struct Vm::State {
   GdtTrap gdt_trap;
   ExitObserver observer;
 
-  VmSignals signals;
+  // One per vCPU, fixed once Create returns (RequestStop reads the vector
+  // from signal handlers). The timer's interrupts go to vCPU 0's.
+  std::vector<std::unique_ptr<VmSignals>> signals;
+  // Held while an exit is handled when there are several vCPUs (run_loop.h).
+  absl::Mutex big_lock;
   VmTimer timer;
 
   bool ran = false;
@@ -58,7 +64,12 @@ struct Vm::State {
         console(cfg.console),
         uart(&console),
         gdt_trap(gdt_page.span()),
-        timer([this] { signals.RaiseInterrupt(); }, [this] { signals.TimeOut(); }) {}
+        timer([this] { signals[0]->RaiseInterrupt(); },
+              [this] {
+                for (const auto& s : signals) s->TimeOut();
+              }) {
+    for (uint32_t i = 0; i < cfg.cpus; ++i) signals.push_back(std::make_unique<VmSignals>());
+  }
 };
 
 }  // namespace minivmm

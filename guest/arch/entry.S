@@ -8,10 +8,14 @@
   .globl _start
   .type _start, @function
 /* Entered by the VMM in 64-bit mode (docs/design.md "Boot"): RDI = boot_info gpa,
- * RSP = VMM boot stack, IF = 0. */
+ * RSI = CPU number, RSP = that CPU's VMM stack, IF = 0. Every CPU starts here
+ * at once; a secondary CPU (RSI != 0) stays on its VMM stack and must not
+ * touch BSS, which the boot CPU is about to zero (kernel/smp.cc). */
 _start:
   cli
   cld
+  test %rsi, %rsi
+  jnz 2f
   mov %rdi, %r12
   /* Zero BSS with one rep stosq: every ring-0 instruction is emulated, so a
    * C loop would cost ~10x more. The linker script 8-aligns both ends. */
@@ -27,6 +31,10 @@ _start:
   call KernelMain
 1:
   ud2
+  jmp 1b
+2:
+  xor %ebp, %ebp
+  call ApMain                      /* (boot_info, cpu) */
   jmp 1b
 
   .text

@@ -45,6 +45,10 @@ void SetGate(int vector, uint64_t handler, int dpl) {
 void IdtInit() {
   for (int v = 0; v <= 32; ++v) SetGate(v, trap_stub_table[v], v == kVectorBp ? 3 : 0);
   SetGate(kVectorSyscall, trap_stub_syscall, 3);
+  IdtLoad();
+}
+
+void IdtLoad() {
   IdtPointer ptr = {sizeof(g_idt) - 1, reinterpret_cast<uint64_t>(g_idt)};
   asm volatile("lidt %0" ::"m"(ptr));
 }

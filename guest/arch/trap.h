@@ -28,6 +28,8 @@ inline constexpr uint64_t kVectorSyscall = 0x80;
 // Installs the IDT: exception stubs for 0-31, the timer at 0x20, and a
 // DPL-3 gate at 0x80 for system calls.
 void IdtInit();
+// Loads the IDT IdtInit built on this CPU (a secondary CPU's: all share it).
+void IdtLoad();
 
 }  // namespace guest
 

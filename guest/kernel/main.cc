@@ -9,6 +9,7 @@
 #include "kernel/panic.h"
 #include "kernel/report.h"
 #include "kernel/sched.h"
+#include "kernel/smp.h"
 #include "kernel/switch.h"
 #include "pv/pv_ops.h"
 #include "user/ring_task.h"
@@ -69,6 +70,10 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   g_boot.first_free = bi->first_free_gpa;
   g_boot.timer_hz = bi->timer_hz;
   g_boot.vcpu_info_gpa = bi->vcpu_info_gpa;
+  // 0 from a VMM older than the field: one CPU.
+  const uint32_t nr_cpus = bi->nr_cpus == 0 ? 1 : bi->nr_cpus;
+  if (nr_cpus > MVMM_MAX_CPUS) BadBootInfo("boot_info nr_cpus above MVMM_MAX_CPUS");
+  if (!SmpBoot(nr_cpus)) BadBootInfo("a secondary CPU could not register its runstate area");
   uint64_t len = bi->cmdline_len;
   if (len > MVMM_CMDLINE_MAX) len = MVMM_CMDLINE_MAX;
   StrView line =

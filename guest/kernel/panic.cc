@@ -6,8 +6,9 @@
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
 #include "kernel/report.h"
-#include "pv/pv_ops.h"
+#include "kernel/smp.h"
 #include "minivmm_abi/boot.h"
+#include "pv/pv_ops.h"
 #include "workloads/workload.h"
 
 namespace guest {
@@ -28,6 +29,7 @@ void SendFinalReport(int code) {
   r.Kv("kernel.console.bytes", cs.bytes);
   r.Kv("kernel.ring3_nm", g_boot.ring3_nm ? 1 : 0);
   r.Kv("kernel.patched_sites", g_boot.patched_sites);
+  AppendSmpReport(&r);
   KernelCounters zero = {};
   AppendCounterDeltas("kernel", zero, g_kc, &r);
   HypercallCounts c = g_hc;

@@ -18,6 +18,8 @@ struct ExitContext {
   // The wasted-exit analysis, when the run asked for it; handlers and
   // devices describe each operation they apply to it (hypercalls/waste.h).
   WasteLog* waste = nullptr;
+  // The exiting vCPU's number (0 = the boot CPU), as its RSI at entry said.
+  uint32_t vcpu_id = 0;
 };
 
 }  // namespace minivmm

@@ -18,7 +18,7 @@ namespace minivmm {
 
 // One exit, as seen by an exit observer (and --trace).
 struct ExitEvent {
-  uint64_t sequence = 0;
+  uint64_t sequence = 0;  // this vCPU's exits before this one (counted per vCPU)
   ExitReason reason = ExitReason::kIo;
   uint64_t address = 0;  // port or guest-physical address; 0 otherwise
   bool is_write = false;

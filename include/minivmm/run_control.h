@@ -24,6 +24,11 @@ struct RunControl {
   // evtchn_upcall_mask and sets its evtchn_upcall_pending (minivmm_abi/boot.h).
   // Checked at registration: 64-byte aligned and inside guest RAM.
   std::optional<uint64_t> vcpu_info_gpa;
+  // The guest-physical address of the vCPU's struct mvmm_vcpu_runstate once
+  // the guest registered it (vcpu_op): the run loop writes the state into it
+  // when the vCPU blocks and wakes. Checked at registration: 8-byte aligned
+  // and inside guest RAM.
+  std::optional<uint64_t> runstate_gpa;
 
   void Shutdown(int code) {
     request = VcpuRequest::kShutdown;

@@ -30,6 +30,20 @@ struct HostCounter {
   uint64_t delta;  // over the run; host-dependent (docs/hosts.md)
 };
 
+// How one vCPU's part of the run ended.
+struct VcpuStop {
+  // Its own stop (a guest shutdown, a fault, halted forever, a VMM error), or
+  // the timeout or stop request it saw; when `with_vm`, the stop another vCPU
+  // made (then this is RunResult::reason).
+  StopReason reason = StopReason::kVmmError;
+  std::string detail;
+  // It left the guest because another vCPU (RunResult::stopped_by_vcpu)
+  // stopped the VM.
+  bool with_vm = false;
+  // It was asleep in a block or HLT (idle) when the run stopped.
+  bool idle = false;
+};
+
 struct RunResult {
   StopReason reason = StopReason::kVmmError;
   int exit_code = 0;   // the guest's code when reason == kGuestShutdown
@@ -38,16 +52,22 @@ struct RunResult {
   // The guest's TSC rate (KVM_GET_TSC_KHZ), to turn the guest's TSC
   // measurements into time; 0 when KVM does not say.
   uint64_t guest_tsc_khz = 0;
+  // The vCPU whose own exit stopped the run (guest shutdown, fault, halted
+  // forever, VMM error): the first one, when several did at once. -1 when the
+  // host stopped it (kTimeout, kStopRequested), which reaches every vCPU.
+  int stopped_by_vcpu = -1;
+  std::vector<VcpuStop> vcpu_stops;  // indexed by vCPU id
 
   ExitStats stats;                           // all vCPUs
-  std::vector<ExitStats> per_vcpu;           // indexed by vCPU id (one vCPU today)
+  std::vector<ExitStats> per_vcpu;           // indexed by vCPU id
   std::vector<std::string> pio_devices;      // names, indexed like stats.pio_by_device
   std::vector<std::string> mmio_devices;     // names, indexed like stats.mmio_by_device
   std::vector<std::string> hypercall_names;  // indexed by number; "" = unregistered
   std::vector<HostCounter> host_counters;
   GuestReports reports;
-  std::vector<std::string> console_tail;                    // the last console lines
-  std::vector<std::pair<std::string, uint64_t>> registers;  // at the stop
+  std::vector<std::string> console_tail;  // the last console lines
+  // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).
+  std::vector<std::pair<std::string, uint64_t>> registers;
   std::vector<std::string> notes;  // things logged once during the run (dropped GDT stores, ...)
 };
 

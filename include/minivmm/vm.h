@@ -1,5 +1,6 @@
-// A minivmm virtual machine: one vCPU running a guest kernel on /dev/kvm,
-// with exits counted by reason, device, hypercall and cause. Part of the
+// A minivmm virtual machine: one or more vCPUs (VmConfig::cpus) running a
+// guest kernel on /dev/kvm, with exits counted per vCPU by reason, device,
+// hypercall and cause. Part of the
 // public API (docs/API.md).
 //
 // The library never exits the process, installs no signal handlers and
@@ -45,11 +46,19 @@ class Vm {
   // address space (outside RAM and the GDT page). Not owned; must outlive the VM.
   absl::Status RegisterPioDevice(uint64_t base, uint64_t length, IoDevice* device);
   absl::Status RegisterMmioDevice(uint64_t base, uint64_t length, IoDevice* device);
-  // Called after every exit when set; costs one branch when unset.
+  // Called after every exit when set; costs one branch when unset. With
+  // several vCPUs it is called on each vCPU's thread (ExitEvent::vcpu), never
+  // on two at once: exits are handled one at a time under the VM's lock, so
+  // the observer must not wait for another vCPU's exit.
   void SetExitObserver(ExitObserver observer);
 
-  // Runs the guest until it stops (see StopReason) on the calling thread.
-  // Returns an error only when the VMM itself fails before the guest runs.
+  // Runs the guest until it stops (see StopReason): vCPU 0 on the calling
+  // thread, every other vCPU on a thread of its own that ends before Run()
+  // returns. The first vCPU that stops by itself (guest shutdown, a fault,
+  // halted forever, a VMM error) stops all the others, as do the timeout and
+  // RequestStop(); RunResult::stopped_by_vcpu and vcpu_stops say which did
+  // what. Returns an error only when the VMM itself fails before the guest
+  // runs.
   absl::StatusOr<RunResult> Run();
 
   // Asks a running Run() to stop soon with kStopRequested. Any thread;

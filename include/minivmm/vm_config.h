@@ -26,6 +26,11 @@ struct VmConfig {
   absl::Duration timeout = absl::InfiniteDuration();
   // Guest console bytes go here; null drops them. Not owned; must outlive the VM.
   ConsoleSink* console = nullptr;
+  // vCPUs, 1 to MVMM_MAX_CPUS (32). Each runs on a thread of its own during
+  // Vm::Run and enters the guest at the same entry point with its number in
+  // RSI (docs/design.md "Several vCPUs"); more than the host has cores works,
+  // only slower.
+  uint32_t cpus = 1;
   // Path of the /dev/kvm device.
   std::string kvm_device = "/dev/kvm";
   // The wasted-exit analysis (docs/wasted-exits.md): which operations and

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -297,6 +298,78 @@ TEST(CliTraceTest, PerfettoTimelineHasOneSlicePerExitAndTheGuestsReports) {
   EXPECT_EQ((*ctx)["args"]["ctx.passes"], 6);
   EXPECT_NE(FindEvent(trace, "i", "report kernel"), nullptr);
   EXPECT_NE(FindEvent(trace, "i", "stop: guest shutdown"), nullptr);
+}
+
+// --cpus (README.md "Usage"): outside 1-32 a usage error naming the flag.
+TEST(CliSmpTest, CpuCountOutsideOneTo32IsUsageError) {
+  for (const char* cpus : {"0", "33", "1000", "-1", "two"}) {
+    SCOPED_TRACE(cpus);
+    Outcome o = Minivmm(std::string("run --cpus ") + cpus);
+    EXPECT_EQ(o.status, 2) << o.out;
+    EXPECT_NE(o.out.find("--cpus"), std::string::npos) << o.out;
+  }
+}
+
+// Every vCPU in the record, the exit table and the timeline; the stop line
+// names the vCPU that stopped the run and the idle ones.
+TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
+  REQUIRE_KVM();
+  std::string trace_path = ::testing::TempDir() + "/smp.perfetto.json";
+  std::string record_path = ::testing::TempDir() + "/smp.run.json";
+  Outcome o = Minivmm("run --cpus 4 --workload hello,lines=1 --trace-format perfetto --trace " +
+                      trace_path + " --json " + record_path);
+  ASSERT_EQ(o.status, 0) << o.out;
+  EXPECT_NE(o.out.find("4 vCPUs: vCPU 0 stopped the run (guest shutdown); idle: vCPU 1, 2, 3"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("  vCPU 3 "), std::string::npos) << o.out;
+  json record = ReadJson(record_path);
+  ASSERT_FALSE(record.is_discarded());
+  EXPECT_EQ(record["config"]["cpus"], 4);
+  EXPECT_EQ(record["result"]["stopped_by_vcpu"], 0);
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  ASSERT_EQ(per_vcpu.size(), 4u);
+  uint64_t total = 0;
+  for (const json& v : per_vcpu) total += v["total"].get<uint64_t>();
+  EXPECT_EQ(total, record["exits"]["total"].get<uint64_t>());
+  for (int cpu = 1; cpu < 4; ++cpu) {
+    SCOPED_TRACE(cpu);
+    const std::string prefix = "smp.cpu" + std::to_string(cpu) + ".";
+    const json& reports = record["guest"]["reports"];
+    EXPECT_EQ(per_vcpu[cpu]["total"], reports[prefix + "bringup_hypercalls"].get<uint64_t>() +
+                                          reports[prefix + "idle_blocks"].get<uint64_t>());
+    EXPECT_EQ(per_vcpu[cpu]["hypercall_exits"], json({{"vcpu_op", 1}, {"sched_op", 1}}));
+    const json& stop = record["result"]["vcpus"][cpu];
+    EXPECT_EQ(stop["stop_reason"], "guest shutdown");
+    EXPECT_EQ(stop["with_vm"], true);
+    EXPECT_EQ(stop["idle"], true);
+  }
+  EXPECT_EQ(record["guest"]["reports"]["kernel.cpus_up"], 4);
+
+  json trace = ReadJson(trace_path);
+  ASSERT_FALSE(trace.is_discarded());
+  EXPECT_EQ(CheckTimeline(trace), record["exits"]["total"].get<size_t>());
+  std::set<int64_t> tracks;
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["tid"].get<int64_t>());
+  EXPECT_EQ(tracks, (std::set<int64_t>{0, 1, 2, 3}));
+}
+
+TEST(CliSmpTest, TripleFaultOnASecondaryCpuIs123AndNamesIt) {
+  REQUIRE_KVM();
+  Outcome o = Minivmm("run --cpus 3 --cmdline f --kernel " + Tiny("smp"));
+  EXPECT_EQ(o.status, 123) << o.out;
+  EXPECT_NE(o.out.find("3 vCPUs: vCPU 2 stopped the run (triple fault); idle: vCPU 1"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("vCPU 2 registers"), std::string::npos) << o.out;
+}
+
+TEST(CliSmpTest, TimeoutIs124AndTheHostStoppedTheRun) {
+  REQUIRE_KVM();
+  Outcome o = Minivmm("run --cpus 2 --timeout 1 --cmdline w --kernel " + Tiny("smp"));
+  EXPECT_EQ(o.status, 124) << o.out;
+  EXPECT_NE(o.out.find("2 vCPUs: the host stopped the run (timeout)"), std::string::npos) << o.out;
 }
 
 TEST(CliTraceTest, BadTraceFormatIsUsageError) {

@@ -118,6 +118,67 @@ TEST(VcpuOpTest, RegistersFromAMulticallEntry) {
   EXPECT_EQ(vm.stats.hc_exits[MVMM_HC_vcpu_op], 0u);
 }
 
+TEST(VcpuOpTest, RegistersOnlyForTheCallingVcpu) {
+  CheckedVm vm;
+  vm.exit.vcpu_id = 3;
+  const HypercallResult other =
+      vm.Result(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, kInfo);
+  EXPECT_EQ(other.value, -MVMM_ENOENT);
+  EXPECT_STREQ(other.refusal, "no such vCPU");
+  EXPECT_FALSE(vm.control.vcpu_info_gpa.has_value());
+  EXPECT_EQ(Register(vm, kInfo, 3), 0);
+  EXPECT_EQ(vm.control.vcpu_info_gpa, std::optional<uint64_t>(kInfo));
+}
+
+constexpr uint64_t kRunstate = 0x5008;
+
+uint32_t State(const CheckedVm& vm, uint64_t gpa) {
+  return vm.memory.ReadObj<uint32_t>(GuestAddress(gpa)).value();
+}
+
+TEST(VcpuOpRunstateTest, RegistersAndWritesRunning) {
+  CheckedVm vm;
+  vm.exit.vcpu_id = 2;
+  ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(kRunstate), uint32_t{0xdead}));
+  EXPECT_EQ(Register(vm, kRunstate, 2, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA), 0);
+  EXPECT_EQ(vm.control.runstate_gpa, std::optional<uint64_t>(kRunstate));
+  EXPECT_EQ(State(vm, kRunstate), MVMM_RUNSTATE_RUNNING);
+  EXPECT_FALSE(vm.control.vcpu_info_gpa.has_value());
+  EXPECT_EQ(vm.stats.hc_ops[MVMM_HC_vcpu_op], 1u);
+  EXPECT_EQ(vm.stats.hc_errors[MVMM_HC_vcpu_op], 0u);
+}
+
+TEST(VcpuOpRunstateTest, BadInputIsRefusedWithNoStateChange) {
+  CheckedVm vm;
+  const uint64_t end = vm.ram.size();
+  constexpr uint64_t kCmd = MVMM_VCPUOP_REGISTER_RUNSTATE_AREA;
+  for (const BadRegistration& c : {
+           BadRegistration{kCmd, 1, kRunstate, -MVMM_ENOENT, "no such vCPU"},
+           BadRegistration{kCmd, 0, kRunstate + 4, -MVMM_EINVAL,
+                           "runstate area not 8-byte aligned"},
+           BadRegistration{kCmd, 0, end, -MVMM_EFAULT, "runstate area outside guest RAM"},
+           BadRegistration{kCmd, 0, ~7ull, -MVMM_EFAULT, "runstate area outside guest RAM"},
+       }) {
+    SCOPED_TRACE(::testing::Message() << "vcpu " << c.vcpu << " gpa " << c.gpa);
+    ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(kRunstate), uint32_t{0xdead}));
+    const HypercallResult result = vm.Result(MVMM_HC_vcpu_op, c.cmd, c.vcpu, c.gpa);
+    EXPECT_EQ(result.value, c.result);
+    EXPECT_STREQ(result.refusal, c.reason);
+    EXPECT_FALSE(vm.control.runstate_gpa.has_value());
+    EXPECT_EQ(State(vm, kRunstate), 0xdeadu);
+  }
+}
+
+TEST(VcpuOpRunstateTest, SecondRegistrationIsRefusedAndKeepsTheFirst) {
+  CheckedVm vm;
+  constexpr uint64_t kCmd = MVMM_VCPUOP_REGISTER_RUNSTATE_AREA;
+  ASSERT_EQ(Register(vm, kRunstate, 0, kCmd), 0);
+  const HypercallResult again = vm.Result(MVMM_HC_vcpu_op, kCmd, 0, kRunstate + 8);
+  EXPECT_EQ(again.value, -MVMM_EINVAL);
+  EXPECT_STREQ(again.refusal, "runstate area already registered");
+  EXPECT_EQ(vm.control.runstate_gpa, std::optional<uint64_t>(kRunstate));
+}
+
 TEST(ForceEvtchnCallbackTest, WithoutVcpuInfoIsEinvalAndNoCauseOp) {
   CheckedVm vm;
   const HypercallResult result = vm.Result(MVMM_HC_force_evtchn_callback);

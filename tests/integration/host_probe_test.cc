@@ -57,7 +57,11 @@ TEST(HostProbeTest, GuestWithoutHostprobeLeavesEveryAnswerUnmeasured) {
   EXPECT_FALSE(b->ring3_nm.measured());
   EXPECT_FALSE(b->vmcall_in_kernel.measured());
   EXPECT_NE(b->vmcall_in_kernel.evidence, "");
-  EXPECT_EQ(b->runs, 1);
+  // No vmcall reached, so no second (plain) probe run: one run, or two when
+  // a loaded host made the first hit its 400 ms limit (a timing matter the
+  // test does not judge).
+  EXPECT_GE(b->runs, 1);
+  EXPECT_LE(b->runs, 2);
 }
 
 }  // namespace

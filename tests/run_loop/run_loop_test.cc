@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -72,6 +73,20 @@ class RunLoopTest : public ::testing::Test {
     return stop;
   }
 
+  // Run() as vCPU `vcpu_id`, with the VM's big lock when one is given.
+  RunStop RunAs(uint32_t vcpu_id, absl::Mutex* big_lock = nullptr, bool timer_can_fire = false) {
+    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; },
+                              Hypercalls(), nullptr, false, vcpu_id, big_lock});
+    RunStop stop = loop.Loop();
+    stats_ = loop.stats();
+    idle_at_stop_ = loop.idle_at_stop();
+    return stop;
+  }
+
+  uint32_t Runstate(uint64_t gpa) const {
+    return vm_.memory.ReadObj<uint32_t>(GuestAddress(gpa)).value();
+  }
+
   // Run() with an exit observer, which also sees the report store.
   RunStop RunObserved(const ExitObserver& observer) {
     RunLoop loop(
@@ -104,6 +119,7 @@ class RunLoopTest : public ::testing::Test {
   VmSignals signals_;
   ScriptedVcpu vcpu_;
   ExitStats stats_;
+  bool idle_at_stop_ = false;
   std::vector<std::string> notes_;
   std::deque<std::vector<uint8_t>> out_data_;
 };
@@ -210,6 +226,75 @@ TEST_F(RunLoopTest, HaltWithNoTimerNeverWakes) {
   vcpu_.state.Set(Reg::kRflags, 0x202);
   Exit(Hlt{});
   EXPECT_EQ(Run(/*timer_can_fire=*/false).reason, StopReason::kHaltedForever);
+}
+
+// A secondary CPU has no timer: a halt or block that nothing can end is
+// idle, not a stop of the run; it ends when the VM stops.
+TEST_F(RunLoopTest, SecondaryCpuHaltWithInterruptsOffIdlesUntilTheVmStops) {
+  vcpu_.state.Set(Reg::kRflags, 0x2);
+  vcpu_.script.push_back({Hlt{}, {}, [this] { signals_.VmStopped(); }});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);  // never reached
+  RunStop stop = RunAs(1);
+  EXPECT_TRUE(stop.vm_stopped);
+  EXPECT_TRUE(idle_at_stop_);
+  EXPECT_EQ(Reason(ExitReason::kHlt), 1u);
+  EXPECT_EQ(Reason(ExitReason::kIo), 0u);
+}
+
+// The run-state area says "blocked" while the vCPU sleeps; another thread
+// (here the test, as another CPU would) sees it and stops the run, which
+// wakes the vCPU without ever entering the guest again.
+TEST_F(RunLoopTest, SecondaryCpuBlocksWithItsRunstateBlockedUntilAStop) {
+  constexpr uint64_t kRunstate = 0x5000;
+  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 2, kRunstate);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);  // never reached
+  std::thread other([this] {
+    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+    signals_.RequestStop();
+  });
+  RunStop stop = RunAs(2);
+  other.join();
+  EXPECT_EQ(stop.reason, StopReason::kStopRequested);
+  EXPECT_FALSE(stop.vm_stopped);
+  EXPECT_TRUE(idle_at_stop_);
+  EXPECT_EQ(stats_.hc_exits[MVMM_HC_vcpu_op], 1u);
+  EXPECT_EQ(stats_.hc_exits[MVMM_HC_sched_op], 1u);
+  EXPECT_EQ(Runstate(kRunstate), MVMM_RUNSTATE_BLOCKED);
+}
+
+// Block() sleeps without the VM's big lock: another vCPU thread can handle
+// its exits meanwhile (here: the test takes the lock while the vCPU sleeps).
+TEST_F(RunLoopTest, BlockSleepsWithoutTheBigLock) {
+  constexpr uint64_t kRunstate = 0x5000;
+  absl::Mutex big_lock;
+  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+  std::thread other([&] {
+    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+    absl::MutexLock lock(&big_lock);
+    signals_.VmStopped();
+  });
+  RunStop stop = RunAs(1, &big_lock);
+  other.join();
+  EXPECT_TRUE(stop.vm_stopped);
+  EXPECT_TRUE(idle_at_stop_);
+}
+
+// A block that an interrupt ends writes "running" back.
+TEST_F(RunLoopTest, BootCpuBlockWokenByAnInterruptWritesRunningBack) {
+  constexpr uint64_t kRunstate = 0x5000;
+  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 0, kRunstate);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK, 0, 0, [this] {
+    vcpu_.state.Set(Reg::kRflags, 0x2);  // IF off: the interrupt stays pending
+    signals_.raised.fetch_or(VmSignals::kInterrupt);
+  });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  vcpu_.ready = false;
+  RunStop stop = RunAs(0, nullptr, /*timer_can_fire=*/true);
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
+  EXPECT_FALSE(idle_at_stop_);
+  EXPECT_EQ(Runstate(kRunstate), MVMM_RUNSTATE_RUNNING);
 }
 
 TEST_F(RunLoopTest, HaltWithPendingInterruptResumesAndRequestsAWindow) {

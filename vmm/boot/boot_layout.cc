@@ -66,11 +66,13 @@ absl::StatusOr<uint64_t> WriteIdentityPageTables(const GuestMemory& memory) {
   return kPml4Gpa;
 }
 
-absl::Status WriteTss(const GuestMemory& memory) {
+absl::Status WriteTss(const GuestMemory& memory, uint32_t cpus) {
   mvmm_tss tss{};
   tss.iomap_base = sizeof(mvmm_tss);  // no I/O bitmap: every port faults at CPL 3
-  if (!memory.WriteObj(GuestAddress(MVMM_TSS_GPA), tss))
-    return absl::OutOfRangeError("TSS outside guest RAM");
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    if (!memory.WriteObj(GuestAddress(MVMM_CPU_TSS_GPA(cpu)), tss))
+      return absl::OutOfRangeError("TSS outside guest RAM");
+  }
   return absl::OkStatus();
 }
 
@@ -96,6 +98,7 @@ absl::Status WriteBootInfo(const GuestMemory& memory, const BootInfoParams& para
   info.timer_hz = params.timer_hz;
   info.flags = params.timer_hz > 0 ? MVMM_BOOT_FLAG_TIMER_PERIODIC : 0;
   info.vcpu_info_gpa = MVMM_VCPU_INFO_GPA;
+  info.nr_cpus = params.nr_cpus;
   if (!memory.WriteObj(GuestAddress(MVMM_VCPU_INFO_GPA), mvmm_vcpu_info{}))
     return absl::OutOfRangeError("vcpu_info outside guest RAM");
   if (!memory.WriteObj(GuestAddress(MVMM_BOOT_INFO_GPA), info))

@@ -26,14 +26,15 @@ void WriteInitialGdt(std::span<uint8_t> gdt_page);
 // MVMM_PAGE_TABLES_END or larger than MVMM_MEMORY_MAX.
 absl::StatusOr<uint64_t> WriteIdentityPageTables(const GuestMemory& memory);
 
-// The TSS at MVMM_TSS_GPA: rsp0 = 0 until the guest sets it, no I/O bitmap.
-// OutOfRange when RAM does not hold it.
-absl::Status WriteTss(const GuestMemory& memory);
+// One TSS per vCPU, CPU n's at MVMM_CPU_TSS_GPA(n): rsp0 = 0 until the guest
+// sets it, no I/O bitmap. OutOfRange when RAM does not hold them.
+absl::Status WriteTss(const GuestMemory& memory, uint32_t cpus = 1);
 
 struct BootInfoParams {
   std::string_view cmdline;  // at most MVMM_CMDLINE_MAX bytes
   uint64_t first_free_gpa;   // end of the loaded image
   uint32_t timer_hz;
+  uint32_t nr_cpus = 1;
 };
 // boot_info at MVMM_BOOT_INFO_GPA and the NUL-terminated command line at
 // MVMM_CMDLINE_GPA. InvalidArgument when the command line is too long,

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -131,6 +132,7 @@ absl::Status KvmVcpu::SetLongModeBoot(const LongModeBoot& boot) {
   regs.rip = boot.rip;
   regs.rsp = boot.rsp;
   regs.rdi = boot.rdi;
+  regs.rsi = boot.rsi;
   regs.rflags = 0x2;
   if (ioctl(fd_.get(), KVM_SET_REGS, &regs) < 0) return KvmError("KVM_SET_REGS");
   // The synced copy in kvm_run is refreshed by the first KVM_RUN.
@@ -146,7 +148,10 @@ absl::Status KvmVcpu::BindToCurrentThread() {
 }
 
 void KvmVcpu::UnbindFromThread() {
-  thread_known_.store(false, std::memory_order_release);
+  thread_known_.store(false, std::memory_order_seq_cst);
+  // Kick() may run in a signal handler, so it takes no lock: wait out the
+  // ones that saw the thread before it was forgotten.
+  while (kicks_in_flight_.load(std::memory_order_seq_cst) != 0) sched_yield();
   DrainKickSignal();
   ClearKick();
 }
@@ -172,7 +177,9 @@ void KvmVcpu::RequestInterruptWindow(bool on) { run_->request_interrupt_window =
 
 void KvmVcpu::Kick() {
   __atomic_store_n(&run_->immediate_exit, 1, __ATOMIC_SEQ_CST);
-  if (thread_known_.load(std::memory_order_acquire)) SendKickSignal(thread_);
+  kicks_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+  if (thread_known_.load(std::memory_order_seq_cst)) SendKickSignal(thread_);
+  kicks_in_flight_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 void KvmVcpu::ClearKick() { __atomic_store_n(&run_->immediate_exit, 0, __ATOMIC_SEQ_CST); }

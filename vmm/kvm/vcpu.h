@@ -35,6 +35,7 @@ struct LongModeBoot {
   uint64_t rip = 0;
   uint64_t rsp = 0;
   uint64_t rdi = 0;
+  uint64_t rsi = 0;
   uint64_t cr3 = 0;
   uint64_t gdt_base = 0;
   uint16_t gdt_limit = 0;
@@ -59,7 +60,9 @@ class KvmVcpu final : public Vcpu {
   // kick signal is blocked outside KVM_RUN (see kick.h). Call before Run().
   absl::Status BindToCurrentThread();
   // Stops kicking the thread and consumes a kick that is still pending, so
-  // that no blocked kick signal outlives the run in the caller's thread.
+  // that no blocked kick signal outlives the run in the caller's thread. A
+  // Kick() under way on another thread finishes first: once this returns, no
+  // kick signal is sent to the thread, which may then exit.
   void UnbindFromThread();
 
   // Enters the guest once and decodes the exit; EINTR and EAGAIN (a kick)
@@ -103,6 +106,8 @@ class KvmVcpu final : public Vcpu {
   size_t run_size_;
   pthread_t thread_{};
   std::atomic<bool> thread_known_{false};
+  std::atomic<int> kicks_in_flight_{0};  // Kick() calls between the check and the signal
+  static_assert(std::atomic<int>::is_always_lock_free);
 };
 
 namespace kvm_detail {

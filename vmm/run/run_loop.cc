@@ -37,6 +37,7 @@ RunLoop::RunLoop(RunLoopParts parts)
                                                                   p_.hypercalls.reports} {
   if (std::optional<BusMatch> port = p_.pio_bus.Find(MVMM_HYPERCALL_PORT, 4))
     hypercall_device_ = port->index;
+  ctx_.vcpu_id = p_.vcpu_id;
   observed_ = p_.observer != nullptr && *p_.observer;
   if (p_.analyse_waste) {
     waste_.emplace(stats_);
@@ -50,6 +51,7 @@ MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
   event_ = ExitEvent{};
   event_.exit_ns = ExitClockNs();
   event_.sequence = sequence_++;
+  event_.vcpu = p_.vcpu_id;
   Describe(exit, event_);
   // The guest reports an exit adds (a report hypercall's) are shown with it.
   GuestReports* reports = p_.hypercalls.reports;
@@ -75,6 +77,11 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
   if (raised & VmSignals::kStop) return StopWith(StopReason::kStopRequested, "stop requested");
   if (raised & VmSignals::kTimeout)
     return StopWith(StopReason::kTimeout, "the run's time limit elapsed");
+  if (raised & VmSignals::kVmStopped) {
+    RunStop stop{StopReason::kStopRequested, "another vCPU stopped the VM"};
+    stop.vm_stopped = true;
+    return stop;
+  }
   // A pending timer interrupt: inject it now, or ask for an exit as soon as
   // the guest can take it.
   std::optional<GuestAddress> vcpu_info;
@@ -209,7 +216,9 @@ MaybeStop RunLoop::HonourRequest() {
                      absl::StrFormat("the guest shut down with code %d", control_.exit_code),
                      control_.exit_code};
     case VcpuRequest::kYield:
+      if (p_.big_lock != nullptr) p_.big_lock->Unlock();
       sched_yield();
+      if (p_.big_lock != nullptr) p_.big_lock->Lock();
       return std::nullopt;
     case VcpuRequest::kBlock:
       return Block(/*from_hlt=*/false);
@@ -219,21 +228,42 @@ MaybeStop RunLoop::HonourRequest() {
   return std::nullopt;
 }
 
-// HLT or sched_op(block): sleep until an interrupt is pending. A vCPU that
-// nothing can ever wake stops the run instead of hanging until --timeout.
+// HLT or sched_op(block): sleep until an interrupt is pending. A boot CPU
+// that nothing can ever wake stops the run instead of hanging until
+// --timeout; a secondary CPU (which no timer reaches) is idle and sleeps until
+// the VM stops. Called holding the big lock when there is one; sleeps
+// without it.
 MaybeStop RunLoop::Block(bool from_hlt) {
-  bool interrupts_on = (p_.vcpu.Get(Reg::kRflags) & MVMM_RFLAGS_IF) != 0;
-  if (from_hlt && !interrupts_on)
-    return StopWith(StopReason::kHaltedForever, "the guest halted with interrupts disabled");
   VmSignals& s = p_.signals;
-  if (!(s.Raised() & VmSignals::kInterrupt) && !(p_.timer_can_fire && p_.timer_can_fire()))
-    return StopWith(StopReason::kHaltedForever, from_hlt ? "the guest halted with no timer armed"
-                                                         : "the guest blocked with no timer armed");
-  std::unique_lock lock(s.mu);
-  // RequestStop() may not take the lock (it runs in signal handlers), so
-  // poll its bit at a coarse interval.
-  while (s.Raised() == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
+  if (p_.vcpu_id == 0) {
+    bool interrupts_on = (p_.vcpu.Get(Reg::kRflags) & MVMM_RFLAGS_IF) != 0;
+    if (from_hlt && !interrupts_on)
+      return StopWith(StopReason::kHaltedForever, "the guest halted with interrupts disabled");
+    if (!(s.Raised() & VmSignals::kInterrupt) && !(p_.timer_can_fire && p_.timer_can_fire()))
+      return StopWith(StopReason::kHaltedForever, from_hlt
+                                                      ? "the guest halted with no timer armed"
+                                                      : "the guest blocked with no timer armed");
+  }
+  const std::optional<GuestAddress> runstate =
+      control_.runstate_gpa ? std::optional(GuestAddress(*control_.runstate_gpa)) : std::nullopt;
+  static_assert(offsetof(mvmm_vcpu_runstate, state) == 0);
+  if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_BLOCKED}))
+    return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
+  if (p_.big_lock != nullptr) p_.big_lock->Unlock();
+  {
+    std::unique_lock lock(s.mu);
+    // RequestStop() may not take the lock (it runs in signal handlers), so
+    // poll its bit at a coarse interval.
+    while (s.Raised() == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  if (p_.big_lock != nullptr) p_.big_lock->Lock();
   p_.vcpu.ClearKick();
+  if (s.Raised() & VmSignals::kAnyStop) {
+    idle_at_stop_ = true;
+    return std::nullopt;  // the loop stops before the next entry
+  }
+  if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_RUNNING}))
+    return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
   return std::nullopt;
 }
 

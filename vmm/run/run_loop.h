@@ -3,6 +3,13 @@
 // other exit to one device or its own case; each is counted with plain
 // increments and turned into "resume" or "stop". Independent of KVM: tests
 // drive it with a scripted Vcpu.
+//
+// One RunLoop per vCPU, each on its own thread. With several vCPUs the
+// buses, the dispatcher's environment (console, reports, GDT page, timer)
+// and the exit observer are shared: each exit is then handled under the
+// VM's big lock (RunLoopParts::big_lock), released while the vCPU is in the
+// guest or asleep in Block(), so devices, handlers and the observer never
+// run on two vCPU threads at once. A single vCPU takes no lock.
 #ifndef MINIVMM_VMM_RUN_RUN_LOOP_H_
 #define MINIVMM_VMM_RUN_RUN_LOOP_H_
 
@@ -12,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_port.h"
 #include "hypercalls/waste.h"
@@ -28,6 +36,9 @@ struct RunStop {
   StopReason reason;
   std::string detail;
   int exit_code = 0;
+  // The loop left because another vCPU stopped the VM (VmSignals::kVmStopped);
+  // `reason` is then kStopRequested and means nothing by itself.
+  bool vm_stopped = false;
 };
 
 // What the hypercall handlers reach besides the exiting vCPU (HypercallEnv).
@@ -52,6 +63,13 @@ struct RunLoopParts {
   // The wasted-exit analysis (hypercalls/waste.h): ExitStats::wasted_* and
   // ExitEvent::wasted.
   bool analyse_waste = false;
+  // The vCPU's number. Number 0 is the boot CPU; any other is a secondary
+  // CPU, which no timer reaches: when it blocks or halts with nothing to wake
+  // it, it is idle and sleeps until the VM stops instead of stopping the run
+  // (kHaltedForever).
+  uint32_t vcpu_id = 0;
+  // Non-null when other vCPUs share the VM: every exit is handled holding it.
+  absl::Mutex* big_lock = nullptr;
 };
 
 class RunLoop {
@@ -67,11 +85,13 @@ class RunLoop {
   RunStop LoopOn(V& vcpu);
 
   const ExitStats& stats() const { return stats_; }
+  // Whether the vCPU was asleep in a block or HLT when the run stopped.
+  bool idle_at_stop() const { return idle_at_stop_; }
   // The first refusal of each kind of hypercall, one line each.
   const std::vector<std::string>& notes() const { return refusals_.lines(); }
 
  private:
-  template <typename V, bool kAnalysed>
+  template <typename V, bool kAnalysed, bool kShared>
   RunStop LoopWith(V& vcpu);
   std::optional<RunStop> HonourSignals(uint32_t raised);
   std::optional<RunStop> Handle(const VcpuExit& exit, ExitEvent* event);
@@ -96,17 +116,23 @@ class RunLoop {
   int hypercall_device_ = -1;
   uint64_t sequence_ = 0;
   bool observed_ = false;
+  bool idle_at_stop_ = false;
 };
 
 template <typename V>
 RunStop RunLoop::LoopOn(V& vcpu) {
-  return waste_ && !observed_ ? LoopWith<V, true>(vcpu) : LoopWith<V, false>(vcpu);
+  const bool analysed = waste_ && !observed_;
+  if (p_.big_lock != nullptr)
+    return analysed ? LoopWith<V, true, true>(vcpu) : LoopWith<V, false, true>(vcpu);
+  return analysed ? LoopWith<V, true, false>(vcpu) : LoopWith<V, false, false>(vcpu);
 }
 
-// The loop itself, compiled twice: with the wasted-exit analysis around each
-// exit (kAnalysed, no observer), and without, where an observer (who also
-// gets the analysis, when it is on) costs the common path one test.
-template <typename V, bool kAnalysed>
+// The loop itself, compiled for each combination of: the wasted-exit
+// analysis around each exit (kAnalysed, no observer) or not, where an
+// observer (who also gets the analysis, when it is on) costs the common path
+// one test; and the big lock around each exit's handling (kShared: other
+// vCPUs share the VM) or not.
+template <typename V, bool kAnalysed, bool kShared>
 RunStop RunLoop::LoopWith(V& vcpu) {
   const bool observed = observed_;
   for (;;) {
@@ -117,6 +143,8 @@ RunStop RunLoop::LoopWith(V& vcpu) {
         interrupt_pending = (p_.signals.Raised() & VmSignals::kInterrupt) != 0;
     }
     const VcpuExit exit = vcpu.Run();
+    std::optional<absl::MutexLock> lock;
+    if constexpr (kShared) lock.emplace(p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
     std::optional<RunStop> stop =
         !kAnalysed && observed ? HandleObserved(exit) : Handle(exit, nullptr);

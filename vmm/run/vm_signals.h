@@ -1,8 +1,9 @@
-// Cross-thread signals to a vCPU thread: a pending timer interrupt, a stop
-// request, the run's timeout. Set from the timer thread, a signal handler
-// (stop only: a lock-free atomic, no lock) or the embedding program; the run
-// loop reads them with one load before every entry. Block() sleeps until one
-// of them is raised.
+// Cross-thread signals to one vCPU thread: a pending timer interrupt, a stop
+// request, the run's timeout, another vCPU's stop of the VM. Set from the
+// timer thread, a signal handler (stop only: a lock-free atomic, no lock),
+// the embedding program or another vCPU thread; the run loop reads them with
+// one load before every entry. Block() sleeps until one of them is raised.
+// One per vCPU: a VM-wide stop is raised in each.
 #ifndef MINIVMM_VMM_RUN_VM_SIGNALS_H_
 #define MINIVMM_VMM_RUN_VM_SIGNALS_H_
 
@@ -20,6 +21,8 @@ struct VmSignals {
   static constexpr uint32_t kInterrupt = 1;  // the timer has an interrupt to deliver
   static constexpr uint32_t kStop = 2;       // RequestStop()
   static constexpr uint32_t kTimeout = 4;    // the run's time limit elapsed
+  static constexpr uint32_t kVmStopped = 8;  // another vCPU stopped the VM
+  static constexpr uint32_t kAnyStop = kStop | kTimeout | kVmStopped;
 
   std::atomic<uint32_t> raised{0};
   std::atomic<Vcpu*> vcpu{nullptr};  // kicked out of the guest on every signal
@@ -43,6 +46,10 @@ struct VmSignals {
   }
   void TimeOut() {
     raised.fetch_or(kTimeout, std::memory_order_acq_rel);
+    Wake();
+  }
+  void VmStopped() {
+    raised.fetch_or(kVmStopped, std::memory_order_acq_rel);
     Wake();
   }
   // Async-signal-safe: no lock; the kick forces an exit, after which the run

@@ -4,8 +4,19 @@
  * and enters it in 64-bit mode: CPL 0, paging on with an identity map of all
  * guest RAM (2 MiB pages) plus the GDT page, CR0 = PE|MP|ET|NE|WP|PG,
  * CR4 = PAE|OSFXSR|OSXMMEXCPT, EFER = LME|LMA|SCE|NXE, RFLAGS = 0x2,
- * CS = 0x08, DS/ES/SS = 0x10, TR = 0x28, RSP = MVMM_BOOT_STACK_TOP,
- * RDI = MVMM_BOOT_INFO_GPA. */
+ * CS = 0x08, DS/ES/SS = 0x10, TR = 0x28, RDI = MVMM_BOOT_INFO_GPA.
+ *
+ * Every vCPU (boot_info.nr_cpus of them, 1 to MVMM_MAX_CPUS) enters at the
+ * same entry point at the same time, in that same state except for:
+ *   RSI = its CPU number (0 for the boot CPU),
+ *   RSP = MVMM_CPU_STACK_TOP(cpu): a stack of its own below 1 MiB,
+ *   TR's base = MVMM_CPU_TSS_GPA(cpu): a TSS of its own (the GDT's TSS
+ *     descriptor describes CPU 0's; a CPU that reloads TR gets CPU 0's).
+ * There is no INIT/SIPI and no "up" call: a secondary CPU runs from the
+ * start, like a Xen vCPU after VCPUOP_initialise + VCPUOP_up. Timer
+ * interrupts (periodic and set_timer_op) go to CPU 0 only; a secondary CPU
+ * that blocks (sched_op(block) or HLT) with nothing to wake it is idle, not
+ * stopped: it sleeps until the VM stops. */
 #ifndef MINIVMM_ABI_BOOT_H_
 #define MINIVMM_ABI_BOOT_H_
 
@@ -24,7 +35,18 @@
 #define MVMM_PAGE_TABLES_GPA 0x10000ull /* PML4, then PDPT, then PDs */
 #define MVMM_PAGE_TABLES_END 0x20000ull
 #define MVMM_BOOT_STACK_BOTTOM 0x70000ull
-#define MVMM_BOOT_STACK_TOP 0x80000ull
+#define MVMM_BOOT_STACK_TOP 0x80000ull /* CPU 0's entry RSP */
+/* Secondary CPUs: CPU n (1 <= n < MVMM_MAX_CPUS) enters with RSP at the top
+ * of [MVMM_AP_STACKS_GPA + (n - 1) * MVMM_AP_STACK_SIZE, + MVMM_AP_STACK_SIZE),
+ * and its TR base at MVMM_TSS_GPA + n * MVMM_TSS_STRIDE (all in the TSS page). */
+#define MVMM_MAX_CPUS 32u
+#define MVMM_AP_STACKS_GPA 0x80000ull
+#define MVMM_AP_STACK_SIZE 0x4000ull
+#define MVMM_AP_STACKS_END (MVMM_AP_STACKS_GPA + (MVMM_MAX_CPUS - 1) * MVMM_AP_STACK_SIZE)
+#define MVMM_CPU_STACK_TOP(n) \
+  ((n) == 0 ? MVMM_BOOT_STACK_TOP : MVMM_AP_STACKS_GPA + (uint64_t)(n)*MVMM_AP_STACK_SIZE)
+#define MVMM_TSS_STRIDE 128ull
+#define MVMM_CPU_TSS_GPA(n) (MVMM_TSS_GPA + (uint64_t)(n)*MVMM_TSS_STRIDE)
 #define MVMM_VCPU_INFO_GPA 0x4000ull    /* vCPU 0's vcpu_info (zeroed), boot_info.vcpu_info_gpa */
 #define MVMM_KERNEL_MIN_GPA 0x100000ull /* PT_LOAD segments start here or above */
 
@@ -77,7 +99,9 @@ struct mvmm_boot_info {
   uint32_t timer_hz;       /* periodic timer rate, 0 when off */
   uint32_t flags;          /* MVMM_BOOT_FLAG_* */
   uint64_t vcpu_info_gpa;  /* MVMM_VCPU_INFO_GPA: where vCPU 0 may register its vcpu_info */
-  uint64_t reserved[5];
+  uint32_t nr_cpus;        /* vCPUs entering at the entry point, 1..MVMM_MAX_CPUS */
+  uint32_t reserved32;
+  uint64_t reserved[4];
 };
 
 /* The shared-memory interrupt flag (Xen's struct vcpu_info, its two event
@@ -98,6 +122,21 @@ struct mvmm_vcpu_info {
   uint8_t reserved[62];
 };
 #define MVMM_VCPU_INFO_ALIGN 64u /* a registered vcpu_info is 64-byte aligned */
+
+/* A vCPU's run state as the VMM last wrote it (the state field of Xen's
+ * struct vcpu_runstate_info, same values). Inert until the vCPU registers it
+ * with vcpu_op(MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, cpu, gpa); the VMM then
+ * writes MVMM_RUNSTATE_RUNNING at once, MVMM_RUNSTATE_BLOCKED when the vCPU
+ * blocks (sched_op(block) or HLT) before it sleeps, and RUNNING again when it
+ * wakes. The VMM writes it on no other exit, so another CPU can wait for a
+ * CPU to be idle by reading memory, without an exit of its own. */
+#define MVMM_RUNSTATE_RUNNING 0u
+#define MVMM_RUNSTATE_BLOCKED 2u
+struct mvmm_vcpu_runstate {
+  uint32_t state;
+  uint32_t reserved;
+};
+#define MVMM_VCPU_RUNSTATE_ALIGN 8u
 
 /* 64-bit TSS (only rsp0 is used). */
 struct __attribute__((packed)) mvmm_tss {
@@ -121,7 +160,12 @@ MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, first_free_gpa) ==
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, hypercall_port) == 56, "abi");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, flags) == 68, "abi");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, vcpu_info_gpa) == 72, "abi");
-MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, reserved) == 80, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, nr_cpus) == 80, "abi");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, reserved) == 88, "abi");
+MVMM_STATIC_ASSERT_(MVMM_AP_STACKS_END <= MVMM_KERNEL_MIN_GPA, "abi");
+MVMM_STATIC_ASSERT_(MVMM_BOOT_STACK_TOP <= MVMM_AP_STACKS_GPA, "abi");
+MVMM_STATIC_ASSERT_(MVMM_MAX_CPUS* MVMM_TSS_STRIDE <= 4096, "abi");
+MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_runstate) == 8, "runstate size");
 MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_info) == MVMM_VCPU_INFO_ALIGN, "vcpu_info size");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_info, evtchn_upcall_pending) == 0, "abi");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_info, evtchn_upcall_mask) == 1, "abi");

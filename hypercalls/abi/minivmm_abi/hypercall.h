@@ -62,7 +62,8 @@ enum mvmm_hypercall_nr {
 /* block: returns once an interrupt is pending, without changing IF and
  * without delivering it; the guest then sets IF (set_if(1)) to take it. So
  * `block; set_if(1)` has no lost-wakeup window, like Xen's SCHEDOP_block.
- * A block that nothing can ever end (no timer armed) stops the VM. */
+ * On CPU 0 a block that nothing can ever end (no timer armed) stops the VM;
+ * on any other CPU it idles until the VM stops (timers only reach CPU 0). */
 #define MVMM_SCHEDOP_BLOCK 1u
 #define MVMM_SCHEDOP_SHUTDOWN 2u /* arg: exit code 0..255 */
 
@@ -71,6 +72,11 @@ enum mvmm_hypercall_nr {
  * interrupt flag, once per vCPU (Xen's VCPUOP_register_vcpu_info, with the
  * address passed directly). */
 #define MVMM_VCPUOP_REGISTER_VCPU_INFO 10u
+/* register_runstate_area makes the 8-byte-aligned struct mvmm_vcpu_runstate
+ * (boot.h) at `gpa` vCPU `vcpu`'s run state, once per vCPU (Xen's
+ * VCPUOP_register_runstate_memory_area, with the address passed directly).
+ * `vcpu` must be the calling vCPU in both commands. */
+#define MVMM_VCPUOP_REGISTER_RUNSTATE_AREA 5u
 
 /* force_evtchn_callback(): no arguments (ignored), returns 0. Xen's
  * xen_version hypercall, which Linux's xen_force_evtchn_callback issues to
