@@ -146,15 +146,15 @@ std::string RenderConfigurations(const std::string& title,
       return metric == "guest.tsc_per_op_net" ? FormatTimeChange(*b, *a)
                                               : FormatChange(b->median, a->median);
     };
-    rows.push_back({r->configuration, FormatValue(median(*r, "exits.total")), change("exits.total"),
-                    FormatValue(median(*r, "exits_per_op")),
-                    tsc ? FormatStats(*tsc, MetricKind::kTime) : "-",
-                    change("guest.tsc_per_op_net")});
+    rows.push_back(
+        {r->configuration, FormatValue(median(*r, "exits.total")), change("exits.total"),
+         FormatValue(median(*r, "wasted.total")), FormatValue(median(*r, "exits_per_op")),
+         tsc ? FormatStats(*tsc, MetricKind::kTime) : "-", change("guest.tsc_per_op_net")});
   }
-  return RenderTable(
-      title,
-      {"optimized", "exits", "change", "exits/" + ops.op_name, "TSC/" + ops.time_op_name, "change"},
-      rows);
+  return RenderTable(title,
+                     {"optimized", "exits", "change", "wasted", "exits/" + ops.op_name,
+                      "TSC/" + ops.time_op_name, "change"},
+                     rows);
 }
 
 }  // namespace minivmm::cli

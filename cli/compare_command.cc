@@ -161,17 +161,26 @@ int CompareBenches(Comparison& c, const json& a, const json& b) {
         fmt::format("{} (workload={}), backend={}", r.workload, r.workload_spec, r.backend);
     if (!rows.count(group)) groups.push_back(group);
     std::string where = group + ", " + r.configuration;
-    std::vector<std::string> row = {r.configuration};
+    // Exits, wasted exits (absent from records made without the analysis)
+    // and guest time: A, B and the change of each.
+    std::map<std::string, std::vector<std::string>> cells;
     for (const MetricDef& def : MetricDefs(r.workload)) {
       const Stats* x = r.Find(def.name);
       const Stats* y = s.Find(def.name);
       if (x == nullptr || y == nullptr) continue;
       std::string change = c.Judge(where, def, *x, *y);
-      if (def.name == "exits.total") {
-        row.insert(row.end(), {FormatValue(x->median), FormatValue(y->median), change});
+      if (def.name == "exits.total" || def.name == "wasted.total") {
+        cells[def.name] = {FormatValue(x->median), FormatValue(y->median), change};
       } else if (def.name == "guest.tsc_per_op_net") {
-        row.insert(row.end(), {FormatStats(*x, def.kind), FormatStats(*y, def.kind), change});
+        cells[def.name] = {FormatStats(*x, def.kind), FormatStats(*y, def.kind), change};
       }
+    }
+    std::vector<std::string> row = {r.configuration};
+    for (const char* metric : {"exits.total", "wasted.total", "guest.tsc_per_op_net"}) {
+      auto it = cells.find(metric);
+      const std::vector<std::string> none = {"-", "-", ""};
+      const std::vector<std::string>& v = it != cells.end() ? it->second : none;
+      row.insert(row.end(), v.begin(), v.end());
     }
     rows[group].push_back(row);
   }
@@ -182,8 +191,8 @@ int CompareBenches(Comparison& c, const json& a, const json& b) {
   }
   for (const std::string& g : groups) {
     fmt::print("{}\n", RenderTable(g + ": A -> B (medians)",
-                                   {"optimized", "exits A", "exits B", "change", "TSC/op A",
-                                    "TSC/op B", "change"},
+                                   {"optimized", "exits A", "exits B", "change", "wasted A",
+                                    "wasted B", "change", "TSC/op A", "TSC/op B", "change"},
                                    rows[g]));
   }
   if (matched < ra.size() || matched < rb.size()) {

@@ -69,6 +69,8 @@ TEST_F(BenchCliTest, TinyBenchExitsZeroAndPrintsTables) {
   ASSERT_EQ(outcome_->status, 0) << outcome_->out;
   EXPECT_NE(outcome_->out.find("all naive -> all optimized"), std::string::npos) << outcome_->out;
   EXPECT_NE(outcome_->out.find("exits per restore"), std::string::npos) << outcome_->out;
+  EXPECT_NE(outcome_->out.find("wasted exits (changed nothing)"), std::string::npos)
+      << outcome_->out;
 }
 
 TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
@@ -156,6 +158,7 @@ TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
       Minivmm("compare --fail-on-regression " + Path("bench.json") + " " + Path("bench.json"));
   EXPECT_EQ(o.status, 0) << o.out;
   EXPECT_NE(o.out.find("0 better, 0 worse"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("wasted A"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("regression:"), std::string::npos) << o.out;
 }
 
