@@ -71,10 +71,20 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
                    (args[0] == 1));
         break;
       case MVMM_HC_vcpu_op:
-        // Registered exactly what was asked, once, and nothing is held back.
-        FUZZ_CHECK(!before.vcpu_info_gpa.has_value());
-        FUZZ_CHECK(vm.control.vcpu_info_gpa == std::optional<uint64_t>(args[2]));
-        FUZZ_CHECK(vm.ram[args[2] + offsetof(mvmm_vcpu_info, evtchn_upcall_pending)] == 0);
+        // Registered exactly what was asked, once: a vcpu_info with nothing
+        // held back, or a run-state area that says the vCPU runs.
+        if (args[0] == MVMM_VCPUOP_REGISTER_VCPU_INFO) {
+          FUZZ_CHECK(!before.vcpu_info_gpa.has_value());
+          FUZZ_CHECK(vm.control.vcpu_info_gpa == std::optional<uint64_t>(args[2]));
+          FUZZ_CHECK(vm.ram[args[2] + offsetof(mvmm_vcpu_info, evtchn_upcall_pending)] == 0);
+        } else {
+          FUZZ_CHECK(args[0] == MVMM_VCPUOP_REGISTER_RUNSTATE_AREA);
+          FUZZ_CHECK(vm.control.runstate_gpa == std::optional<uint64_t>(args[2]));
+          uint32_t state;
+          // Safety: an accepted area lies inside RAM; the state field is its first 4 bytes.
+          std::memcpy(&state, vm.ram.data() + args[2] + offsetof(mvmm_vcpu_runstate, state), 4);
+          FUZZ_CHECK(state == MVMM_RUNSTATE_RUNNING);
+        }
         break;
       case MVMM_HC_force_evtchn_callback:
         FUZZ_CHECK(r == 0 && vm.control.vcpu_info_gpa.has_value() && before.Same(vm));
