@@ -12,7 +12,7 @@
 namespace guest {
 namespace {
 
-TlsShadow g_tls_shadow;     // per-CPU: what the VMM was last sent
+TlsShadow g_tls_shadow;     // per-CPU: what the VMM was last sent (empty slots at boot)
 Mm* g_active_mm = nullptr;  // per-CPU: the address space CR3 holds
 bool g_ring3_nm_seen = false;
 bool g_probing = true;  // until FpuPolicyInit: #NM is expected under every policy
@@ -124,7 +124,6 @@ void ReloadTls(Task* t) {
 }
 
 void SwitchInit() {
-  g_tls_shadow.Invalidate();
   g_active_mm = KernelMm();
   Stts();  // nobody owns the FPU yet; the ring-3 #NM probe needs TS set
 }

@@ -13,28 +13,24 @@ class TlsShadow {
  public:
   // Returns a bitmask (bit i = slot i) of the descriptors in `next` that
   // differ from what was last sent, and records them as sent. The caller
-  // must send exactly the slots in the mask. Before the first call, and
-  // after Invalidate(), every slot counts as changed: the GDT content is
-  // unknown (the VMM may store a descriptor differently than it was sent).
+  // must send exactly the slots in the mask. A shadow starts as the boot
+  // GDT: every TLS slot empty, which the VMM stores as the all-zero
+  // descriptor it would be sent (the VMM may store other descriptors
+  // differently than they were sent, hence a copy of what was sent, not of
+  // the GDT).
   unsigned Changed(const uint64_t next[kTlsSlots]) {
     unsigned mask = 0;
     for (int i = 0; i < kTlsSlots; ++i) {
-      if (!valid_[i] || sent_[i] != next[i]) {
+      if (sent_[i] != next[i]) {
         mask |= 1u << i;
         sent_[i] = next[i];
-        valid_[i] = true;
       }
     }
     return mask;
   }
 
-  void Invalidate() {
-    for (bool& v : valid_) v = false;
-  }
-
  private:
   uint64_t sent_[kTlsSlots] = {};
-  bool valid_[kTlsSlots] = {};
 };
 
 }  // namespace guest

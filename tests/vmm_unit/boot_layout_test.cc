@@ -1,9 +1,10 @@
 // The per-CPU parts of the boot layout (minivmm_abi/boot.h): one TSS per
 // vCPU, boot_info.nr_cpus, and stacks that neither overlap nor leave the
-// space below the kernel.
+// space below the kernel; and the GDT's TLS slots, which start empty.
 #include "vmm/boot/boot_layout.h"
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -35,6 +36,23 @@ TEST(BootLayoutTest, BootInfoCarriesTheCpuCount) {
       memory.ReadObj<mvmm_boot_info>(GuestAddress(MVMM_BOOT_INFO_GPA)).value();
   EXPECT_EQ(info.nr_cpus, 8u);
   EXPECT_EQ(info.reserved32, 0u);
+}
+
+// The guest's TLS shadow starts from this (minivmm_abi/boot.h).
+TEST(BootLayoutTest, InitialGdtHasEmptyTlsSlots) {
+  std::vector<uint8_t> page(4096, 0xAA);
+  WriteInitialGdt(page);
+  for (uint32_t slot = 0; slot < MVMM_GDT_ENTRIES; ++slot) {
+    SCOPED_TRACE(slot);
+    uint64_t desc;
+    std::memcpy(&desc, page.data() + slot * sizeof(desc), sizeof(desc));
+    const bool tls = slot >= MVMM_GDT_TLS_FIRST && slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT;
+    if (tls || slot == MVMM_GDT_NULL) {
+      EXPECT_EQ(desc, 0u);
+    } else if (slot != MVMM_GDT_TSS + 1) {  // the TSS base's high half, 0 here
+      EXPECT_NE(desc, 0u);
+    }
+  }
 }
 
 TEST(BootLayoutTest, CpuStacksAreDisjointAndBelowTheKernel) {

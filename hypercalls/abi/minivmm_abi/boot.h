@@ -64,7 +64,7 @@
 #define MVMM_GDT_USER_CODE 4u
 #define MVMM_GDT_TSS 5u /* 16 bytes: entries 5 and 6 */
 #define MVMM_GDT_TLS_FIRST 7u
-#define MVMM_GDT_TLS_COUNT 3u /* entries 7, 8, 9 */
+#define MVMM_GDT_TLS_COUNT 3u /* entries 7, 8, 9; TLS slots start empty (all-zero) */
 #define MVMM_GDT_ENTRIES 10u
 
 #define MVMM_SEL_KERNEL_CS 0x08u
