@@ -4,7 +4,7 @@
 
 namespace minivmm {
 
-void WasteLog::Op(int64_t source, Cause cause, OpEffect effect) {
+void WasteLog::Op(int64_t source, Cause cause, OpEffect effect, std::optional<uint64_t> fpu) {
   ++current_.noted;
   current_.source = source;
   current_.cause = cause;
@@ -17,11 +17,14 @@ void WasteLog::Op(int64_t source, Cause cause, OpEffect effect) {
       current_.reason = WasteReason::kSameValue;
       return;
     case OpEffect::kTsSet:
-      Replace(ts_set_, Pending{source, cause, current_.sequence});
+      Replace(ts_set_, Pending{source, cause, current_.sequence, fpu});
       return;
     case OpEffect::kTsClear:
-      Cancel(ts_set_, source, cause);
-      return;
+      if (!FpuUsedSinceTsSet(fpu)) {
+        Cancel(ts_set_, source, cause);
+        return;
+      }
+      [[fallthrough]];  // the registers changed: the FPU was used, as after an #NM
     case OpEffect::kTsClearForFpu:
       Replace(ts_set_, std::nullopt);
       return;

@@ -12,7 +12,8 @@
 // Verdicts, per operation:
 //   same value      it wrote what was already there;
 //   cancelled pair  a CR0.TS set undone by the next TS change, a clear not
-//                   made for the #NM handler (so no FPU use in between), or
+//                   made for the #NM handler and with the FPU registers as
+//                   they were at the set (so no FPU use in between), or
 //                   an IF enable made with no interrupt pending and undone by
 //                   the next IF change before any interrupt was injected:
 //                   both operations of the pair are wasted.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "minivmm/exit_stats.h"
+#include "minivmm/vcpu_state.h"
 
 namespace minivmm {
 
@@ -78,7 +80,12 @@ class WasteLog {
   // Handlers and devices: one applied operation of `cause` (Cause::kCount
   // for an operation without one, stack_switch) from `source`.
   // A handler applying several (mmu_update) notes each, once all applied.
-  void Op(int64_t source, Cause cause, OpEffect effect);
+  // `fpu`: for kTsSet and kTsClear, the vCPU's FPU fingerprint
+  // (VcpuState::FpuFingerprint) when the change was made. A plain clear
+  // that finds it different from the set's means the FPU was used in
+  // between (the guest saw no #NM to say so), as kTsClearForFpu; when either
+  // is missing the analysis cannot tell and takes the pair as cancelled.
+  void Op(int64_t source, Cause cause, OpEffect effect, std::optional<uint64_t> fpu = std::nullopt);
   // The multicall handler, around each entry: an entry that failed or noted
   // nothing keeps its exit from being wasted.
   void BeginEntry() {
@@ -114,10 +121,16 @@ class WasteLog {
   struct Pending {
     int64_t source;
     Cause cause;
-    uint64_t sequence;  // the exit it came in
+    uint64_t sequence;                           // the exit it came in
+    std::optional<uint64_t> fpu = std::nullopt;  // a TS set's FPU fingerprint
   };
 
   void Wasted(int64_t source, Cause cause, WasteReason reason);
+  // A plain TS clear with fingerprint `fpu`: the FPU registers differ from
+  // the pending set's.
+  bool FpuUsedSinceTsSet(std::optional<uint64_t> fpu) const {
+    return ts_set_ && ts_set_->fpu && fpu && *ts_set_->fpu != *fpu;
+  }
   void Cancel(std::optional<Pending>& first, int64_t source, Cause cause);
   void Replace(std::optional<Pending>& pending, std::optional<Pending> with);
   void Close();
@@ -140,6 +153,16 @@ class WasteLog {
 inline void NoteOp(WasteLog* log, int64_t source, Cause cause, OpEffect effect) {
   if (log != nullptr) [[unlikely]]
     log->Op(source, cause, effect);
+}
+
+// The call the CR0 handlers (fpu_taskswitch, write_cr0) make: a TS set or
+// plain clear carries the vCPU's FPU fingerprint, read only when the run
+// has the analysis.
+inline void NoteCr0Op(WasteLog* log, int64_t source, OpEffect effect, const VcpuState& vcpu) {
+  if (log != nullptr) [[unlikely]] {
+    const bool ts = effect == OpEffect::kTsSet || effect == OpEffect::kTsClear;
+    log->Op(source, Cause::kCr0Write, effect, ts ? vcpu.FpuFingerprint() : std::nullopt);
+  }
 }
 
 }  // namespace minivmm

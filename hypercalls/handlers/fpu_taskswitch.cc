@@ -5,6 +5,8 @@
 // anything else is -EINVAL. Returns 0. CR0 goes through VcpuState: with KVM_CAP_SYNC_REGS
 // a change marks sregs dirty and costs no ioctl; an unchanged CR0 is not
 // written at all, so a redundant stts/clts does not pay for an sregs sync.
+// With the wasted-exit analysis on (and only then), a TS set or plain clear
+// also reads the vCPU's FPU fingerprint for it (hypercalls/waste.h).
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
@@ -19,11 +21,12 @@ HypercallResult fpu_taskswitch(HypercallEnv& env, const HypercallArgs& raw) {
   const uint64_t cr0 = vcpu.Cr0();
   const uint64_t next = args.set ? (cr0 | MVMM_CR0_TS) : (cr0 & ~MVMM_CR0_TS);
   if (next != cr0) vcpu.SetCr0(next);
-  NoteOp(env.exit.waste, MVMM_HC_fpu_taskswitch, Cause::kCr0Write,
-         next == cr0                           ? OpEffect::kUnchanged
-         : args.set                            ? OpEffect::kTsSet
-         : args.reason == MVMM_TS_CLEAR_FOR_NM ? OpEffect::kTsClearForFpu
-                                               : OpEffect::kTsClear);
+  NoteCr0Op(env.exit.waste, MVMM_HC_fpu_taskswitch,
+            next == cr0                           ? OpEffect::kUnchanged
+            : args.set                            ? OpEffect::kTsSet
+            : args.reason == MVMM_TS_CLEAR_FOR_NM ? OpEffect::kTsClearForFpu
+                                                  : OpEffect::kTsClear,
+            vcpu);
   return Done(0);
 }
 

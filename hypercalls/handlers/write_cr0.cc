@@ -2,7 +2,8 @@
 // differ from the current CR0 (PE, PG, WP, NE, CD, NW, ... belong to the VMM:
 // turning paging or protection off would break the VMM's boot invariants);
 // any other difference is -EPERM and nothing changes. Returns 0. Like
-// fpu_taskswitch, an unchanged value is not written.
+// fpu_taskswitch, an unchanged value is not written, and a TS change reads
+// the FPU fingerprint when the wasted-exit analysis is on.
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
@@ -17,11 +18,12 @@ HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& raw) {
     return Refuse(MVMM_EPERM, "would change CR0 bits other than MP, EM, TS");
   }
   if (changed != 0) vcpu.SetCr0(args.value);
-  NoteOp(env.exit.waste, MVMM_HC_write_cr0, Cause::kCr0Write,
-         changed == 0               ? OpEffect::kUnchanged
-         : changed != MVMM_CR0_TS   ? OpEffect::kChanged
-         : args.value & MVMM_CR0_TS ? OpEffect::kTsSet
-                                    : OpEffect::kTsClear);
+  NoteCr0Op(env.exit.waste, MVMM_HC_write_cr0,
+            changed == 0               ? OpEffect::kUnchanged
+            : changed != MVMM_CR0_TS   ? OpEffect::kChanged
+            : args.value & MVMM_CR0_TS ? OpEffect::kTsSet
+                                       : OpEffect::kTsClear,
+            vcpu);
   return Done(0);
 }
 

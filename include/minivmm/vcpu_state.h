@@ -6,6 +6,7 @@
 #define MINIVMM_VCPU_STATE_H_
 
 #include <cstdint>
+#include <optional>
 
 namespace minivmm {
 
@@ -73,6 +74,15 @@ class VcpuState {
   virtual uint64_t Cr3() const = 0;
   virtual void SetCr3(uint64_t value) = 0;
 
+  // A fingerprint of the vCPU's FPU and SSE registers (x87 registers and
+  // control, status and tag words, the last x87 instruction and operand
+  // pointers and opcode, the xmm registers, MXCSR): equal values mean
+  // nothing changed them, with the odds of a 64-bit hash, within one run.
+  // The wasted-exit analysis reads it at CR0.TS changes
+  // (docs/wasted-exits.md); nothing else does, and it may cost an ioctl.
+  // nullopt when the backend cannot tell.
+  virtual std::optional<uint64_t> FpuFingerprint() const { return std::nullopt; }
+
  protected:
   // `regs` holds kRegCount registers in Reg order; `*dirty |= dirty_bit`
   // marks them changed; `dpl` is SS.DPL. All must outlive this object.
@@ -96,11 +106,13 @@ class PlainVcpuState final : public VcpuState {
   uint64_t cr0 = 0x80050033;
   uint64_t cr3 = 0x10000;  // MVMM_PAGE_TABLES_GPA, as at boot
   uint8_t cpl = 0;
+  std::optional<uint64_t> fpu_fingerprint;  // what FpuFingerprint() returns
 
   uint64_t Cr0() const override { return cr0; }
   void SetCr0(uint64_t value) override { cr0 = value; }
   uint64_t Cr3() const override { return cr3; }
   void SetCr3(uint64_t value) override { cr3 = value; }
+  std::optional<uint64_t> FpuFingerprint() const override { return fpu_fingerprint; }
 };
 
 }  // namespace minivmm

@@ -126,6 +126,60 @@ TEST_F(WasteTest, TsReasonIsChecked) {
   EXPECT_EQ(vm_.vcpu.Cr0() & MVMM_CR0_TS, 0u);  // refused: nothing changed
 }
 
+// The VMM's own sight of FPU use: the FPU registers' fingerprint at the set
+// and at a plain clear (VcpuState::FpuFingerprint).
+TEST_F(WasteTest, PlainTsClearAfterTheFpuRegistersChangedIsNotWasted) {
+  vm_.vcpu.fpu_fingerprint = 0x1111;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  vm_.vcpu.fpu_fingerprint = 0x2222;  // the FPU was used with TS set and no #NM
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), std::nullopt);
+  EXPECT_EQ(log_.cancels(), std::nullopt);
+  EXPECT_EQ(ByCause(Cause::kCr0Write).ops, 0u);
+  // The set was used up: a clear now changes nothing, and the next pair is
+  // judged on its own.
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), WasteReason::kSameValue);
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), WasteReason::kCancelledPair);
+  EXPECT_EQ(ByReason(WasteReason::kCancelledPair).exits, 2u);
+}
+
+TEST_F(WasteTest, WriteCr0SeesTheFpuRegistersToo) {
+  const uint64_t cr0 = vm_.vcpu.Cr0();
+  vm_.vcpu.fpu_fingerprint = 1;
+  EXPECT_EQ(Exit(MVMM_HC_write_cr0, cr0 | MVMM_CR0_TS), std::nullopt);
+  vm_.vcpu.fpu_fingerprint = 2;
+  EXPECT_EQ(Exit(MVMM_HC_write_cr0, cr0), std::nullopt);
+  EXPECT_EQ(ByCause(Cause::kCr0Write).ops, 0u);
+}
+
+TEST_F(WasteTest, PlainTsClearWithTheFpuRegistersUnchangedIsACancelledPair) {
+  vm_.vcpu.fpu_fingerprint = 0x1111;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), WasteReason::kCancelledPair);
+  EXPECT_EQ(log_.cancels(), 0u);
+  EXPECT_EQ(ByCause(Cause::kCr0Write).exits, 2u);
+}
+
+TEST_F(WasteTest, WithoutAFingerprintAtEitherEndAPlainClearCancels) {
+  // The backend cannot tell (a failed KVM_GET_FPU): as if the registers
+  // had not changed.
+  vm_.vcpu.fpu_fingerprint = std::nullopt;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  vm_.vcpu.fpu_fingerprint = 0x2222;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), WasteReason::kCancelledPair);
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  vm_.vcpu.fpu_fingerprint = std::nullopt;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), WasteReason::kCancelledPair);
+  EXPECT_EQ(ByCause(Cause::kCr0Write).exits, 4u);
+}
+
+TEST_F(WasteTest, TsClearForTheNmHandlerNeedsNoFingerprint) {
+  vm_.vcpu.fpu_fingerprint = 0x1111;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM), std::nullopt);
+  EXPECT_EQ(ByCause(Cause::kCr0Write).ops, 0u);
+}
+
 TEST_F(WasteTest, WriteCr0TogglingTsPairsWithFpuTaskswitch) {
   const uint64_t cr0 = vm_.vcpu.Cr0();
   EXPECT_EQ(Exit(MVMM_HC_write_cr0, cr0 | MVMM_CR0_TS), std::nullopt);

@@ -13,9 +13,11 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/str_format.h"
 #include "vmm/kvm/flex_ioctls.h"
 #include "vmm/kvm/kick.h"
@@ -199,6 +201,18 @@ uint64_t KvmVcpu::Cr3() const { return run_->s.regs.sregs.cr3; }
 void KvmVcpu::SetCr3(uint64_t value) {
   run_->s.regs.sregs.cr3 = value;
   MarkSregsDirty();
+}
+
+std::optional<uint64_t> KvmVcpu::FpuFingerprint() const {
+  kvm_fpu fpu{};
+  if (ioctl(fd_.get(), KVM_GET_FPU, &fpu) < 0) return std::nullopt;
+  // Field by field: the padding takes no part.
+  auto bytes = [](const auto& array) {
+    // Safety: a plain array of bytes inside `fpu`, which outlives the view.
+    return std::string_view(reinterpret_cast<const char*>(array), sizeof(array));
+  };
+  return absl::HashOf(bytes(fpu.fpr), fpu.fcw, fpu.fsw, fpu.ftwx, fpu.last_opcode, fpu.last_ip,
+                      fpu.last_dp, bytes(fpu.xmm), fpu.mxcsr);
 }
 
 void KvmVcpu::MarkSregsDirty() {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +86,9 @@ class KvmVcpu final : public Vcpu {
   void SetCr0(uint64_t value) override;
   uint64_t Cr3() const override;
   void SetCr3(uint64_t value) override;
+  // KVM_GET_FPU, hashed: one ioctl, for the wasted-exit analysis only;
+  // nullopt when the ioctl fails.
+  std::optional<uint64_t> FpuFingerprint() const override;
 
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
 
