@@ -129,9 +129,9 @@ void JudgeRing3Nm(const ProbeRun& run, HostBehaviour& b) {
   if (!b.ring3_nm.value) {
     b.ring3_nm.evidence = "the guest did not report its boot probe (" + run.stop + ")";
   } else {
-    b.ring3_nm.evidence = *b.ring3_nm.value
-                              ? "a ring-3 SSE move with CR0.TS=1 raised #NM in the guest"
-                              : "a ring-3 SSE move with CR0.TS=1 ran without #NM in the guest";
+    b.ring3_nm.evidence =
+        *b.ring3_nm.value ? "a ring-3 SSE instruction with CR0.TS=1 raised #NM in the guest"
+                          : "a ring-3 SSE instruction with CR0.TS=1 ran without #NM in the guest";
   }
 }
 

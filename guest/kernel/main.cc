@@ -43,7 +43,7 @@ void ParseConfig(StrView line) {
 }
 
 // Does ring-3 SSE with CR0.TS=1 raise #NM here? (docs/hosts.md: not on the
-// software-KVM hosts.) A user task makes one SSE move with TS set.
+// software-KVM hosts.) A user task runs one SSE instruction with TS set.
 void ProbeRing3Nm() {
   uint64_t stack = reinterpret_cast<uint64_t>(AllocUserPages(1)) + kPageSize;
   Task* t =

@@ -44,7 +44,7 @@ inline void PrintTo(const FpuEvents& e, std::ostream* os) {
       << e.owner_preloads << ", saves " << e.saves << "}";
 }
 
-// The boot probe (guest/kernel/main.cc): one ring-3 task makes one SSE move
+// The boot probe (guest/kernel/main.cc): one ring-3 task runs one SSE instruction
 // with TS set. With ring-3 #NM it traps (clts, restore: it becomes the
 // owner) and is saved when it exits; without, nothing happens. The same
 // under every fpu_switch variant.
