@@ -68,8 +68,10 @@ std::string RenderExitTable(const json& record) {
                    "ops", "exits", "source");
   }
   // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
-  for (const char* name : {"if_set", "if_clear", "cr0_write", "descriptor_update",
-                           "page_table_update", "cr3_write", "multicall"}) {
+  const auto causes = {
+      "if_set",    "if_clear",  "cr0_write", "descriptor_update", "page_table_update",
+      "cr3_write", "multicall", "ipi",       "tlb_flush"};
+  for (const char* name : causes) {
     const json& c = record["causes"]["causes"][name];
     if (wasted != nullptr) {
       WastedRow(out, name, c, (*wasted)["by_cause"].value(name, json()), "vmm");
@@ -98,6 +100,11 @@ std::string RenderExitTable(const json& record) {
     fmt::format_to(std::back_inserter(out), "  {:<28} {} applied, {} rejected  vmm\n",
                    "  trapped GDT stores", gdt["applied"].get<uint64_t>(),
                    gdt["rejected"].get<uint64_t>());
+  const uint64_t ipis = record["causes"].value("ipi_injections", uint64_t{0});
+  const uint64_t deferred = record["causes"].value("tlb_flushes_deferred", uint64_t{0});
+  if (ipis + deferred > 0)
+    fmt::format_to(std::back_inserter(out), "  {:<28} {} injected, {} TLB flushes deferred  vmm\n",
+                   "  IPIs", ipis, deferred);
 
   if (wasted != nullptr) {
     WastedHeader(out, "hypercalls");

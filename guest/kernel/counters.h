@@ -39,6 +39,7 @@ namespace guest {
   X(wakeups)                  \
   X(multicalls)               \
   X(multicall_entries)        \
+  X(ipis)                     \
   X(check_failures)
 
 struct KernelCounters {

@@ -1,4 +1,4 @@
-// Trap dispatch: exceptions, the timer interrupt and system calls all enter
+// Trap dispatch: exceptions, the timer interrupt, IPIs and system calls all enter
 // through arch/entry.S trap_common and come here with their TrapFrame.
 #include "arch/trap.h"
 
@@ -70,6 +70,9 @@ extern "C" void TrapDispatch(TrapFrame* f) {
   switch (f->vector) {
     case MVMM_TIMER_VECTOR:
       TimerInterrupt(f);
+      break;
+    case MVMM_IPI_VECTOR:
+      ++g_kc.ipis;  // only CPU 0 takes interrupts (its own send_ipi)
       break;
     case kVectorSyscall:
       SyscallEntry(f);
