@@ -47,7 +47,8 @@ std::string RenderExitTable(const json& record) {
   const json& guest = record["guest"]["reports"];
   if (guest.contains("config.backend")) {
     std::string pvops;
-    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "irq"}) {
+    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "send_ipi",
+                           "flush_tlb", "irq"}) {
       std::string key = std::string("config.pvops.") + op;
       if (guest.contains(key))
         pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));

@@ -8,6 +8,7 @@
 #include "kernel/fpu.h"
 #include "kernel/panic.h"
 #include "kernel/sched.h"
+#include "kernel/smp.h"
 #include "kernel/syscall.h"
 #include "kernel/user_mem.h"
 #include "minivmm_abi/boot.h"
@@ -72,7 +73,7 @@ extern "C" void TrapDispatch(TrapFrame* f) {
       TimerInterrupt(f);
       break;
     case MVMM_IPI_VECTOR:
-      ++g_kc.ipis;  // only CPU 0 takes interrupts (its own send_ipi)
+      IpiInterrupt();
       break;
     case kVectorSyscall:
       SyscallEntry(f);

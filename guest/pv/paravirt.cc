@@ -142,6 +142,11 @@ void PvFlushTlb() {
   FlushTlb();
 }
 
+void PvSendIpi(uint64_t mask) { Sync(MVMM_HC_send_ipi, mask, MVMM_IPI_VECTOR); }
+uint64_t PvFlushTlbOthers(uint64_t mask) {
+  return static_cast<uint64_t>(Sync(MVMM_HC_flush_tlb_others, mask));
+}
+
 void PvEnterLazy() { ++g_lazy_depth; }
 void PvLeaveLazy() {
   if (--g_lazy_depth == 0) FlushBatch(&g_batch);
@@ -166,6 +171,8 @@ const PvOps kParavirtPvOps = {
     .pte_val = XenPteValCalleeThunk,
     .flush_tlb = PvFlushTlb,
     .write_cr3 = PvWriteCr3,
+    .send_ipi = PvSendIpi,
+    .flush_tlb_others = PvFlushTlbOthers,
     .start_context_switch = PvEnterLazy,
     .end_context_switch = PvLeaveLazy,
     .enter_lazy_mmu = PvEnterLazy,

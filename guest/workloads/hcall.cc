@@ -13,6 +13,7 @@
 #include "kernel/boot.h"
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
+#include "kernel/smp.h"
 #include "lib/desc.h"
 #include "pv/pv_ops.h"
 #include "workloads/probe.h"
@@ -284,7 +285,7 @@ void ProbeVcpuInfo(Prober& p, uint64_t mem) {
 // CPUs: an empty mask, a bit no VM has, another vector; flush_tlb_others
 // of this CPU itself.
 void ProbeIpis(Prober& p) {
-  const uint64_t self = 1;  // CPU 0
+  const uint64_t self = 1ull << CurrentCpu();
   const uint64_t before = g_kc.ipis;
   p.Call("send_ipi to itself", kNoTag, 1, MVMM_HC_send_ipi, self, MVMM_IPI_VECTOR);
   p.Expect("send_ipi: taken right after the call", kNoTag, g_kc.ipis - before, 1);

@@ -338,7 +338,10 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
     const json& reports = record["guest"]["reports"];
     EXPECT_EQ(per_vcpu[cpu]["total"], reports[prefix + "bringup_hypercalls"].get<uint64_t>() +
                                           reports[prefix + "idle_blocks"].get<uint64_t>());
-    EXPECT_EQ(per_vcpu[cpu]["hypercall_exits"], json({{"vcpu_op", 1}, {"sched_op", 1}}));
+    EXPECT_EQ(per_vcpu[cpu]["hypercall_exits"],
+              json({{"vcpu_op", 1}, {"set_if", 1}, {"sched_op", 1}}));
+    EXPECT_EQ(per_vcpu[cpu]["causes"], json({{"if_set", {{"ops", 1}, {"exits", 1}}}}));
+    EXPECT_EQ(per_vcpu[cpu]["ipi_injections"], 0);
     const json& stop = record["result"]["vcpus"][cpu];
     EXPECT_EQ(stop["stop_reason"], "guest shutdown");
     EXPECT_EQ(stop["with_vm"], true);
