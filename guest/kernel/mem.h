@@ -82,6 +82,10 @@ Mm* NewMm();
 // page aligned) in `mm`, which must not be live: the tables are written
 // with plain stores, like the boot tables.
 void MapPrivatePage(Mm* mm, uint64_t va, uint64_t pa);
+// The PTE mapping `va` (inside the private region, page aligned, mapped by
+// MapPrivatePage) in `mm`: once `mm` may be live, change it only through
+// SetPte.
+uint64_t* PrivatePte(Mm* mm, uint64_t va);
 
 }  // namespace guest
 
