@@ -70,13 +70,13 @@ uint32_t g_nr_cpus = 1;
 uint32_t g_cpus_up = 1;  // CPU 0
 
 // A secondary CPU's hypercall: uncounted in kernel.hc* (CPU 0's, which this
-// CPU must not race on), counted in its own hc_exits.
+// CPU must not race on), counted in its own hc_exits before it is made (the
+// last block of an idle CPU never returns: the VM's stop ends it).
 int64_t ApHypercall(CpuState& me, uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0) {
-  const int64_t rc = RawHypercall(nr, a0, a1, a2);
   for (int i = 0; i < kAbiCount; ++i) {
     if (kAbiNumbers[i] == nr) ++me.hc_exits[i];
   }
-  return rc;
+  return RawHypercall(nr, a0, a1, a2);
 }
 
 // The run state's FLUSH flag, set by another CPU's flush_tlb_others: taken
