@@ -55,7 +55,7 @@ struct GuestRun {
 
 inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
                          absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0,
-                         bool analyse_waste = false) {
+                         bool analyse_waste = false, uint32_t cpus = 1) {
   GuestRun run;
   RecordingConsole console;
   VmConfig config;
@@ -64,6 +64,7 @@ inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
   config.timeout = timeout;
   config.timer_hz = timer_hz;
   config.analyse_waste = analyse_waste;
+  config.cpus = cpus;
   config.console = &console;
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   EXPECT_TRUE(vm.ok()) << vm.status();
