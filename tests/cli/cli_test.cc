@@ -323,6 +323,13 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
             std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("  vCPU 3 "), std::string::npos) << o.out;
+  // The per-vCPU table of exits by cause: a column per vCPU and the total.
+  EXPECT_NE(o.out.find("exits by cause and vCPU"), std::string::npos) << o.out;
+  EXPECT_NE(
+      o.out.find(
+          "  if_set                              1        1        1        1          4  vmm"),
+      std::string::npos)
+      << o.out;
   json record = ReadJson(record_path);
   ASSERT_FALSE(record.is_discarded());
   EXPECT_EQ(record["config"]["cpus"], 4);
