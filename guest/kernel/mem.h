@@ -56,7 +56,8 @@ struct Arena {
 };
 Arena CpaArena();
 
-// Flushes the whole TLB (CR3 reload; the ABI has no hypercall for it).
+// Flushes this CPU's whole TLB (a CR3 reload, no exit; flush_tlb_others is
+// for the other CPUs' TLBs).
 void FlushTlb();
 
 // The private region of an address space: PML4 slot 1, one page directory

@@ -136,7 +136,8 @@ void PvWriteCr3(uint64_t base) {
   Sync(MVMM_HC_mmuext_op, reinterpret_cast<uintptr_t>(&g_single_ext), 1);
 }
 
-// No flush hypercall in the ABI: the TLB is the vCPU's own (CR3 reload).
+// The vCPU's own TLB is its own affair (a CR3 reload); flush_tlb_others is
+// for the other CPUs' (PvFlushTlbOthers).
 void PvFlushTlb() {
   FlushBatch(&g_batch);
   FlushTlb();
