@@ -19,7 +19,7 @@ import os
 import sys
 
 CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write", "multicall",
-          "other"]
+          "ipi", "tlb_flush", "other"]
 CAUSE_LABELS = {
     "if_set": "IF set",
     "if_clear": "IF clear",
@@ -28,6 +28,8 @@ CAUSE_LABELS = {
     "page_table_update": "page-table update",
     "cr3_write": "CR3 write",
     "multicall": "multicall",
+    "ipi": "IPI",
+    "tlb_flush": "TLB flush",
     "other": "other (stack switch, console, ...)",
 }
 # Colour-blind-safe (Okabe-Ito), one per cause, the same in every figure.
@@ -39,6 +41,8 @@ CAUSE_COLORS = {
     "page_table_update": "#CC79A7",
     "cr3_write": "#F0E442",
     "multicall": "#0072B2",
+    "ipi": "#000000",
+    "tlb_flush": "#882255",
     "other": "#999999",
 }
 CONFIG_COLORS = {"naive": "#7f7f7f", "optimized": "#009E73"}

@@ -30,6 +30,42 @@ void WastedRow(std::string& out, std::string_view what, const json& count, const
                  count["ops"].dump(), count["exits"].dump(), w, source);
 }
 
+// Several vCPUs: each cause's exits per vCPU (a column each) and their
+// total, then the IPIs each vCPU took and the TLB flushes it deferred.
+// Causes no vCPU exited for are left out.
+void PerVcpuCauses(std::string& out, const json& record, std::initializer_list<const char*> names) {
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  if (!per_vcpu.is_array() || per_vcpu.size() < 2) return;
+  auto row = [&](std::string_view what, auto value) {
+    std::string cells;
+    uint64_t total = 0;
+    for (const json& v : per_vcpu) {
+      const uint64_t n = value(v);
+      total += n;
+      cells += fmt::format(" {:>8}", n);
+    }
+    fmt::format_to(std::back_inserter(out), "  {:<28}{} {:>10}  vmm\n", what, cells, total);
+  };
+  std::string header;
+  for (const json& v : per_vcpu)
+    header += fmt::format(" {:>8}", fmt::format("vCPU {}", v["vcpu"].get<int>()));
+  fmt::format_to(std::back_inserter(out), "\n  {:<28}{} {:>10}  {}\n", "exits by cause and vCPU",
+                 header, "total", "source");
+  const auto exits_of = [](const json& v, const char* cause) -> uint64_t {
+    const json* causes = v.contains("causes") ? &v["causes"] : nullptr;
+    return causes != nullptr && causes->contains(cause) ? (*causes)[cause]["exits"].get<uint64_t>()
+                                                        : 0;
+  };
+  for (const char* name : names) {
+    if (record["causes"]["causes"][name]["exits"].get<uint64_t>() == 0) continue;
+    row(name, [&](const json& v) { return exits_of(v, name); });
+  }
+  row("all exits", [](const json& v) { return v["total"].get<uint64_t>(); });
+  for (const char* key : {"ipi_injections", "tlb_flushes_deferred"}) {
+    row(fmt::format("  {}", key), [key](const json& v) { return v.value(key, uint64_t{0}); });
+  }
+}
+
 void WastedHeader(std::string& out, std::string_view what) {
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12} {:>16}  {}\n", what, "ops",
                  "exits", "wasted ops/exits", "source");
@@ -47,7 +83,8 @@ std::string RenderExitTable(const json& record) {
   const json& guest = record["guest"]["reports"];
   if (guest.contains("config.backend")) {
     std::string pvops;
-    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "irq"}) {
+    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "send_ipi",
+                           "flush_tlb", "irq"}) {
       std::string key = std::string("config.pvops.") + op;
       if (guest.contains(key))
         pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));
@@ -68,8 +105,10 @@ std::string RenderExitTable(const json& record) {
                    "ops", "exits", "source");
   }
   // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
-  for (const char* name : {"if_set", "if_clear", "cr0_write", "descriptor_update",
-                           "page_table_update", "cr3_write", "multicall"}) {
+  const auto causes = {
+      "if_set",    "if_clear",  "cr0_write", "descriptor_update", "page_table_update",
+      "cr3_write", "multicall", "ipi",       "tlb_flush"};
+  for (const char* name : causes) {
     const json& c = record["causes"]["causes"][name];
     if (wasted != nullptr) {
       WastedRow(out, name, c, (*wasted)["by_cause"].value(name, json()), "vmm");
@@ -98,6 +137,12 @@ std::string RenderExitTable(const json& record) {
     fmt::format_to(std::back_inserter(out), "  {:<28} {} applied, {} rejected  vmm\n",
                    "  trapped GDT stores", gdt["applied"].get<uint64_t>(),
                    gdt["rejected"].get<uint64_t>());
+  const uint64_t ipis = record["causes"].value("ipi_injections", uint64_t{0});
+  const uint64_t deferred = record["causes"].value("tlb_flushes_deferred", uint64_t{0});
+  if (ipis + deferred > 0)
+    fmt::format_to(std::back_inserter(out), "  {:<28} {} injected, {} TLB flushes deferred  vmm\n",
+                   "  IPIs", ipis, deferred);
+  PerVcpuCauses(out, record, causes);
 
   if (wasted != nullptr) {
     WastedHeader(out, "hypercalls");

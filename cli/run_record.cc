@@ -40,10 +40,22 @@ json Exits(const RunResult& r) {
       const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
       hypercall_exits[name.empty() ? "nr" + std::to_string(nr) : name] = n;
     }
+    // The causes this vCPU's exits and operations had (those with any), and
+    // the IPIs it took and the flushes it deferred.
+    json causes = json::object();
+    for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
+      const CauseCount& c = r.per_vcpu[v].causes[i];
+      if (c.ops != 0 || c.exits != 0)
+        causes[std::string(CauseName(static_cast<Cause>(i)))] = {{"ops", c.ops},
+                                                                 {"exits", c.exits}};
+    }
     per_vcpu.push_back({{"vcpu", v},
                         {"total", vcpu_total},
                         {"by_reason", reasons},
-                        {"hypercall_exits", hypercall_exits}});
+                        {"hypercall_exits", hypercall_exits},
+                        {"causes", causes},
+                        {"ipi_injections", r.per_vcpu[v].ipi_injections},
+                        {"tlb_flushes_deferred", r.per_vcpu[v].tlb_flushes_deferred}});
   }
   return {{"source", "vmm"},      {"total", total},         {"by_reason", by_reason},
           {"pio_by_device", pio}, {"mmio_by_device", mmio}, {"per_vcpu", per_vcpu}};
@@ -82,7 +94,9 @@ json Causes(const RunResult& r) {
           {"multicall_entries_histogram_log2", histogram},
           {"gdt_stores",
            {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}},
-          {"timer_injections", r.stats.timer_injections}};
+          {"timer_injections", r.stats.timer_injections},
+          {"ipi_injections", r.stats.ipi_injections},
+          {"tlb_flushes_deferred", r.stats.tlb_flushes_deferred}};
 }
 
 // The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.

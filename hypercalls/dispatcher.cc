@@ -30,6 +30,12 @@ std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t 
       return CauseOps{Cause::kCr3Write, result >= 0 ? static_cast<uint64_t>(result) : 0};
     case MVMM_HC_multicall:
       return CauseOps{Cause::kMulticall, result >= 0 ? args[1] : 0};
+    case MVMM_HC_send_ipi:
+      return CauseOps{Cause::kIpi, result >= 0 ? static_cast<uint64_t>(result) : 0};
+    case MVMM_HC_flush_tlb_others:
+      // The result is the targets kicked; every target is an operation.
+      return CauseOps{Cause::kTlbFlush,
+                      result >= 0 ? static_cast<uint64_t>(std::popcount(args[0])) : 0};
     default:
       return std::nullopt;
   }
@@ -47,7 +53,8 @@ constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
   for (uint64_t nr :
        {MVMM_HC_set_if, MVMM_HC_force_evtchn_callback, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
-        MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall})
+        MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall,
+        MVMM_HC_send_ipi, MVMM_HC_flush_tlb_others})
     has[nr] = true;
   return has;
 }();
@@ -64,6 +71,11 @@ inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int6
   }
   if (direct && nr == MVMM_HC_multicall && result >= 0) {
     ++stats.multicall_entries_histogram[MulticallHistogramBucket(args[1])];
+  }
+  if (nr == MVMM_HC_flush_tlb_others && result >= 0) {
+    // The targets that were not kicked: flagged for when they next run.
+    stats.tlb_flushes_deferred +=
+        static_cast<uint64_t>(std::popcount(args[0])) - static_cast<uint64_t>(result);
   }
 }
 

@@ -14,8 +14,12 @@
 //   (the exit was paid); `ops` counts operations carried out (result >= 0):
 //   1 per call, except mmu_update (the number of requests done), mmuext_op
 //   (the number of base-pointer loads done: cr3_write) and multicall (its
-//   entry count). set_if(1) is IF set, set_if(0) IF clear, any other
-//   argument has no cause (it is refused); force_evtchn_callback is IF set.
+//   entry count), send_ipi (the vCPUs targeted: ipi) and flush_tlb_others
+//   (the vCPUs targeted, whatever it returned: tlb_flush). set_if(1) is IF
+//   set, set_if(0) IF clear, any other argument has no cause (it is
+//   refused); force_evtchn_callback is IF set.
+// - tlb_flushes_deferred: per accepted flush_tlb_others, its targets less
+//   the ones it kicked (its result).
 // - The multicall histogram counts accepted direct multicalls by entry count.
 // - A number outside the table, or unregistered, counts hc_bad_number only; a
 //   call from CPL != 0 counts hc_refused_cpl3 only.

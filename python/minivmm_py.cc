@@ -196,6 +196,8 @@ py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std:
   gdt["rejected"] = r.stats.gdt_stores_rejected;
   d["gdt_stores"] = gdt;
   d["timer_injections"] = r.stats.timer_injections;
+  d["ipi_injections"] = r.stats.ipi_injections;
+  d["tlb_flushes_deferred"] = r.stats.tlb_flushes_deferred;
 
   py::dict host_counters;
   for (const HostCounter& c : r.host_counters) host_counters[py::str(c.name)] = c.delta;

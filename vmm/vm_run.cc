@@ -51,11 +51,14 @@ absl::StatusOr<RunResult> Vm::Run() {
   s.ran = true;
   const uint32_t cpus = static_cast<uint32_t>(s.vcpus.size());
   std::vector<VcpuRun> runs(cpus);
+  std::vector<VmSignals*> signals;
+  for (const auto& one : s.signals) signals.push_back(one.get());
+  VmCpus directory(std::move(signals));
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     runs[cpu].loop = std::make_unique<RunLoop>(RunLoopParts{
         *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu], [&s] { return s.timer.CanFire(); },
         HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
-        &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr});
+        &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory});
   }
   RETURN_IF_ERROR(s.vcpus[0]->BindToCurrentThread());
   ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());

@@ -89,6 +89,19 @@ struct FuzzVm : testing::FakeVm {
     vcpu.regs[static_cast<int>(Reg::kRflags)] = kInitialRflags;
     console.keep_last = MVMM_CONSOLEIO_MAX_BYTES;  // enough for the last write
     timer.now = 1000;
+    // The other vCPUs the IPI hypercalls see: how many, which one calls,
+    // which are blocked, which registered a run-state area and where (often
+    // a good one, sometimes anything the fake directory could hold).
+    cpus.cpus = in.U8() % MVMM_MAX_CPUS + 1;
+    exit.vcpu_id = in.U8() % cpus.cpus;
+    const uint32_t blocked = in.U32();
+    const uint32_t registered = in.U32();
+    for (uint32_t cpu = 0; cpu < cpus.cpus; ++cpu) {
+      cpus.blocked[cpu] = (blocked >> cpu & 1) != 0;
+      if ((registered >> cpu & 1) == 0) continue;
+      const uint8_t where = in.U8();
+      cpus.runstate[cpu] = where % 4 != 0 ? uint64_t{0x4000} + 8 * cpu : Arg(in);
+    }
     if (!dispatcher.Register(kUserHypercall, "fuzz_user", UserHypercall).ok()) std::abort();
   }
 
@@ -162,7 +175,8 @@ struct FuzzVm : testing::FakeVm {
   // A hypercall number: mostly real ones, sometimes anything.
   uint64_t Number(Input& in) {
     static constexpr uint64_t kKnown[] = {
-        1, 3, 5, 10, 13, 15, 17, 18, 24, 26, 29, 40, 41, 42, kUserHypercall, 0, 2, 63, 65, 127, 128};
+        1, 3, 5,  10, 13,  15, 17, 18, 24, 26, 29, 40, 41, 42, 43, 44, kUserHypercall,
+        0, 2, 63, 65, 127, 128};
     const uint8_t b = in.U8();
     if (b % 8 == 7) return in.U64();  // EAX truncation, huge numbers
     return kKnown[b / 8 % (sizeof(kKnown) / sizeof(kKnown[0]))];
@@ -210,6 +224,7 @@ struct Snapshot {
     exit_code = vm.control.exit_code;
     timer_sets = vm.timer.armed.size();
     vcpu_info_gpa = vm.control.vcpu_info_gpa;
+    ipis_sent = vm.cpus.sent.size();
   }
 
   bool Same(const FuzzVm& vm) const {
@@ -219,7 +234,7 @@ struct Snapshot {
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
            exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size() &&
-           vcpu_info_gpa == vm.control.vcpu_info_gpa;
+           vcpu_info_gpa == vm.control.vcpu_info_gpa && ipis_sent == vm.cpus.sent.size();
   }
 
   std::vector<uint8_t> ram, gdt;
@@ -229,6 +244,7 @@ struct Snapshot {
   int exit_code = 0;
   uint64_t timer_sets = 0;
   std::optional<uint64_t> vcpu_info_gpa;
+  size_t ipis_sent = 0;
 };
 
 // Invariants that hold after any sequence of hypercalls.
@@ -274,6 +290,10 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
   FUZZ_CHECK(bytes == vm.reports.bytes);
   if (vm.control.request == VcpuRequest::kShutdown) {
     FUZZ_CHECK(vm.control.exit_code >= 0 && vm.control.exit_code <= 255);
+  }
+  // IPIs only ever go to vCPUs the VM has (the fake aborts otherwise).
+  for (const testing::FakeCpus::Ipi& ipi : vm.cpus.sent) {
+    FUZZ_CHECK(ipi.to < vm.cpus.cpus && ipi.from == vm.exit.vcpu_id);
   }
 }
 

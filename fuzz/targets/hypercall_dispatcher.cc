@@ -8,9 +8,13 @@
 //   kind % 4 == 2  Dispatch as a multicall entry would (direct = false)
 //   kind % 4 == 3  HandleExit with RAX taken raw (bits above EAX set)
 // After every call: the result is >= 0 or a documented -errno, RAX holds it,
-// an accepted mmuext_op left CR3 at its last op's frame,
+// an accepted mmuext_op left CR3 at its last op's frame, send_ipi sent one
+// IPI to each vCPU of its mask and touched nothing else, flush_tlb_others
+// flagged every target and kicked exactly the running ones,
 // a refused call (CPL != 0 or any -errno) changed nothing, Dispatch gives a
 // reason exactly when it refuses, and the global invariants of fuzz_vm.h hold.
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -84,8 +88,44 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
           // Safety: an accepted area lies inside RAM; the state field is its first 4 bytes.
           std::memcpy(&state, vm.ram.data() + args[2] + offsetof(mvmm_vcpu_runstate, state), 4);
           FUZZ_CHECK(state == MVMM_RUNSTATE_RUNNING);
+          uint32_t flags;
+          // Safety: as above; flags are the next 4 bytes of the 8-byte area.
+          std::memcpy(&flags, vm.ram.data() + args[2] + offsetof(mvmm_vcpu_runstate, flags), 4);
+          FUZZ_CHECK(flags == 0);
         }
         break;
+      case MVMM_HC_send_ipi: {
+        // Exactly one IPI to each vCPU in the mask, lowest first, and
+        // nothing else (no memory, no run-state flag).
+        FUZZ_CHECK(args[1] == MVMM_IPI_VECTOR);
+        FUZZ_CHECK(static_cast<uint64_t>(r) == static_cast<uint64_t>(std::popcount(args[0])));
+        FUZZ_CHECK(vm.cpus.sent.size() == before.ipis_sent + static_cast<size_t>(r));
+        uint64_t mask = args[0];
+        for (size_t i = before.ipis_sent; i < vm.cpus.sent.size(); ++i, mask &= mask - 1)
+          FUZZ_CHECK(vm.cpus.sent[i].to == static_cast<uint32_t>(std::countr_zero(mask)));
+        FUZZ_CHECK(std::equal(before.ram.begin(), before.ram.end(), vm.ram.begin(), vm.ram.end()));
+        break;
+      }
+      case MVMM_HC_flush_tlb_others: {
+        // Never the caller; every target flagged; exactly the running ones
+        // kicked, which the result counts.
+        FUZZ_CHECK((args[0] >> vm.exit.vcpu_id & 1) == 0);
+        uint64_t kicked = 0;
+        for (uint64_t mask = args[0]; mask != 0; mask &= mask - 1) {
+          const auto cpu = static_cast<uint32_t>(std::countr_zero(mask));
+          FUZZ_CHECK(cpu < vm.cpus.cpus && vm.cpus.runstate[cpu].has_value());
+          uint32_t flags;
+          // Safety: an accepted target's area is 8-aligned and inside RAM.
+          std::memcpy(&flags,
+                      vm.ram.data() + *vm.cpus.runstate[cpu] + offsetof(mvmm_vcpu_runstate, flags),
+                      4);
+          FUZZ_CHECK((flags & MVMM_RUNSTATE_FLUSH_TLB) != 0);
+          if (!vm.cpus.blocked[cpu]) ++kicked;
+        }
+        FUZZ_CHECK(static_cast<uint64_t>(r) == kicked);
+        FUZZ_CHECK(vm.cpus.sent.size() == before.ipis_sent + kicked);
+        break;
+      }
       case MVMM_HC_force_evtchn_callback:
         FUZZ_CHECK(r == 0 && vm.control.vcpu_info_gpa.has_value() && before.Same(vm));
         break;

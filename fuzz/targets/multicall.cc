@@ -66,9 +66,11 @@ uint64_t Count(uint64_t n, Input& in) {
 }
 
 // Entries whose handlers store into guest RAM besides their result field:
-// PTEs, the TSS's rsp0, the vcpu_info's pending byte on registration.
+// PTEs, the TSS's rsp0, the vcpu_info's pending byte or the run-state area on
+// registration, other vCPUs' run-state flags (flush_tlb_others).
 bool WritesRam(uint64_t op) {
-  return op == MVMM_HC_mmu_update || op == MVMM_HC_stack_switch || op == MVMM_HC_vcpu_op;
+  return op == MVMM_HC_mmu_update || op == MVMM_HC_stack_switch || op == MVMM_HC_vcpu_op ||
+         op == MVMM_HC_flush_tlb_others;
 }
 
 void Run(Input& in) {

@@ -18,7 +18,9 @@ u64 = lambda v: struct.pack("<Q", v & 0xFFFFFFFFFFFFFFFF)
 
 GDT_GPA = 0xC0000000
 TLS_DESC = 0x00CFF2000000FFFF
-KNOWN = [1, 3, 5, 10, 13, 15, 18, 26, 29, 40, 41, 42, 64, 0, 2, 63, 65, 127, 128]
+# FuzzVm::Number's list, in its order.
+KNOWN = [1, 3, 5, 10, 13, 15, 17, 18, 24, 26, 29, 40, 41, 42, 43, 44, 64, 0, 2, 63, 65, 127, 128]
+IPI_VECTOR = 0x21
 
 
 def nr(n):  # FuzzVm::Number: byte b, b % 8 != 7, index b / 8
@@ -37,8 +39,13 @@ def tls_gpa(slot):  # FuzzVm::Arg tag 5: slot 7 + k
     return u8(5) + u8(slot - 7)
 
 
-def vm_header(ram=0, fill=0, gdt=0):  # RAM 0x4000, GDT 4096 bytes
-    return u8(ram) + u8(fill) + u8(gdt)
+def vm_header(ram=0, fill=0, gdt=0, cpus=1, self_cpu=0, blocked=0, registered=0):
+    """RAM 0x4000, GDT 4096 bytes; then the fake vCPUs: how many, the caller,
+    which are blocked, which registered a run-state area (each at
+    0x4000 + 8 n, inside RAM for ram=2)."""
+    areas = b"".join(u8(1) for cpu in range(cpus) if registered >> cpu & 1)
+    return (u8(ram) + u8(fill) + u8(gdt) + u8(cpus - 1) + u8(self_cpu) + u32(blocked) +
+            u32(registered) + areas)
 
 
 def call(n, *args, cpl=0):  # kind 1: HandleExit
@@ -82,6 +89,14 @@ def dispatcher():
           call(29, small(0)) + call(29, small(2), small(7)))
     write(f"{d}/cpl3_refused", vm_header() + call(18, small(0), small(1), small(0), cpl=31))
     write(f"{d}/user_hypercall_huge", vm_header() + call(64, raw(1 << 63), small(0)))
+    # Four vCPUs, the caller vCPU 1, vCPUs 2 and 3 blocked, all registered
+    # (RAM 0x12000 holds their areas): IPIs to all, a flush of the others,
+    # then the refusals (own bit, a vCPU the VM lacks, another vector).
+    write(f"{d}/send_ipi_flush_tlb_others",
+          vm_header(ram=2, cpus=4, self_cpu=1, blocked=0b1100, registered=0b1111) +
+          call(43, small(0b1111), small(IPI_VECTOR)) + call(44, small(0b1101)) +
+          call(44, small(0b0010)) + call(43, small(0b10000), small(IPI_VECTOR)) +
+          call(43, small(0b1), small(0x20)))
 
 
 def multicall():

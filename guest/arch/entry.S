@@ -72,6 +72,7 @@ TRAP_ERR(29)
 TRAP_ERR(30)
 TRAP_NOERR(31)
 TRAP_NOERR(32)   /* timer, MVMM_TIMER_VECTOR */
+TRAP_NOERR(33)   /* IPI, MVMM_IPI_VECTOR */
 TRAP_NOERR(128)  /* int 0x80 system call, where the host delivers it */
 
 /* Builds a TrapFrame (arch/trap.h) and calls TrapDispatch(frame). The CPU
@@ -118,13 +119,13 @@ trap_return:
   .section .rodata
   .globl trap_stub_table
   .balign 8
-/* Stub addresses for vectors 0..32 (arch/idt.cc installs them). */
+/* Stub addresses for vectors 0..33 (arch/idt.cc installs them). */
 trap_stub_table:
   .quad trap_0, trap_1, trap_2, trap_3, trap_4, trap_5, trap_6, trap_7
   .quad trap_8, trap_9, trap_10, trap_11, trap_12, trap_13, trap_14, trap_15
   .quad trap_16, trap_17, trap_18, trap_19, trap_20, trap_21, trap_22, trap_23
   .quad trap_24, trap_25, trap_26, trap_27, trap_28, trap_29, trap_30, trap_31
-  .quad trap_32
+  .quad trap_32, trap_33
   .globl trap_stub_syscall
 trap_stub_syscall:
   .quad trap_128

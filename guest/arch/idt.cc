@@ -1,7 +1,7 @@
 #include "arch/trap.h"
 #include "minivmm_abi/boot.h"
 
-extern "C" const uint64_t trap_stub_table[33];
+extern "C" const uint64_t trap_stub_table[34];
 extern "C" const uint64_t trap_stub_syscall;
 
 namespace guest {
@@ -23,7 +23,7 @@ struct __attribute__((packed)) IdtPointer {
   uint64_t base;
 };
 
-// 0x81 entries: vectors 0-32 and the system-call gate; the rest are not
+// 0x81 entries: vectors 0-33 and the system-call gate; the rest are not
 // present, so a stray vector becomes a #GP that names it in its error code.
 alignas(16) IdtGate g_idt[0x81];
 
@@ -43,7 +43,7 @@ void SetGate(int vector, uint64_t handler, int dpl) {
 }  // namespace
 
 void IdtInit() {
-  for (int v = 0; v <= 32; ++v) SetGate(v, trap_stub_table[v], v == kVectorBp ? 3 : 0);
+  for (int v = 0; v <= 33; ++v) SetGate(v, trap_stub_table[v], v == kVectorBp ? 3 : 0);
   SetGate(kVectorSyscall, trap_stub_syscall, 3);
   IdtLoad();
 }

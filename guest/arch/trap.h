@@ -25,8 +25,8 @@ inline constexpr uint64_t kVectorGp = 13;
 inline constexpr uint64_t kVectorPf = 14;
 inline constexpr uint64_t kVectorSyscall = 0x80;
 
-// Installs the IDT: exception stubs for 0-31, the timer at 0x20, and a
-// DPL-3 gate at 0x80 for system calls.
+// Installs the IDT: exception stubs for 0-31, the timer at 0x20, IPIs at
+// 0x21, and a DPL-3 gate at 0x80 for system calls.
 void IdtInit();
 // Loads the IDT IdtInit built on this CPU (a secondary CPU's: all share it).
 void IdtLoad();

@@ -39,6 +39,11 @@ namespace guest {
   X(wakeups)                  \
   X(multicalls)               \
   X(multicall_entries)        \
+  X(ipis_sent)                \
+  X(ipis)                     \
+  X(tlb_shootdowns)           \
+  X(tlb_flush_targets)        \
+  X(tlb_flushes_kicked)       \
   X(check_failures)
 
 struct KernelCounters {

@@ -163,6 +163,14 @@ void MapPrivatePage(Mm* mm, uint64_t va, uint64_t pa) {
   pt[(va >> 12) & 511] = pa | kPtePresent | kPteWrite | kPteUser | kPteNx;
 }
 
+uint64_t* PrivatePte(Mm* mm, uint64_t va) {
+  GUEST_ASSERT(mm->private_pd != nullptr);
+  GUEST_ASSERT(va >= kPrivateBase && va - kPrivateBase < kPrivateSize && va % kPageSize == 0);
+  const uint64_t pde = mm->private_pd[(va >> 21) & 511];
+  GUEST_ASSERT(pde & kPtePresent);
+  return &reinterpret_cast<uint64_t*>(pde & kPteAddrMask)[(va >> 12) & 511];
+}
+
 uint64_t* LookupPte(uint64_t va) {
   uint64_t* pdpt = Walk(g_pml4, va, 39);
   uint64_t* pd = pdpt ? Walk(pdpt, va, 30) : nullptr;

@@ -56,7 +56,8 @@ struct Arena {
 };
 Arena CpaArena();
 
-// Flushes the whole TLB (CR3 reload; the ABI has no hypercall for it).
+// Flushes this CPU's whole TLB (a CR3 reload, no exit; flush_tlb_others is
+// for the other CPUs' TLBs).
 void FlushTlb();
 
 // The private region of an address space: PML4 slot 1, one page directory
@@ -82,6 +83,10 @@ Mm* NewMm();
 // page aligned) in `mm`, which must not be live: the tables are written
 // with plain stores, like the boot tables.
 void MapPrivatePage(Mm* mm, uint64_t va, uint64_t pa);
+// The PTE mapping `va` (inside the private region, page aligned, mapped by
+// MapPrivatePage) in `mm`: once `mm` may be live, change it only through
+// SetPte.
+uint64_t* PrivatePte(Mm* mm, uint64_t va);
 
 }  // namespace guest
 

@@ -2,16 +2,61 @@
 
 #include "arch/cpu.h"
 #include "arch/trap.h"
+#include "kernel/boot.h"
+#include "kernel/counters.h"
 #include "kernel/hypercall.h"
+#include "kernel/mem.h"
+#include "pv/pv_ops.h"
 
 namespace guest {
 namespace {
 
-// What a secondary CPU did, written only by that CPU.
-struct ApState {
-  alignas(MVMM_VCPU_RUNSTATE_ALIGN) mvmm_vcpu_runstate runstate;  // the VMM writes it
+// Mailbox requests.
+constexpr uint32_t kRequestFlush = 1u << 0;
+constexpr uint32_t kRequestCall = 1u << 1;
+
+// The hypercalls of the ABI in X-macro order: a secondary CPU counts its
+// exits by position in this list.
+constexpr uint64_t kAbiNumbers[] = {
+#define GUEST_SMP_NR_(nr, name) nr,
+    MVMM_HYPERCALL_LIST(GUEST_SMP_NR_)
+#undef GUEST_SMP_NR_
+};
+constexpr const char* kAbiNames[] = {
+#define GUEST_SMP_NAME_(nr, name) #name,
+    MVMM_HYPERCALL_LIST(GUEST_SMP_NAME_)
+#undef GUEST_SMP_NAME_
+};
+constexpr int kAbiCount = sizeof(kAbiNumbers) / sizeof(kAbiNumbers[0]);
+
+// Requests to one CPU. Only CPU 0 sends: it writes fn and arg, then sets a
+// bit of `pending` (atomic OR, release); the target takes the bits with an
+// atomic exchange, does what they ask and then increments the matching
+// acknowledgement (release), after `result` for a CALL.
+struct Mailbox {
+  uint32_t pending;
+  SmpCallFn fn;
+  uint64_t arg;
+  uint64_t result;
+  uint64_t flush_acks;
+  uint64_t call_acks;
+};
+
+// One CPU's state. Its counters are written by that CPU only; the run
+// state by the VMM (`state`) and by the VMM and this CPU (`flags`: the VMM
+// ORs MVMM_RUNSTATE_FLUSH_TLB in, the CPU takes it with an exchange).
+struct CpuState {
+  alignas(MVMM_VCPU_RUNSTATE_ALIGN) mvmm_vcpu_runstate runstate;
+  Mailbox mailbox;
   uint64_t bringup_hypercalls;
   uint64_t idle_blocks;
+  uint64_t ipis;
+  uint64_t ipi_flushes;
+  uint64_t flag_flushes;
+  uint64_t ipi_calls;
+  uint64_t cr3_writes;
+  uint64_t hc_exits[kAbiCount];
+  mvmm_mmuext_op ext;       // SmpLoadCr3's argument
   int64_t register_result;  // vcpu_op's; written before `registered`
   uint32_t registered;      // 1 once register_result is set
 };
@@ -20,9 +65,51 @@ struct ApState {
 // other CPUs read it while CPU 0 zeroes BSS.
 __attribute__((section(".data"))) uint32_t g_smp_released = 0;
 
-ApState g_ap[MVMM_MAX_CPUS];
+CpuState g_cpu[MVMM_MAX_CPUS];
 uint32_t g_nr_cpus = 1;
 uint32_t g_cpus_up = 1;  // CPU 0
+
+// A secondary CPU's hypercall: uncounted in kernel.hc* (CPU 0's, which this
+// CPU must not race on), counted in its own hc_exits before it is made (the
+// last block of an idle CPU never returns: the VM's stop ends it).
+int64_t ApHypercall(CpuState& me, uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0) {
+  for (int i = 0; i < kAbiCount; ++i) {
+    if (kAbiNumbers[i] == nr) ++me.hc_exits[i];
+  }
+  return RawHypercall(nr, a0, a1, a2);
+}
+
+// The run state's FLUSH flag, set by another CPU's flush_tlb_others: taken
+// (cleared) atomically and, if it was set, the TLB flushed before any user
+// mapping is used.
+void TakeFlushFlag(CpuState& me) {
+  if (__atomic_exchange_n(&me.runstate.flags, 0u, __ATOMIC_ACQ_REL) & MVMM_RUNSTATE_FLUSH_TLB) {
+    FlushTlb();
+    ++me.flag_flushes;
+  }
+}
+
+void Ack(uint64_t* acks) { __atomic_store_n(acks, *acks + 1, __ATOMIC_RELEASE); }
+
+template <typename Fn>
+void ForEachCpu(uint64_t mask, Fn fn) {
+  for (; mask != 0; mask &= mask - 1) fn(static_cast<uint32_t>(__builtin_ctzll(mask)));
+}
+
+// CPU 0: posts `request` to every CPU in `mask`, IPIs them (send_ipi pv op)
+// and waits until each acknowledged it (`acks` of its mailbox).
+void RequestAndWait(uint64_t mask, uint32_t request, uint64_t Mailbox::*acks) {
+  uint64_t want[MVMM_MAX_CPUS];
+  ForEachCpu(mask, [&](uint32_t cpu) {
+    Mailbox& m = g_cpu[cpu].mailbox;
+    want[cpu] = __atomic_load_n(&(m.*acks), __ATOMIC_ACQUIRE) + 1;
+    __atomic_fetch_or(&m.pending, request, __ATOMIC_RELEASE);
+  });
+  SendIpiMask(mask);
+  ForEachCpu(mask, [&](uint32_t cpu) {
+    while (__atomic_load_n(&(g_cpu[cpu].mailbox.*acks), __ATOMIC_ACQUIRE) < want[cpu]) cpu::Pause();
+  });
+}
 
 }  // namespace
 
@@ -32,7 +119,7 @@ bool SmpBoot(uint32_t nr_cpus) {
   __atomic_store_n(&g_smp_released, 1, __ATOMIC_RELEASE);
   bool ok = true;
   for (uint32_t cpu = 1; cpu < nr_cpus; ++cpu) {
-    ApState& ap = g_ap[cpu];
+    CpuState& ap = g_cpu[cpu];
     while (__atomic_load_n(&ap.registered, __ATOMIC_ACQUIRE) == 0) cpu::Pause();
     if (ap.register_result < 0) {
       ok = false;
@@ -46,14 +133,93 @@ bool SmpBoot(uint32_t nr_cpus) {
 
 uint32_t CpusUp() { return __atomic_load_n(&g_cpus_up, __ATOMIC_ACQUIRE); }
 
+uint32_t NrCpus() { return g_nr_cpus; }
+
+uint32_t CurrentCpu() {
+  uint64_t rsp;
+  asm volatile("mov %%rsp, %0" : "=r"(rsp));
+  if (rsp <= MVMM_AP_STACKS_GPA || rsp > MVMM_AP_STACKS_END) return 0;
+  return static_cast<uint32_t>((rsp - MVMM_AP_STACKS_GPA - 1) / MVMM_AP_STACK_SIZE + 1);
+}
+
+uint64_t OtherCpusMask() {
+  const uint64_t all = g_nr_cpus >= 64 ? ~0ull : (1ull << g_nr_cpus) - 1;
+  return all & ~(1ull << CurrentCpu());
+}
+
+void IpiInterrupt() {
+  const uint32_t cpu = CurrentCpu();
+  CpuState& me = g_cpu[cpu];
+  if (cpu == 0) {
+    ++g_kc.ipis;
+  } else {
+    ++me.ipis;
+  }
+  TakeFlushFlag(me);
+  Mailbox& m = me.mailbox;
+  const uint32_t requests = __atomic_exchange_n(&m.pending, 0u, __ATOMIC_ACQ_REL);
+  if (requests & kRequestFlush) {
+    FlushTlb();  // a native CR3 reload: no exit
+    ++me.ipi_flushes;
+    Ack(&m.flush_acks);
+  }
+  if (requests & kRequestCall) {
+    m.result = m.fn(m.arg);
+    ++me.ipi_calls;
+    Ack(&m.call_acks);
+  }
+}
+
+void SmpCallFunctionMany(uint64_t mask, SmpCallFn fn, uint64_t arg) {
+  ForEachCpu(mask, [&](uint32_t cpu) {
+    g_cpu[cpu].mailbox.fn = fn;
+    g_cpu[cpu].mailbox.arg = arg;
+  });
+  RequestAndWait(mask, kRequestCall, &Mailbox::call_acks);
+}
+
+uint64_t SmpCallResult(uint32_t cpu) { return g_cpu[cpu].mailbox.result; }
+
+void SmpFlushOthersByIpi(uint64_t mask) {
+  RequestAndWait(mask, kRequestFlush, &Mailbox::flush_acks);
+}
+
+void SmpWaitBlocked(uint64_t mask) {
+  ForEachCpu(mask, [](uint32_t cpu) {
+    while (__atomic_load_n(&g_cpu[cpu].runstate.state, __ATOMIC_ACQUIRE) != MVMM_RUNSTATE_BLOCKED)
+      cpu::Pause();
+  });
+}
+
+bool SmpLoadCr3(uint64_t base) {
+  CpuState& me = g_cpu[CurrentCpu()];
+  ++me.cr3_writes;
+  if (g_boot.config.backend == Backend::kNative) {
+    cpu::WriteCr3(base);
+    return true;
+  }
+  me.ext = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
+  return ApHypercall(me, MVMM_HC_mmuext_op, reinterpret_cast<uint64_t>(&me.ext), 1) == 1;
+}
+
 void AppendSmpReport(TextBuf* out) {
   out->Kv("kernel.cpus_up", CpusUp());
   for (uint32_t cpu = 1; cpu < g_nr_cpus; ++cpu) {
-    char prefix[24];
-    TextBuf p(prefix, sizeof(prefix));
+    const CpuState& ap = g_cpu[cpu];
+    char storage[40];
+    TextBuf p(storage, sizeof(storage));
     p.Str("smp.cpu").Dec(cpu);
-    out->Kv(p.View(), "bringup_hypercalls", g_ap[cpu].bringup_hypercalls);
-    out->Kv(p.View(), "idle_blocks", g_ap[cpu].idle_blocks);
+    out->Kv(p.View(), "bringup_hypercalls", ap.bringup_hypercalls);
+    out->Kv(p.View(), "idle_blocks", ap.idle_blocks);
+    out->Kv(p.View(), "ipis", ap.ipis);
+    out->Kv(p.View(), "ipi_flushes", ap.ipi_flushes);
+    out->Kv(p.View(), "flag_flushes", ap.flag_flushes);
+    out->Kv(p.View(), "ipi_calls", ap.ipi_calls);
+    out->Kv(p.View(), "cr3_writes", ap.cr3_writes);
+    p.Str(".hc_exits");
+    for (int i = 0; i < kAbiCount; ++i) {
+      if (ap.hc_exits[i] != 0) out->Kv(p.View(), kAbiNames[i], ap.hc_exits[i]);
+    }
   }
 }
 
@@ -61,8 +227,6 @@ void AppendSmpReport(TextBuf* out) {
 
 using namespace guest;
 
-// Uncounted hypercalls (RawHypercall): kernel.hc* are CPU 0's counts, which
-// this CPU must not race on; it keeps its own in ApState.
 extern "C" [[noreturn]] void ApMain(const mvmm_boot_info*, uint64_t cpu) {
   while (__atomic_load_n(&g_smp_released, __ATOMIC_ACQUIRE) == 0) cpu::Pause();
   if (cpu >= MVMM_MAX_CPUS) {
@@ -70,15 +234,21 @@ extern "C" [[noreturn]] void ApMain(const mvmm_boot_info*, uint64_t cpu) {
   }
   IdtLoad();
   __atomic_fetch_add(&g_cpus_up, 1, __ATOMIC_ACQ_REL);
-  ApState& me = g_ap[cpu];
+  CpuState& me = g_cpu[cpu];
   ++me.bringup_hypercalls;
-  me.register_result = RawHypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, cpu,
-                                    reinterpret_cast<uint64_t>(&me.runstate));
+  me.register_result = ApHypercall(me, MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, cpu,
+                                   reinterpret_cast<uint64_t>(&me.runstate));
   __atomic_store_n(&me.registered, 1, __ATOMIC_RELEASE);
-  // Nothing wakes this CPU (timers reach CPU 0 only): the first block lasts
-  // until the VM stops.
+  // Interrupts on for good: from here on an IPI ends a block and is taken
+  // right after it (nobody sends one before this CPU is first blocked).
+  ++me.bringup_hypercalls;
+  ApHypercall(me, MVMM_HC_set_if, 1);
+  // Everything else happens in the IPI handler. After every block, and
+  // before this CPU could touch a user mapping, a flush another CPU's
+  // flush_tlb_others deferred to it.
   for (;;) {
+    TakeFlushFlag(me);
     ++me.idle_blocks;
-    RawHypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+    ApHypercall(me, MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
   }
 }

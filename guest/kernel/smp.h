@@ -1,10 +1,16 @@
-// Secondary CPUs (docs/design.md "Several vCPUs"). Every CPU enters at
-// _start; CPU 0 boots the kernel and runs everything, each other CPU waits
+// Secondary CPUs and IPIs (docs/design.md "Several vCPUs"). Every CPU enters
+// at _start; CPU 0 boots the kernel and runs everything, each other CPU waits
 // until CPU 0 has zeroed BSS and built the IDT, loads that IDT, counts itself
-// up, registers its run-state area and idles in sched_op(block) until the VM
-// stops. CPU 0 waits, reading memory only, until every other CPU is idle, so
-// the workloads never run beside a CPU that is still coming up and CPU 0's
-// exits are those of a one-CPU run.
+// up, registers its run-state area, enables interrupts and idles: it blocks,
+// and whatever it is asked to do it does in its IPI handler (vector
+// MVMM_IPI_VECTOR). CPU 0 waits, reading memory only, until every other CPU
+// is idle, so the workloads never run beside a CPU that is still coming up
+// and CPU 0's exits are those of a one-CPU run.
+//
+// Requests go through a per-CPU mailbox: FLUSH (flush your TLB) and CALL
+// (run a function with an argument and leave a result), each acknowledged
+// by a counter the target increments when it has done it. Only CPU 0 sends
+// requests. Each CPU's counters are written by that CPU only.
 #ifndef GUEST_KERNEL_SMP_H_
 #define GUEST_KERNEL_SMP_H_
 
@@ -22,10 +28,48 @@ bool SmpBoot(uint32_t nr_cpus);
 
 // CPUs that came up, CPU 0 included.
 uint32_t CpusUp();
+// boot_info's nr_cpus (1 under the PVH entry).
+uint32_t NrCpus();
+// The CPU this code runs on. A secondary CPU runs only on the stack the VMM
+// gave it (below 1 MiB, minivmm_abi/boot.h), which CPU 0 never uses after
+// _start; an interrupt at CPL 0 stays on the interrupted stack.
+uint32_t CurrentCpu();
+// Every CPU that came up, the calling one excepted: bit n = CPU n.
+uint64_t OtherCpusMask();
 
-// Appends kernel.cpus_up and, for each secondary CPU n, the exits it took:
-// smp.cpu<n>.bringup_hypercalls (vcpu_op) and smp.cpu<n>.idle_blocks
-// (sched_op(block)). Final once SmpBoot returned: an idle CPU never runs again.
+// The IPI handler (vector MVMM_IPI_VECTOR), on the CPU that took it: first
+// the run-state FLUSH flag (flush_tlb_others), then the mailbox's FLUSH and
+// CALL requests.
+void IpiInterrupt();
+
+// What a CALL request runs on its target, in its IPI handler; the result is
+// left for SmpCallResult.
+using SmpCallFn = uint64_t (*)(uint64_t arg);
+
+// CPU 0: asks every CPU in `mask` to run fn(arg) and waits until each has
+// (the IPIs go through the send_ipi pv op, so its variant applies).
+void SmpCallFunctionMany(uint64_t mask, SmpCallFn fn, uint64_t arg);
+// What CPU `cpu` returned from the last CALL it ran.
+uint64_t SmpCallResult(uint32_t cpu);
+// CPU 0: the naive flush_tlb: a FLUSH request in each target's mailbox, an
+// IPI to each (send_ipi pv op), then waits until each has flushed.
+void SmpFlushOthersByIpi(uint64_t mask);
+// CPU 0: waits, reading run-state memory only, until every CPU in `mask` is
+// blocked (MVMM_RUNSTATE_BLOCKED): idle in its loop again.
+void SmpWaitBlocked(uint64_t mask);
+
+// On a secondary CPU (a CALL's function): loads CR3 with the top-level table
+// at `base`, in the form the write_cr3 pv op takes on this backend
+// (mmuext_op NEW_BASEPTR under pv, mov %cr3 under native), with this CPU's
+// own argument block and counters. False when the VMM refused it.
+bool SmpLoadCr3(uint64_t base);
+
+// Appends kernel.cpus_up and, for each secondary CPU n, its own counts:
+// smp.cpu<n>.bringup_hypercalls (vcpu_op and set_if), .idle_blocks
+// (sched_op(block)), .ipis (IPIs taken), .ipi_flushes (FLUSH requests done),
+// .flag_flushes (run-state FLUSH flags taken), .ipi_calls (CALL requests
+// done), .cr3_writes, and .hc_exits.<name> for every hypercall it made.
+// Read while the secondary CPUs are idle.
 void AppendSmpReport(TextBuf* out);
 
 }  // namespace guest

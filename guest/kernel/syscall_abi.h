@@ -37,6 +37,7 @@ enum CheckId : unsigned long {
   kCheckPteFlags = 6,
   kCheckPteVal = 7,
   kCheckPageData = 8,
+  kCheckShootdown = 9,
 };
 
 }  // namespace guest

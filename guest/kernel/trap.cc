@@ -1,4 +1,4 @@
-// Trap dispatch: exceptions, the timer interrupt and system calls all enter
+// Trap dispatch: exceptions, the timer interrupt, IPIs and system calls all enter
 // through arch/entry.S trap_common and come here with their TrapFrame.
 #include "arch/trap.h"
 
@@ -8,6 +8,7 @@
 #include "kernel/fpu.h"
 #include "kernel/panic.h"
 #include "kernel/sched.h"
+#include "kernel/smp.h"
 #include "kernel/syscall.h"
 #include "kernel/user_mem.h"
 #include "minivmm_abi/boot.h"
@@ -70,6 +71,9 @@ extern "C" void TrapDispatch(TrapFrame* f) {
   switch (f->vector) {
     case MVMM_TIMER_VECTOR:
       TimerInterrupt(f);
+      break;
+    case MVMM_IPI_VECTOR:
+      IpiInterrupt();
       break;
     case kVectorSyscall:
       SyscallEntry(f);

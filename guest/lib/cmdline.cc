@@ -3,16 +3,20 @@
 namespace guest {
 namespace {
 
-constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls",
-                                              "pte_flags",   "batch",      "irq"};
-constexpr const char* kOpChoices[kPvOpCount] = {"naive|optimized", "naive|optimized|eager",
-                                                "naive|optimized", "naive|optimized|patched",
-                                                "off|on",          "hypercall|shared"};
+constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls",       "pte_flags",
+                                              "batch",       "send_ipi",   "flush_tlb", "irq"};
+constexpr const char* kOpChoices[kPvOpCount] = {
+    "naive|optimized", "naive|optimized|eager", "naive|optimized", "naive|optimized|patched",
+    "off|on",          "naive|optimized",       "naive|optimized", "hypercall|shared"};
 
 // pvops=xen: Linux on Xen before the seeds were optimized. The four seeds
-// naive, batching on, the shared-memory interrupt flag.
-constexpr Variant kXenPreset[kPvOpCount] = {Variant::kNaive, Variant::kNaive,     Variant::kNaive,
-                                            Variant::kNaive, Variant::kOptimized, Variant::kShared};
+// naive, batching on, one event-channel notification per IPI target
+// (xen_send_IPI_mask: send_ipi naive), TLB flushes of other CPUs as one
+// hypercall (MMUEXT_TLB_FLUSH_MULTI: flush_tlb optimized), the
+// shared-memory interrupt flag.
+constexpr Variant kXenPreset[kPvOpCount] = {
+    Variant::kNaive,     Variant::kNaive, Variant::kNaive,     Variant::kNaive,
+    Variant::kOptimized, Variant::kNaive, Variant::kOptimized, Variant::kShared};
 constexpr uint64_t kBig = 1000000;
 // lat_ctx -s: KiB each ring task touches per pass (a multiple of 4 KiB is
 // not required; whole pages are mapped).
@@ -43,6 +47,7 @@ constexpr ParamSpec kCustomParams[] = {{"n", nullptr, 3, 0, 255}};
 constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
 constexpr ParamSpec kHostProbeParams[] = {{"loops", nullptr, 10000, 1, kBig},
                                           {"vmcall", nullptr, 1, 0, 1}};
+constexpr ParamSpec kShootdownParams[] = {{"rounds", nullptr, 20, 1, kBig}};
 
 #define GUEST_SPEC_(name, params) \
   { name, params, sizeof(params) / sizeof(params[0]) }
@@ -61,6 +66,7 @@ constexpr WorkloadSpec kWorkloads[] = {
     GUEST_SPEC_("hostile", kHostileParams),
     GUEST_SPEC_("hostprobe", kHostProbeParams),
     GUEST_SPEC_("exitcost", kExitCostParams),
+    GUEST_SPEC_("shootdown", kShootdownParams),
     {nullptr, nullptr, 0},
 };
 #undef GUEST_SPEC_
@@ -135,7 +141,7 @@ bool ParsePvops(StrView v, Config* c, TextBuf* err) {
     if (op < 0) {
       err->Str("unknown pvops op '")
           .Str(op_name)
-          .Str("' (irq_restore|fpu_switch|tls|pte_flags|batch|irq)");
+          .Str("' (irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|irq)");
       return false;
     }
     // batch also accepts naive/optimized so that an op list can be uniform.
@@ -209,7 +215,9 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
   if (spec == nullptr) {
     err->Str("unknown workload '")
         .Str(name)
-        .Str("' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe)");
+        .Str(
+            "' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe|exitcost|"
+            "shootdown)");
     return false;
   }
   WorkloadArgs args;

@@ -15,14 +15,28 @@ namespace guest {
 
 enum class Backend : uint8_t { kPv, kNative };
 
-// kIrq is not a seed with a naive and an optimized form but the model of the
-// interrupt flag under backend=pv: hypercall (set_if, the default) or shared
-// (Xen's evtchn_upcall_mask in a registered vcpu_info). The all-op items
-// `naive` and `optimized` leave it as it is; `xen` sets it to shared.
-enum class PvOp : uint8_t { kIrqRestore, kFpuSwitch, kTls, kPteFlags, kBatch, kIrq };
-inline constexpr int kPvOpCount = 6;
-// The ops `naive` and `optimized` set: all but kIrq.
-inline constexpr int kPvSeedOpCount = 5;
+// kSendIpi and kFlushTlb are the SMP ops: an IPI to a set of CPUs (naive:
+// one send_ipi hypercall per target; optimized: one for the whole set) and
+// a remote TLB flush (naive: a FLUSH request and an IPI to each target,
+// which flushes itself; optimized: one flush_tlb_others hypercall, the
+// VMM's paravirtual flush). kIrq is not a seed with a naive and an
+// optimized form but the model of the interrupt flag under backend=pv:
+// hypercall (set_if, the default) or shared (Xen's evtchn_upcall_mask in a
+// registered vcpu_info). The all-op items `naive` and `optimized` leave it
+// as it is; `xen` sets it to shared.
+enum class PvOp : uint8_t {
+  kIrqRestore,
+  kFpuSwitch,
+  kTls,
+  kPteFlags,
+  kBatch,
+  kSendIpi,
+  kFlushTlb,
+  kIrq
+};
+inline constexpr int kPvOpCount = 8;
+// The ops `naive` and `optimized` set: all but kIrq, the last.
+inline constexpr int kPvSeedOpCount = 7;
 
 // Variant values. Not every op accepts every variant: fpu_switch also has
 // kEager, pte_flags also has kPatched, batch spells naive/optimized as
@@ -70,7 +84,8 @@ struct WorkloadArgs {
 struct Config {
   Backend backend = Backend::kPv;
   Variant variant[kPvOpCount] = {Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
-                                 Variant::kOptimized, Variant::kOptimized, Variant::kNaive};
+                                 Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
+                                 Variant::kOptimized, Variant::kNaive};
   WorkloadArgs workload;  // spec is "none" unless set
 
   Variant Get(PvOp op) const { return variant[static_cast<int>(op)]; }

@@ -1,8 +1,9 @@
 // The native backend: raw instructions. Under minivmm, GDT stores trap to
 // the VMM through the read-only GDT page; CR0 and IF changes are invisible
-// to it (except as interrupt-window exits).
+// to it (except as interrupt-window exits). IPIs are hypercalls here too.
 #include "arch/cpu.h"
 #include "kernel/boot.h"
+#include "kernel/hypercall.h"
 #include "kernel/mem.h"
 #include "pv/pv_ops.h"
 
@@ -34,6 +35,11 @@ void NativeSetPte(uint64_t* ptep, uint64_t val) {
 uint64_t NativeMakePte(uint64_t val) { return val; }
 void NativeFlushTlb() { FlushTlb(); }
 void NativeWriteCr3(uint64_t base) { cpu::WriteCr3(base); }
+// No APIC is emulated: the IPI hypercalls are the way to another CPU.
+void NativeSendIpi(uint64_t mask) { HypercallOrDie(MVMM_HC_send_ipi, mask, MVMM_IPI_VECTOR); }
+uint64_t NativeFlushTlbOthers(uint64_t mask) {
+  return static_cast<uint64_t>(HypercallOrDie(MVMM_HC_flush_tlb_others, mask));
+}
 void NoOp() {}
 
 }  // namespace
@@ -55,6 +61,8 @@ const PvOps kNativePvOps = {
     .pte_val = PteValCalleeThunk,
     .flush_tlb = NativeFlushTlb,
     .write_cr3 = NativeWriteCr3,
+    .send_ipi = NativeSendIpi,
+    .flush_tlb_others = NativeFlushTlbOthers,
     .start_context_switch = NoOp,
     .end_context_switch = NoOp,
     .enter_lazy_mmu = NoOp,

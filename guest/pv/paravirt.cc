@@ -136,10 +136,16 @@ void PvWriteCr3(uint64_t base) {
   Sync(MVMM_HC_mmuext_op, reinterpret_cast<uintptr_t>(&g_single_ext), 1);
 }
 
-// No flush hypercall in the ABI: the TLB is the vCPU's own (CR3 reload).
+// The vCPU's own TLB is its own affair (a CR3 reload); flush_tlb_others is
+// for the other CPUs' (PvFlushTlbOthers).
 void PvFlushTlb() {
   FlushBatch(&g_batch);
   FlushTlb();
+}
+
+void PvSendIpi(uint64_t mask) { Sync(MVMM_HC_send_ipi, mask, MVMM_IPI_VECTOR); }
+uint64_t PvFlushTlbOthers(uint64_t mask) {
+  return static_cast<uint64_t>(Sync(MVMM_HC_flush_tlb_others, mask));
 }
 
 void PvEnterLazy() { ++g_lazy_depth; }
@@ -166,6 +172,8 @@ const PvOps kParavirtPvOps = {
     .pte_val = XenPteValCalleeThunk,
     .flush_tlb = PvFlushTlb,
     .write_cr3 = PvWriteCr3,
+    .send_ipi = PvSendIpi,
+    .flush_tlb_others = PvFlushTlbOthers,
     .start_context_switch = PvEnterLazy,
     .end_context_switch = PvLeaveLazy,
     .enter_lazy_mmu = PvEnterLazy,

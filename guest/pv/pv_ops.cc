@@ -3,6 +3,7 @@
 #include "kernel/boot.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/smp.h"
 
 extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];
 
@@ -52,6 +53,27 @@ void ArchIrqRestore(uint64_t flags) {
     // `if (f & X86_EFLAGS_IF) arch_local_irq_enable();` (counted as a
     // restore with IF set, not in irq_enables)
     pv_ops.irq_enable();
+  }
+}
+
+void SendIpiMask(uint64_t mask) {
+  if (mask == 0) return;
+  g_kc.ipis_sent += static_cast<uint64_t>(__builtin_popcountll(mask));
+  if (g_variant[static_cast<int>(PvOp::kSendIpi)] != Variant::kNaive) {
+    pv_ops.send_ipi(mask);
+    return;
+  }
+  for (uint64_t rest = mask; rest != 0; rest &= rest - 1) pv_ops.send_ipi(rest & -rest);
+}
+
+void FlushTlbOthers(uint64_t mask) {
+  if (mask == 0) return;
+  ++g_kc.tlb_shootdowns;
+  g_kc.tlb_flush_targets += static_cast<uint64_t>(__builtin_popcountll(mask));
+  if (g_variant[static_cast<int>(PvOp::kFlushTlb)] == Variant::kNaive) {
+    SmpFlushOthersByIpi(mask);
+  } else {
+    g_kc.tlb_flushes_kicked += pv_ops.flush_tlb_others(mask);
   }
 }
 

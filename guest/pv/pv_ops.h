@@ -51,6 +51,14 @@ struct PvOps {
   // guest-physical `base`: a switch to another address space.
   void (*write_cr3)(uint64_t base);
 
+  // Other CPUs. send_ipi makes MVMM_IPI_VECTOR pending on every CPU in
+  // `mask` with one send_ipi hypercall; flush_tlb_others is one
+  // flush_tlb_others hypercall and returns how many targets the VMM kicked.
+  // The same hypercalls under native (minivmm emulates no APIC: an IPI is
+  // the hypercall either way). Synchronous: a pending batch goes first.
+  void (*send_ipi)(uint64_t mask);
+  uint64_t (*flush_tlb_others)(uint64_t mask);
+
   // Lazy modes (Xen): operations between start and end may be queued and
   // are issued, at the latest, by the end hook.
   void (*start_context_switch)();
@@ -115,6 +123,19 @@ inline void SetPte(uint64_t* ptep, uint64_t val) {
   ++g_kc.pte_updates;
   pv_ops.set_pte(ptep, val);
 }
+
+// An IPI to every CPU in `mask` with the send_ipi variant: naive, one
+// send_ipi hypercall per target (Linux's x2apic/Xen send_IPI_mask loop);
+// optimized, one for the whole mask. Counted as ipis_sent, one per target.
+// An empty mask sends nothing.
+void SendIpiMask(uint64_t mask);
+// Has every CPU in `mask` (never the caller) flush its TLB, with the
+// flush_tlb variant: naive, a FLUSH request and an IPI (SendIpiMask) to
+// each, then waits until each has flushed itself; optimized, one
+// flush_tlb_others hypercall (a blocked target flushes when it next runs).
+// Counted as tlb_shootdowns, tlb_flush_targets and, optimized,
+// tlb_flushes_kicked. An empty mask does nothing.
+void FlushTlbOthers(uint64_t mask);
 
 // Linux __pte / pfn_pte: the entry to write for pseudo-physical `val`.
 inline uint64_t MakePte(uint64_t val) { return pv_ops.make_pte(val); }

@@ -50,6 +50,7 @@ void RunHcall(const WorkloadArgs& args);
 void RunHostile(const WorkloadArgs& args);
 void RunHostProbe(const WorkloadArgs& args);
 void RunExitCost(const WorkloadArgs& args);
+void RunShootdown(const WorkloadArgs& args);
 
 }  // namespace guest
 

@@ -83,6 +83,17 @@ struct WriteCr0Args {
   static WriteCr0Args From(const HypercallArgs& a) { return {a[0]}; }
 };
 
+struct SendIpiArgs {
+  uint64_t mask;    // bit n: vCPU n
+  uint64_t vector;  // MVMM_IPI_VECTOR
+  static SendIpiArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
+};
+
+struct FlushTlbOthersArgs {
+  uint64_t mask;  // bit n: vCPU n, never the caller
+  static FlushTlbOthersArgs From(const HypercallArgs& a) { return {a[0]}; }
+};
+
 struct ReportArgs {
   GuestAddress text;
   uint64_t len;

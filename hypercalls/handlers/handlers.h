@@ -41,6 +41,8 @@ HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult set_if(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult report(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult send_ipi(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult flush_tlb_others(HypercallEnv& env, const HypercallArgs& args);
 
 }  // namespace minivmm::hc
 

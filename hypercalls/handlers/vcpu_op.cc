@@ -12,8 +12,10 @@
 //
 // MVMM_VCPUOP_REGISTER_RUNSTATE_AREA makes the struct mvmm_vcpu_runstate at
 // `gpa` the calling vCPU's run state: the same checks (8-byte alignment),
-// then writes MVMM_RUNSTATE_RUNNING into it and records the address; the run
-// loop updates it when the vCPU blocks and wakes. Returns 0.
+// then writes MVMM_RUNSTATE_RUNNING and flags 0 into it and records the
+// address; the run loop updates the state when the vCPU blocks and wakes,
+// another vCPU's flush_tlb_others sets MVMM_RUNSTATE_FLUSH_TLB in the flags.
+// Returns 0.
 #include <cstddef>
 
 #include "hypercalls/handlers/args.h"
@@ -45,8 +47,8 @@ HypercallResult RegisterRunstateArea(HypercallEnv& env, GuestAddress gpa) {
   RunControl& control = env.exit.control;
   if (control.runstate_gpa.has_value())
     return Refuse(MVMM_EINVAL, "runstate area already registered");
-  const uint32_t running = MVMM_RUNSTATE_RUNNING;
-  if (!env.memory.WriteObj(gpa + offsetof(mvmm_vcpu_runstate, state), running))
+  const mvmm_vcpu_runstate running = {MVMM_RUNSTATE_RUNNING, 0};
+  if (!env.memory.WriteObj(gpa, running))
     return Refuse(MVMM_EFAULT, "runstate area outside guest RAM");  // checked above
   control.runstate_gpa = gpa.value();
   return Done(0);

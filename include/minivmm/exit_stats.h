@@ -37,6 +37,8 @@ enum class Cause : uint8_t {
   kPageTableUpdate,   // mmu_update (operations = PTE requests)
   kCr3Write,          // mmuext_op (operations = page-table base loads)
   kMulticall,         // multicall calls (operations = entries)
+  kIpi,               // send_ipi (operations = vCPUs targeted)
+  kTlbFlush,          // flush_tlb_others (operations = vCPUs targeted)
   kCount
 };
 std::string_view CauseName(Cause cause);
@@ -78,6 +80,12 @@ struct ExitStats {
   uint64_t gdt_stores_applied = 0;
   uint64_t gdt_stores_rejected = 0;
   uint64_t timer_injections = 0;
+  // IPIs (MVMM_IPI_VECTOR) injected into this vCPU: one per IPI sent to it,
+  // less those that merged with one already pending.
+  uint64_t ipi_injections = 0;
+  // Targets of this vCPU's flush_tlb_others that were blocked or halted:
+  // flagged in their run-state area, not kicked (docs/hypercalls.md).
+  uint64_t tlb_flushes_deferred = 0;
 
   // The wasted-exit analysis; all zero when it did not run. `ops` and
   // `exits` as in `causes`: a wasted multicall entry is a wasted operation of

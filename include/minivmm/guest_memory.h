@@ -93,6 +93,12 @@ class GuestMemory {
     return Write(gpa, std::span<const T, 1>(&value, 1));
   }
 
+  // ORs `bits` into the 32-bit word at gpa with one atomic read-modify-write,
+  // so that a guest vCPU's own atomic exchange of the word on another thread
+  // loses neither update. False, and nothing written, when the word is not
+  // wholly inside RAM or not 4-byte aligned.
+  [[nodiscard]] bool AtomicOr32(GuestAddress gpa, uint32_t bits) const;
+
  private:
   // The byte copies behind Read and Write. Precondition: Contains(gpa, len).
   void CopyOut(GuestAddress gpa, void* out, size_t len) const;

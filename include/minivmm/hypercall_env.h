@@ -14,6 +14,7 @@
 #include "minivmm/exit_context.h"
 #include "minivmm/guest_memory.h"
 #include "minivmm/sinks.h"
+#include "minivmm/vcpu_directory.h"
 
 namespace minivmm {
 
@@ -36,6 +37,7 @@ struct HypercallEnv {
   ConsoleSink* console = nullptr;   // may be null: output is dropped
   TimerControl* timer = nullptr;    // may be null: set_timer_op gets -ENOSYS
   GuestReports* reports = nullptr;  // may be null: report gets -ENOSYS
+  VcpuDirectory* cpus = nullptr;    // may be null: send_ipi, flush_tlb_others get -ENOSYS
 };
 
 }  // namespace minivmm

@@ -18,7 +18,7 @@ enum class StopReason {
   kGuestShutdown,     // sched_op(shutdown) or the debug-exit port; exit_code is the guest's
   kTripleFault,       // KVM_EXIT_SHUTDOWN
   kEmulationFailure,  // KVM_EXIT_INTERNAL_ERROR (e.g. an instruction the host cannot emulate)
-  kHaltedForever,     // HLT or sched_op(block) with nothing that could ever wake the vCPU
+  kHaltedForever,     // every vCPU in HLT or sched_op(block), nothing could ever wake any
   kTimeout,           // VmConfig::timeout elapsed
   kStopRequested,     // Vm::RequestStop() (the CLI calls it on SIGINT/SIGTERM)
   kVmmError,          // failed entry, an unknown exit, or an ioctl error

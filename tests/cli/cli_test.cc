@@ -323,6 +323,13 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
             std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("  vCPU 3 "), std::string::npos) << o.out;
+  // The per-vCPU table of exits by cause: a column per vCPU and the total.
+  EXPECT_NE(o.out.find("exits by cause and vCPU"), std::string::npos) << o.out;
+  EXPECT_NE(
+      o.out.find(
+          "  if_set                              1        1        1        1          4  vmm"),
+      std::string::npos)
+      << o.out;
   json record = ReadJson(record_path);
   ASSERT_FALSE(record.is_discarded());
   EXPECT_EQ(record["config"]["cpus"], 4);
@@ -338,7 +345,10 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
     const json& reports = record["guest"]["reports"];
     EXPECT_EQ(per_vcpu[cpu]["total"], reports[prefix + "bringup_hypercalls"].get<uint64_t>() +
                                           reports[prefix + "idle_blocks"].get<uint64_t>());
-    EXPECT_EQ(per_vcpu[cpu]["hypercall_exits"], json({{"vcpu_op", 1}, {"sched_op", 1}}));
+    EXPECT_EQ(per_vcpu[cpu]["hypercall_exits"],
+              json({{"vcpu_op", 1}, {"set_if", 1}, {"sched_op", 1}}));
+    EXPECT_EQ(per_vcpu[cpu]["causes"], json({{"if_set", {{"ops", 1}, {"exits", 1}}}}));
+    EXPECT_EQ(per_vcpu[cpu]["ipi_injections"], 0);
     const json& stop = record["result"]["vcpus"][cpu];
     EXPECT_EQ(stop["stop_reason"], "guest shutdown");
     EXPECT_EQ(stop["with_vm"], true);

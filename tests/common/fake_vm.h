@@ -1,9 +1,9 @@
 // The one fake VM of the unit tests, the device tests and the fuzzers: guest
 // RAM in an exact-size heap buffer, a GDT page, PlainVcpuState, run control,
-// counters, a recording console and timer, guest reports, a Dispatcher and
-// the HypercallEnv over all of them. No /dev/kvm, no gtest: misuse of the
-// fake (a poke outside its RAM) aborts with a message; checks belong to the
-// caller (gtest in tests/, FUZZ_CHECK in fuzz/).
+// counters, a recording console and timer, guest reports, a directory of
+// fake vCPUs, a Dispatcher and the HypercallEnv over all of them. No /dev/kvm, no gtest: misuse of
+// the fake (a poke outside its RAM) aborts with a message; checks belong to the caller (gtest in
+// tests/, FUZZ_CHECK in fuzz/).
 #ifndef MINIVMM_TESTS_COMMON_FAKE_VM_H_
 #define MINIVMM_TESTS_COMMON_FAKE_VM_H_
 
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 #include "minivmm/guest_memory.h"
 #include "minivmm/hypercall_env.h"
 #include "minivmm/sinks.h"
+#include "minivmm/vcpu_directory.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
 
@@ -62,6 +64,33 @@ class RecordingTimer final : public TimerControl {
   std::vector<uint64_t> armed;
 };
 
+// The other vCPUs as the IPI hypercalls see them: `cpus` of them (1 by
+// default), each blocked or not and with or without a run-state area as the
+// test sets, and every IPI sent recorded in order.
+class FakeCpus final : public VcpuDirectory {
+ public:
+  struct Ipi {
+    uint32_t from;
+    uint32_t to;
+    bool operator==(const Ipi&) const = default;
+  };
+  uint32_t count() const override { return cpus; }
+  std::optional<uint64_t> RunstateGpa(uint32_t cpu) const override { return runstate.at(cpu); }
+  bool Blocked(uint32_t cpu) const override { return blocked.at(cpu); }
+  void SendIpi(uint32_t from, uint32_t cpu) override {
+    if (cpu >= cpus) {
+      std::fprintf(stderr, "FakeCpus: an IPI to vCPU %u of %u\n", cpu, cpus);
+      std::abort();
+    }
+    sent.push_back({from, cpu});
+  }
+
+  uint32_t cpus = 1;
+  std::array<std::optional<uint64_t>, MVMM_MAX_CPUS> runstate{};
+  std::array<bool, MVMM_MAX_CPUS> blocked{};
+  std::vector<Ipi> sent;
+};
+
 inline constexpr uint64_t kRamSize = 1 << 20;  // FakeVm's default
 inline constexpr size_t kGdtPageSize = 4096;
 
@@ -82,8 +111,9 @@ struct FakeVm {
   RecordingConsole console;
   RecordingTimer timer;
   GuestReports reports;
+  FakeCpus cpus;
   Dispatcher dispatcher;
-  HypercallEnv env{memory, gdt, exit, &console, &timer, &reports};
+  HypercallEnv env{memory, gdt, exit, &console, &timer, &reports, &cpus};
 
   // A fresh zeroed RAM of exactly `size` bytes (none for 0).
   void ResizeRam(uint64_t size) {

@@ -85,7 +85,25 @@ TEST(CmdlineTest, XenPresetIsNaiveSeedsBatchingAndTheSharedFlag) {
   EXPECT_EQ(p.config.Get(PvOp::kTls), Variant::kNaive);
   EXPECT_EQ(p.config.Get(PvOp::kPteFlags), Variant::kNaive);
   EXPECT_EQ(p.config.Get(PvOp::kBatch), Variant::kOptimized);
+  EXPECT_EQ(p.config.Get(PvOp::kSendIpi), Variant::kNaive);       // an event channel per target
+  EXPECT_EQ(p.config.Get(PvOp::kFlushTlb), Variant::kOptimized);  // MMUEXT_TLB_FLUSH_MULTI
   EXPECT_EQ(p.config.Get(PvOp::kIrq), Variant::kShared);
+}
+
+TEST(CmdlineTest, SmpOpsAreNaiveOrOptimizedAndFollowTheAllOpItems) {
+  Parsed naive = Parse("pvops=naive");
+  EXPECT_EQ(naive.config.Get(PvOp::kSendIpi), Variant::kNaive);
+  EXPECT_EQ(naive.config.Get(PvOp::kFlushTlb), Variant::kNaive);
+  Parsed opt = Parse("pvops=naive,optimized");
+  EXPECT_EQ(opt.config.Get(PvOp::kSendIpi), Variant::kOptimized);
+  EXPECT_EQ(opt.config.Get(PvOp::kFlushTlb), Variant::kOptimized);
+  Parsed one = Parse("pvops=naive,send_ipi:optimized");
+  ASSERT_TRUE(one.ok) << one.error;
+  EXPECT_EQ(one.config.Get(PvOp::kSendIpi), Variant::kOptimized);
+  EXPECT_EQ(one.config.Get(PvOp::kFlushTlb), Variant::kNaive);
+  Parsed shootdown = Parse("workload=shootdown");
+  ASSERT_TRUE(shootdown.ok) << shootdown.error;
+  EXPECT_EQ(shootdown.config.workload.Get("rounds"), 20u);
 }
 
 TEST(CmdlineTest, XenPresetItemsApplyInOrder) {
@@ -151,18 +169,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"pvops=", "empty pvops= value (naive|optimized|xen|<op>:<variant>,...)"},
         BadCase{"pvops=fast", "bad pvops item 'fast' (naive, optimized, xen or <op>:<variant>)"},
         BadCase{"pvops=zz:naive",
-                "unknown pvops op 'zz' (irq_restore|fpu_switch|tls|pte_flags|batch|irq)"},
+                "unknown pvops op 'zz' "
+                "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|irq)"},
         BadCase{"pvops=irq:naive", "unknown variant 'naive' for pvops op irq (hypercall|shared)"},
         BadCase{"pvops=irq:optimized",
                 "unknown variant 'optimized' for pvops op irq (hypercall|shared)"},
         BadCase{"pvops=xen:on",
-                "unknown pvops op 'xen' (irq_restore|fpu_switch|tls|pte_flags|batch|irq)"},
+                "unknown pvops op 'xen' "
+                "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|irq)"},
         BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
         BadCase{"pvops=fpu_switch:patched",
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
         BadCase{"workload=nope",
                 "unknown workload 'nope' "
-                "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe)"},
+                "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe|"
+                "exitcost|shootdown)"},
+        BadCase{"pvops=send_ipi:eager",
+                "unknown variant 'eager' for pvops op send_ipi (naive|optimized)"},
+        BadCase{"pvops=flush_tlb:on",
+                "unknown variant 'on' for pvops op flush_tlb (naive|optimized)"},
+        BadCase{"workload=shootdown,rounds=0",
+                "bad value '0' for shootdown.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,bogus=1",
                 "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt|mm|ws)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
@@ -183,6 +210,8 @@ TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
             "config.pvops.tls=naive\n"
             "config.pvops.pte_flags=naive\n"
             "config.pvops.batch=on\n"
+            "config.pvops.send_ipi=naive\n"
+            "config.pvops.flush_tlb=naive\n"
             "config.pvops.irq=hypercall\n"
             "config.workload=ctx\n"
             "config.workload.tasks=4\n"

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "hypercalls/dispatcher.h"
+#include "minivmm_abi/boot.h"
 
 namespace minivmm {
 namespace {
@@ -37,6 +38,11 @@ TEST(CauseOfTest, TableOfCauses) {
       {MVMM_HC_mmuext_op, {0, 3}, -MVMM_EPERM, Cause::kCr3Write, 0},
       {MVMM_HC_multicall, {0, 12}, 0, Cause::kMulticall, 12},
       {MVMM_HC_multicall, {0, 513}, -MVMM_E2BIG, Cause::kMulticall, 0},
+      {MVMM_HC_send_ipi, {0b1011, MVMM_IPI_VECTOR}, 3, Cause::kIpi, 3},
+      {MVMM_HC_send_ipi, {0, MVMM_IPI_VECTOR}, -MVMM_EINVAL, Cause::kIpi, 0},
+      {MVMM_HC_flush_tlb_others, {0b1110}, 1, Cause::kTlbFlush, 3},
+      {MVMM_HC_flush_tlb_others, {0b1110}, 0, Cause::kTlbFlush, 3},
+      {MVMM_HC_flush_tlb_others, {0b1110}, -MVMM_EINVAL, Cause::kTlbFlush, 0},
       {MVMM_HC_console_io, {}, 0, std::nullopt, 0},
       {MVMM_HC_sched_op, {}, 0, std::nullopt, 0},
       {MVMM_HC_stack_switch, {}, 0, std::nullopt, 0},
@@ -103,6 +109,17 @@ TEST(CountHypercallTest, AcceptedMulticallFillsHistogram) {
   EXPECT_EQ(stats.multicall_entries_histogram[10], 0u);
   EXPECT_EQ(Of(stats, Cause::kMulticall).ops, 3u);
   EXPECT_EQ(Of(stats, Cause::kMulticall).exits, 3u);
+}
+
+TEST(CountHypercallTest, FlushTlbOthersCountsTheTargetsItDidNotKickAsDeferred) {
+  ExitStats stats;
+  CountHypercall(stats, MVMM_HC_flush_tlb_others, {0b1110}, 1, /*direct=*/true);
+  CountHypercall(stats, MVMM_HC_flush_tlb_others, {0b0110}, 0, /*direct=*/false);
+  CountHypercall(stats, MVMM_HC_flush_tlb_others, {0b0001}, -MVMM_EINVAL, /*direct=*/true);
+  EXPECT_EQ(stats.tlb_flushes_deferred, 2u + 2u);
+  EXPECT_EQ(Of(stats, Cause::kTlbFlush).ops, 3u + 2u);
+  EXPECT_EQ(Of(stats, Cause::kTlbFlush).exits, 2u);
+  EXPECT_EQ(stats.hc_errors[MVMM_HC_flush_tlb_others], 1u);
 }
 
 }  // namespace

@@ -136,13 +136,15 @@ uint32_t State(const CheckedVm& vm, uint64_t gpa) {
   return vm.memory.ReadObj<uint32_t>(GuestAddress(gpa)).value();
 }
 
-TEST(VcpuOpRunstateTest, RegistersAndWritesRunning) {
+TEST(VcpuOpRunstateTest, RegistersAndWritesRunningWithNoFlags) {
   CheckedVm vm;
   vm.exit.vcpu_id = 2;
   ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(kRunstate), uint32_t{0xdead}));
+  ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(kRunstate + 4), uint32_t{MVMM_RUNSTATE_FLUSH_TLB}));
   EXPECT_EQ(Register(vm, kRunstate, 2, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA), 0);
   EXPECT_EQ(vm.control.runstate_gpa, std::optional<uint64_t>(kRunstate));
   EXPECT_EQ(State(vm, kRunstate), MVMM_RUNSTATE_RUNNING);
+  EXPECT_EQ(State(vm, kRunstate + offsetof(mvmm_vcpu_runstate, flags)), 0u);
   EXPECT_FALSE(vm.control.vcpu_info_gpa.has_value());
   EXPECT_EQ(vm.stats.hc_ops[MVMM_HC_vcpu_op], 1u);
   EXPECT_EQ(vm.stats.hc_errors[MVMM_HC_vcpu_op], 0u);

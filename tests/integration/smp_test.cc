@@ -114,19 +114,23 @@ TEST_P(SmpKernelTest, EverySecondaryCpuComesUpAndCostsItsBringUpAndOneBlock) {
     const std::string prefix = "smp.cpu" + std::to_string(cpu) + ".";
     const uint64_t bringup = run.Report(prefix + "bringup_hypercalls");
     const uint64_t blocks = run.Report(prefix + "idle_blocks");
-    EXPECT_EQ(bringup, 1u);
+    EXPECT_EQ(bringup, 2u);
     EXPECT_EQ(blocks, 1u);
     const ExitStats& s = run.result.per_vcpu[cpu];
     EXPECT_EQ(Total(s), bringup + blocks);
-    EXPECT_EQ(s.hc_exits[MVMM_HC_vcpu_op], bringup);
+    EXPECT_EQ(s.hc_exits[MVMM_HC_vcpu_op], run.Report(prefix + "hc_exits.vcpu_op"));
+    EXPECT_EQ(s.hc_exits[MVMM_HC_set_if], run.Report(prefix + "hc_exits.set_if"));
+    EXPECT_EQ(s.hc_exits[MVMM_HC_vcpu_op] + s.hc_exits[MVMM_HC_set_if], bringup);
     EXPECT_EQ(s.hc_exits[MVMM_HC_sched_op], blocks);
+    EXPECT_EQ(s.causes[static_cast<int>(Cause::kIfSet)].exits, 1u);  // interrupts on, once
+    EXPECT_EQ(s.ipi_injections, 0u);
     EXPECT_TRUE(run.result.vcpu_stops[cpu].with_vm);
     EXPECT_TRUE(run.result.vcpu_stops[cpu].idle);
     EXPECT_EQ(run.result.vcpu_stops[cpu].reason, StopReason::kGuestShutdown);
     secondary_exits += Total(s);
   }
   EXPECT_EQ(Total(run.result.stats), Total(cpu0) + secondary_exits);
-  EXPECT_EQ(Total(run.result.stats), Total(one.result.stats) + 2 * (cpus - 1));
+  EXPECT_EQ(Total(run.result.stats), Total(one.result.stats) + 3 * (cpus - 1));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpus, SmpKernelTest, ::testing::Values(1u, 2u, 4u, 8u));

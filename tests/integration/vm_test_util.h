@@ -11,10 +11,22 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/hypercall.h"
 #include "tests/common/command.h"
 #include "tests/common/fake_vm.h"
 
 namespace minivmm::testing {
+
+// Every hypercall of the ABI, number and name (MVMM_HYPERCALL_LIST).
+struct HcName {
+  uint32_t nr;
+  const char* name;
+};
+inline constexpr HcName kAbiHypercalls[] = {
+#define MVMM_TEST_HC_(nr, name) {nr, #name},
+    MVMM_HYPERCALL_LIST(MVMM_TEST_HC_)
+#undef MVMM_TEST_HC_
+};
 
 inline std::string TinyGuest(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
@@ -55,7 +67,7 @@ struct GuestRun {
 
 inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
                          absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0,
-                         bool analyse_waste = false) {
+                         bool analyse_waste = false, uint32_t cpus = 1) {
   GuestRun run;
   RecordingConsole console;
   VmConfig config;
@@ -64,6 +76,7 @@ inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
   config.timeout = timeout;
   config.timer_hz = timer_hz;
   config.analyse_waste = analyse_waste;
+  config.cpus = cpus;
   config.console = &console;
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   EXPECT_TRUE(vm.ok()) << vm.status();

@@ -46,7 +46,8 @@ def test_result_is_plain_python():
     assert len(exits["per_vcpu"]) == 1 and exits["per_vcpu"][0]["total"] == exits["total"]
     assert exits["pio_by_device"]["hypercall"] > 0
     assert set(r["causes"]) == {"if_set", "if_clear", "cr0_write", "descriptor_update",
-                                "page_table_update", "cr3_write", "multicall"}
+                                "page_table_update", "cr3_write", "multicall", "ipi",
+                                "tlb_flush"}
     # Guest reports: integers are ints, the rest strs.
     assert r["reports"]["config.backend"] == "pv"
     assert r["reports"]["config.workload"] == "irq"

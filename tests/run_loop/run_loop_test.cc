@@ -32,6 +32,7 @@ class ScriptedVcpu final : public Vcpu {
   std::deque<Step> script;
   PlainVcpuState state;
   int injected = 0;
+  std::vector<uint32_t> vectors;  // injected, in order
   bool window = false;
   bool ready = true;
   std::vector<uint8_t> scratch = std::vector<uint8_t>(64);
@@ -46,8 +47,9 @@ class ScriptedVcpu final : public Vcpu {
   }
   bool ReadyForInterrupt() const override { return ready; }
   absl::Status InjectInterrupt(uint32_t vector) override {
-    EXPECT_EQ(vector, MVMM_TIMER_VECTOR);
+    EXPECT_TRUE(vector == MVMM_TIMER_VECTOR || vector == MVMM_IPI_VECTOR) << vector;
     ++injected;
+    vectors.push_back(vector);
     return absl::OkStatus();
   }
   void RequestInterruptWindow(bool on) override { window = on; }
@@ -73,10 +75,12 @@ class RunLoopTest : public ::testing::Test {
     return stop;
   }
 
-  // Run() as vCPU `vcpu_id`, with the VM's big lock when one is given.
-  RunStop RunAs(uint32_t vcpu_id, absl::Mutex* big_lock = nullptr, bool timer_can_fire = false) {
+  // Run() as vCPU `vcpu_id`, with the VM's big lock when one is given, and
+  // among the vCPUs of `cpus` when given.
+  RunStop RunAs(uint32_t vcpu_id, absl::Mutex* big_lock = nullptr, bool timer_can_fire = false,
+                VmCpus* cpus = nullptr) {
     RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; },
-                              Hypercalls(), nullptr, false, vcpu_id, big_lock});
+                              Hypercalls(), nullptr, false, vcpu_id, big_lock, cpus});
     RunStop stop = loop.Loop();
     stats_ = loop.stats();
     idle_at_stop_ = loop.idle_at_stop();
@@ -449,6 +453,140 @@ TEST_F(RunLoopTest, OtherAccessesToTheHypercallPortAreIgnored) {
   EXPECT_EQ(in, std::vector<uint8_t>(4, 0xff));
   EXPECT_EQ(Reason(ExitReason::kIo), 3u);
   EXPECT_EQ(stats_.pio_by_device[0], 4u);  // 1 + 2 elements + 1
+}
+
+// IPIs (send_ipi, flush_tlb_others): the vector, its count, its order
+// behind nothing and before the timer's.
+TEST_F(RunLoopTest, PendingIpiIsInjectedWithItsVectorAndCounted) {
+  signals_.raised = VmSignals::kIpi;
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  Run();
+  EXPECT_EQ(vcpu_.vectors, std::vector<uint32_t>{MVMM_IPI_VECTOR});
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+  EXPECT_EQ(stats_.timer_injections, 0u);
+  EXPECT_FALSE(vcpu_.window);
+}
+
+TEST_F(RunLoopTest, IpiGoesBeforeThePendingTimerWhichGetsAWindow) {
+  signals_.raised = VmSignals::kIpi | VmSignals::kInterrupt;
+  Exit(IrqWindowOpen{});  // the IPI handler's iretq
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.vectors, (std::vector<uint32_t>{MVMM_IPI_VECTOR, MVMM_TIMER_VECTOR}));
+  });
+  Run();
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+  EXPECT_EQ(stats_.timer_injections, 1u);
+  EXPECT_EQ(Reason(ExitReason::kIrqWindowOpen), 1u);
+}
+
+// send_ipi to itself: the IPI is there at the next entry, with no kick (no
+// `intr` exit); a second one sent before it was taken merges with it.
+TEST_F(RunLoopTest, SendIpiToItselfIsInjectedAtTheNextEntryAndMerges) {
+  vcpu_.state.Set(Reg::kRflags, 0x2);  // IF off: the first stays pending
+  Hypercall(MVMM_HC_send_ipi, 1, MVMM_IPI_VECTOR, 0, [&] { vcpu_.ready = false; });
+  Hypercall(MVMM_HC_send_ipi, 1, MVMM_IPI_VECTOR, 0, [&] { EXPECT_EQ(vcpu_.injected, 0); });
+  Hypercall(MVMM_HC_set_if, 1, 0, 0, [&] {
+    EXPECT_TRUE(vcpu_.window);
+    vcpu_.ready = true;
+  });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(vcpu_.vectors, std::vector<uint32_t>{MVMM_IPI_VECTOR});  // two sent, one taken
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kIpi)].ops, 2u);
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+  EXPECT_EQ(Reason(ExitReason::kIntr), 0u);
+}
+
+// A block on the only vCPU with an IPI pending returns at once: not halted
+// forever, even with no timer.
+TEST_F(RunLoopTest, BlockWithAnIpiPendingReturnsAndTheIpiIsTaken) {
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  Hypercall(MVMM_HC_send_ipi, 1, MVMM_IPI_VECTOR, 0, [&] { vcpu_.ready = false; });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK, 0, 0, [&] { vcpu_.ready = true; });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  EXPECT_EQ(Run(/*timer_can_fire=*/false).reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+}
+
+// The halting rule with several vCPUs (VmCpus): a vCPU that blocks while
+// another is awake sleeps; the last one to sleep with nothing that can wake
+// any of them stops the run, and names itself.
+TEST(VmCpusTest, NothingCanWakeAnyOnlyWhenEveryVcpuSleepsWithNothingPending) {
+  VmSignals s0, s1;
+  VmCpus cpus({&s0, &s1});
+  EXPECT_FALSE(cpus.NothingCanWakeAny(false));
+  cpus.SetSleep(1, VmCpus::Sleep::kBlocked);
+  EXPECT_FALSE(cpus.NothingCanWakeAny(false));  // vCPU 0 is awake
+  EXPECT_TRUE(cpus.Blocked(1));
+  EXPECT_FALSE(cpus.Blocked(0));
+  cpus.SetSleep(0, VmCpus::Sleep::kBlocked);
+  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  EXPECT_FALSE(cpus.NothingCanWakeAny(true));  // the timer reaches vCPU 0
+  s1.raised = VmSignals::kIpi;
+  EXPECT_FALSE(cpus.NothingCanWakeAny(false));  // vCPU 1 is about to wake
+  cpus.SetSleep(1, VmCpus::Sleep::kHalted);     // HLT with IF=0: the IPI cannot end it
+  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  cpus.SetSleep(0, VmCpus::Sleep::kHalted);
+  EXPECT_TRUE(cpus.NothingCanWakeAny(true));  // not even the timer ends vCPU 0's HLT
+}
+
+TEST(VmCpusTest, SendIpiRaisesTheBitAndMergesWithOnePending) {
+  VmSignals s0, s1;
+  VmCpus cpus({&s0, &s1});
+  cpus.SendIpi(0, 1);
+  cpus.SendIpi(1, 1);
+  EXPECT_EQ(s1.Raised(), VmSignals::kIpi);
+  EXPECT_EQ(s0.Raised(), 0u);
+  RunControl control;
+  control.runstate_gpa = 0x5000;
+  EXPECT_EQ(cpus.RunstateGpa(1), std::nullopt);
+  cpus.Attach(1, &control);
+  EXPECT_EQ(cpus.RunstateGpa(1), std::optional<uint64_t>(0x5000));
+  EXPECT_EQ(cpus.count(), 2u);
+}
+
+TEST_F(RunLoopTest, LastVcpuToBlockWithNothingToWakeAnyStopsTheRun) {
+  VmSignals other;
+  VmCpus cpus({&other, &signals_});
+  cpus.SetSleep(0, VmCpus::Sleep::kHalted);  // vCPU 0 halted with IF=0
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+  RunStop stop = RunAs(1, nullptr, /*timer_can_fire=*/true, &cpus);
+  EXPECT_EQ(stop.reason, StopReason::kHaltedForever);
+  EXPECT_NE(stop.detail.find("every vCPU is blocked or halted"), std::string::npos) << stop.detail;
+  EXPECT_NE(stop.detail.find("vCPU 1 last: the guest blocked"), std::string::npos) << stop.detail;
+  EXPECT_FALSE(cpus.Blocked(1));
+}
+
+// A vCPU blocked while another runs: the other's flush_tlb_others would see
+// it blocked (under the big lock) and defer; its send_ipi wakes it, and the
+// woken vCPU takes the IPI at its next entry with no `intr` exit.
+TEST_F(RunLoopTest, BlockedVcpuIsSeenBlockedAndWokenByAnIpi) {
+  constexpr uint64_t kRunstate = 0x5000;
+  absl::Mutex big_lock;
+  VmSignals other;
+  VmCpus cpus({&other, &signals_});
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.vectors, std::vector<uint32_t>{MVMM_IPI_VECTOR});
+    EXPECT_EQ(Runstate(kRunstate), MVMM_RUNSTATE_RUNNING);
+  });
+  bool seen_blocked = false;
+  std::thread cpu0([&] {
+    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+    absl::MutexLock lock(&big_lock);
+    seen_blocked = cpus.Blocked(1);
+    cpus.SendIpi(0, 1);
+  });
+  RunStop stop = RunAs(1, &big_lock, false, &cpus);
+  cpu0.join();
+  EXPECT_TRUE(seen_blocked);
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+  EXPECT_EQ(Reason(ExitReason::kIntr), 0u);
+  EXPECT_FALSE(idle_at_stop_);
 }
 
 }  // namespace

@@ -60,6 +60,10 @@ std::string_view CauseName(Cause cause) {
       return "cr3_write";
     case Cause::kMulticall:
       return "multicall";
+    case Cause::kIpi:
+      return "ipi";
+    case Cause::kTlbFlush:
+      return "tlb_flush";
     case Cause::kCount:
       break;
   }
@@ -96,6 +100,8 @@ void ExitStats::Add(const ExitStats& other) {
   gdt_stores_applied += other.gdt_stores_applied;
   gdt_stores_rejected += other.gdt_stores_rejected;
   timer_injections += other.timer_injections;
+  ipi_injections += other.ipi_injections;
+  tlb_flushes_deferred += other.tlb_flushes_deferred;
   waste_analysed = waste_analysed || other.waste_analysed;
   AddArray(wasted_by_cause, other.wasted_by_cause);
   AddArray(wasted_by_hypercall, other.wasted_by_hypercall);

@@ -26,18 +26,28 @@ MaybeStop StopWith(StopReason reason, std::string detail) {
   return RunStop{reason, std::move(detail)};
 }
 
+// A loop tested on its own: vCPU `vcpu_id` among `vcpu_id + 1`, the others
+// out of reach.
+std::optional<VmCpus> OwnCpus(const RunLoopParts& parts) {
+  if (parts.cpus != nullptr) return std::nullopt;
+  std::vector<VmSignals*> signals(parts.vcpu_id + 1, nullptr);
+  signals[parts.vcpu_id] = &parts.signals;
+  return VmCpus(std::move(signals));
+}
+
 }  // namespace
 
 RunLoop::RunLoop(RunLoopParts parts)
-    : p_(std::move(parts)), ctx_{p_.vcpu, control_, stats_}, env_{p_.hypercalls.memory,
-                                                                  p_.hypercalls.gdt,
-                                                                  ctx_,
-                                                                  p_.hypercalls.console,
-                                                                  p_.hypercalls.timer,
-                                                                  p_.hypercalls.reports} {
+    : p_(std::move(parts)),
+      own_cpus_(OwnCpus(p_)),
+      cpus_(own_cpus_ ? &*own_cpus_ : p_.cpus),
+      ctx_{p_.vcpu, control_, stats_},
+      env_{p_.hypercalls.memory, p_.hypercalls.gdt,     ctx_, p_.hypercalls.console,
+           p_.hypercalls.timer,  p_.hypercalls.reports, cpus_} {
   if (std::optional<BusMatch> port = p_.pio_bus.Find(MVMM_HYPERCALL_PORT, 4))
     hypercall_device_ = port->index;
   ctx_.vcpu_id = p_.vcpu_id;
+  cpus_->Attach(p_.vcpu_id, &control_);
   observed_ = p_.observer != nullptr && *p_.observer;
   if (p_.analyse_waste) {
     waste_.emplace(stats_);
@@ -57,7 +67,7 @@ MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
   GuestReports* reports = p_.hypercalls.reports;
   const size_t reports_before = reports != nullptr ? reports->entries.size() : 0;
   if (waste_)
-    waste_->BeginExit(event_.sequence, (p_.signals.Raised() & VmSignals::kInterrupt) != 0);
+    waste_->BeginExit(event_.sequence, (p_.signals.Raised() & VmSignals::kAnyInterrupt) != 0);
   MaybeStop stop = Handle(exit, &event_);
   if (waste_) {
     waste_->EndExit();
@@ -82,8 +92,10 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
     stop.vm_stopped = true;
     return stop;
   }
-  // A pending timer interrupt: inject it now, or ask for an exit as soon as
-  // the guest can take it.
+  // A pending interrupt: inject it now, or ask for an exit as soon as the
+  // guest can take it. An IPI goes before the timer's (the higher vector
+  // first, as an APIC orders them); the other waits for the next entry.
+  const bool ipi = (raised & VmSignals::kIpi) != 0;
   std::optional<GuestAddress> vcpu_info;
   if (control_.vcpu_info_gpa.has_value()) [[unlikely]] {
     // The shared-memory interrupt flag (minivmm_abi/boot.h): while the guest's
@@ -111,12 +123,14 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
   // Nothing is held back any more (the guest only reads this byte).
   if (vcpu_info && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{0}))
     return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
-  if (absl::Status s = p_.vcpu.InjectInterrupt(MVMM_TIMER_VECTOR); !s.ok())
+  if (absl::Status s = p_.vcpu.InjectInterrupt(ipi ? MVMM_IPI_VECTOR : MVMM_TIMER_VECTOR); !s.ok())
     return StopWith(StopReason::kVmmError, s.ToString());
-  p_.signals.Clear(VmSignals::kInterrupt);
-  ++stats_.timer_injections;
+  p_.signals.Clear(ipi ? VmSignals::kIpi : VmSignals::kInterrupt);
+  ++(ipi ? stats_.ipi_injections : stats_.timer_injections);
   if (waste_) waste_->InterruptInjected();
-  p_.vcpu.RequestInterruptWindow(false);
+  // A timer interrupt pending behind the IPI: an exit as soon as the
+  // handler's iretq lets it in.
+  p_.vcpu.RequestInterruptWindow(ipi && (raised & VmSignals::kInterrupt) != 0);
   return std::nullopt;
 }
 
@@ -228,35 +242,39 @@ MaybeStop RunLoop::HonourRequest() {
   return std::nullopt;
 }
 
-// HLT or sched_op(block): sleep until an interrupt is pending. A boot CPU
-// that nothing can ever wake stops the run instead of hanging until
-// --timeout; a secondary CPU (which no timer reaches) is idle and sleeps until
-// the VM stops. Called holding the big lock when there is one; sleeps
-// without it.
+// HLT or sched_op(block): sleep until an interrupt is pending (a HLT with
+// IF=0: until the VM stops, since no interrupt can end it). When this vCPU
+// would sleep while every other vCPU sleeps too and nothing can wake any of
+// them (no interrupt pending, no timer that could fire), the run stops with
+// kHaltedForever instead of hanging until --timeout. Called holding the big
+// lock when there is one, which the sleep state is marked under (so that
+// flush_tlb_others sees this vCPU blocked from here on); sleeps without it.
 MaybeStop RunLoop::Block(bool from_hlt) {
   VmSignals& s = p_.signals;
-  if (p_.vcpu_id == 0) {
-    bool interrupts_on = (p_.vcpu.Get(Reg::kRflags) & MVMM_RFLAGS_IF) != 0;
-    if (from_hlt && !interrupts_on)
-      return StopWith(StopReason::kHaltedForever, "the guest halted with interrupts disabled");
-    if (!(s.Raised() & VmSignals::kInterrupt) && !(p_.timer_can_fire && p_.timer_can_fire()))
-      return StopWith(StopReason::kHaltedForever, from_hlt
-                                                      ? "the guest halted with no timer armed"
-                                                      : "the guest blocked with no timer armed");
+  const bool interrupts_on = (p_.vcpu.Get(Reg::kRflags) & MVMM_RFLAGS_IF) != 0;
+  const bool halted = from_hlt && !interrupts_on;
+  cpus_->SetSleep(p_.vcpu_id, halted ? VmCpus::Sleep::kHalted : VmCpus::Sleep::kBlocked);
+  if (cpus_->NothingCanWakeAny(p_.timer_can_fire && p_.timer_can_fire())) {
+    cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
+    return StopWith(StopReason::kHaltedForever, HaltedForeverDetail(from_hlt, halted));
   }
   const std::optional<GuestAddress> runstate =
       control_.runstate_gpa ? std::optional(GuestAddress(*control_.runstate_gpa)) : std::nullopt;
   static_assert(offsetof(mvmm_vcpu_runstate, state) == 0);
-  if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_BLOCKED}))
+  if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_BLOCKED})) {
+    cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
+  }
+  const uint32_t wakes = VmSignals::kAnyStop | (halted ? 0 : VmSignals::kAnyInterrupt);
   if (p_.big_lock != nullptr) p_.big_lock->Unlock();
   {
     std::unique_lock lock(s.mu);
     // RequestStop() may not take the lock (it runs in signal handlers), so
     // poll its bit at a coarse interval.
-    while (s.Raised() == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
+    while ((s.Raised() & wakes) == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
   }
   if (p_.big_lock != nullptr) p_.big_lock->Lock();
+  cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
   p_.vcpu.ClearKick();
   if (s.Raised() & VmSignals::kAnyStop) {
     idle_at_stop_ = true;
@@ -265,6 +283,17 @@ MaybeStop RunLoop::Block(bool from_hlt) {
   if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_RUNNING}))
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
   return std::nullopt;
+}
+
+// Why nothing could wake the VM. With one vCPU: what that vCPU did.
+std::string RunLoop::HaltedForeverDetail(bool from_hlt, bool halted) const {
+  const char* what = halted     ? "the guest halted with interrupts disabled"
+                     : from_hlt ? "the guest halted with no timer armed"
+                                : "the guest blocked with no timer armed";
+  if (cpus_->count() == 1) return what;
+  return absl::StrFormat(
+      "every vCPU is blocked or halted and nothing can wake any of them; vCPU %u last: %s",
+      p_.vcpu_id, what);
 }
 
 // What the observer sees of any exit; the dispatcher adds a hypercall's

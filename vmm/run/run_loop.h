@@ -28,6 +28,7 @@
 #include "minivmm/run_result.h"
 #include "vmm/bus/bus.h"
 #include "vmm/core/vcpu.h"
+#include "vmm/run/vm_cpus.h"
 #include "vmm/run/vm_signals.h"
 
 namespace minivmm {
@@ -63,13 +64,15 @@ struct RunLoopParts {
   // The wasted-exit analysis (hypercalls/waste.h): ExitStats::wasted_* and
   // ExitEvent::wasted.
   bool analyse_waste = false;
-  // The vCPU's number. Number 0 is the boot CPU; any other is a secondary
-  // CPU, which no timer reaches: when it blocks or halts with nothing to wake
-  // it, it is idle and sleeps until the VM stops instead of stopping the run
-  // (kHaltedForever).
+  // The vCPU's number. Number 0 is the boot CPU, the one the timer reaches.
   uint32_t vcpu_id = 0;
   // Non-null when other vCPUs share the VM: every exit is handled holding it.
   absl::Mutex* big_lock = nullptr;
+  // Every vCPU of the VM (vCPU `vcpu_id`'s own signals among them): the IPI
+  // hypercalls' directory and the VM-wide halting rule. Null: a loop tested
+  // on its own, as the only vCPU that can sleep among `vcpu_id + 1`, the
+  // others always awake and out of reach.
+  VmCpus* cpus = nullptr;
 };
 
 class RunLoop {
@@ -101,9 +104,12 @@ class RunLoop {
   void Access(const Bus& bus, uint64_t address, uint8_t size, Span data, bool pio);
   std::optional<RunStop> HonourRequest();
   std::optional<RunStop> Block(bool from_hlt);
+  std::string HaltedForeverDetail(bool from_hlt, bool halted) const;
   static void Describe(const VcpuExit& exit, ExitEvent& event);
 
   RunLoopParts p_;
+  std::optional<VmCpus> own_cpus_;  // when p_.cpus is null
+  VmCpus* cpus_;
   ExitStats stats_;
   RunControl control_;
   ExitContext ctx_;
@@ -140,7 +146,7 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
       if (std::optional<RunStop> stop = HonourSignals(raised)) return *stop;
       if constexpr (kAnalysed)
-        interrupt_pending = (p_.signals.Raised() & VmSignals::kInterrupt) != 0;
+        interrupt_pending = (p_.signals.Raised() & VmSignals::kAnyInterrupt) != 0;
     }
     const VcpuExit exit = vcpu.Run();
     std::optional<absl::MutexLock> lock;

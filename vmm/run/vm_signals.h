@@ -1,5 +1,6 @@
-// Cross-thread signals to one vCPU thread: a pending timer interrupt, a stop
-// request, the run's timeout, another vCPU's stop of the VM. Set from the
+// Cross-thread signals to one vCPU thread: a pending timer interrupt, a
+// pending IPI, a stop request, the run's timeout, another vCPU's stop of the
+// VM. Set from the
 // timer thread, a signal handler (stop only: a lock-free atomic, no lock),
 // the embedding program or another vCPU thread; the run loop reads them with
 // one load before every entry. Block() sleeps until one of them is raised.
@@ -22,7 +23,9 @@ struct VmSignals {
   static constexpr uint32_t kStop = 2;       // RequestStop()
   static constexpr uint32_t kTimeout = 4;    // the run's time limit elapsed
   static constexpr uint32_t kVmStopped = 8;  // another vCPU stopped the VM
+  static constexpr uint32_t kIpi = 16;       // send_ipi or flush_tlb_others: MVMM_IPI_VECTOR
   static constexpr uint32_t kAnyStop = kStop | kTimeout | kVmStopped;
+  static constexpr uint32_t kAnyInterrupt = kInterrupt | kIpi;
 
   std::atomic<uint32_t> raised{0};
   std::atomic<Vcpu*> vcpu{nullptr};  // kicked out of the guest on every signal
@@ -43,6 +46,15 @@ struct VmSignals {
   void RaiseInterrupt() {
     raised.fetch_or(kInterrupt, std::memory_order_acq_rel);
     Wake();
+  }
+  // An IPI: one already pending merges with it (the bit is a level, like an
+  // APIC's IRR bit). Wakes a blocked vCPU; `kick` also forces a running one
+  // out of the guest (its next entry then takes an `intr` exit).
+  void RaiseIpi(bool kick) {
+    raised.fetch_or(kIpi, std::memory_order_acq_rel);
+    { std::lock_guard lock(mu); }
+    cv.notify_all();
+    if (Vcpu* v = vcpu.load(std::memory_order_acquire); kick && v != nullptr) v->Kick();
   }
   void TimeOut() {
     raised.fetch_or(kTimeout, std::memory_order_acq_rel);

@@ -14,9 +14,11 @@
  *     descriptor describes CPU 0's; a CPU that reloads TR gets CPU 0's).
  * There is no INIT/SIPI and no "up" call: a secondary CPU runs from the
  * start, like a Xen vCPU after VCPUOP_initialise + VCPUOP_up. Timer
- * interrupts (periodic and set_timer_op) go to CPU 0 only; a secondary CPU
- * that blocks (sched_op(block) or HLT) with nothing to wake it is idle, not
- * stopped: it sleeps until the VM stops. */
+ * interrupts (periodic and set_timer_op) go to CPU 0 only; any vCPU reaches
+ * any other with send_ipi (MVMM_IPI_VECTOR). A vCPU that blocks
+ * (sched_op(block) or HLT) sleeps until an interrupt is pending; the run
+ * stops as "halted forever" only when every vCPU sleeps and nothing can wake
+ * any of them (no timer armed, no interrupt pending). */
 #ifndef MINIVMM_ABI_BOOT_H_
 #define MINIVMM_ABI_BOOT_H_
 
@@ -81,6 +83,7 @@
 #define MVMM_COM1_PORT 0x3F8u
 #define MVMM_DEBUG_EXIT_PORT 0xF4u /* QEMU isa-debug-exit: status (v << 1) | 1 */
 #define MVMM_TIMER_VECTOR 0x20u
+#define MVMM_IPI_VECTOR 0x21u /* the one vector send_ipi and flush_tlb_others deliver */
 
 /* boot_info flags */
 #define MVMM_BOOT_FLAG_TIMER_PERIODIC (1u << 0) /* --timer-hz > 0 */
@@ -126,15 +129,20 @@ struct mvmm_vcpu_info {
 /* A vCPU's run state as the VMM last wrote it (the state field of Xen's
  * struct vcpu_runstate_info, same values). Inert until the vCPU registers it
  * with vcpu_op(MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, cpu, gpa); the VMM then
- * writes MVMM_RUNSTATE_RUNNING at once, MVMM_RUNSTATE_BLOCKED when the vCPU
- * blocks (sched_op(block) or HLT) before it sleeps, and RUNNING again when it
- * wakes. The VMM writes it on no other exit, so another CPU can wait for a
- * CPU to be idle by reading memory, without an exit of its own. */
+ * writes MVMM_RUNSTATE_RUNNING and flags 0 at once, MVMM_RUNSTATE_BLOCKED when
+ * the vCPU blocks (sched_op(block) or HLT) before it sleeps, and RUNNING again
+ * when it wakes. The VMM writes `state` on no other exit, so another CPU can
+ * wait for a CPU to be idle by reading memory, without an exit of its own.
+ * `flags` is shared: the VMM sets MVMM_RUNSTATE_FLUSH_TLB with an atomic OR
+ * when another vCPU's flush_tlb_others names this one (KVM's
+ * KVM_VCPU_FLUSH_TLB in steal_time.preempted); the guest takes it with an
+ * atomic exchange and flushes its TLB before it uses a user mapping. */
 #define MVMM_RUNSTATE_RUNNING 0u
 #define MVMM_RUNSTATE_BLOCKED 2u
+#define MVMM_RUNSTATE_FLUSH_TLB (1u << 0)
 struct mvmm_vcpu_runstate {
   uint32_t state;
-  uint32_t reserved;
+  uint32_t flags; /* MVMM_RUNSTATE_FLUSH_TLB */
 };
 #define MVMM_VCPU_RUNSTATE_ALIGN 8u
 
@@ -166,6 +174,7 @@ MVMM_STATIC_ASSERT_(MVMM_AP_STACKS_END <= MVMM_KERNEL_MIN_GPA, "abi");
 MVMM_STATIC_ASSERT_(MVMM_BOOT_STACK_TOP <= MVMM_AP_STACKS_GPA, "abi");
 MVMM_STATIC_ASSERT_(MVMM_MAX_CPUS* MVMM_TSS_STRIDE <= 4096, "abi");
 MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_runstate) == 8, "runstate size");
+MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_runstate, flags) == 4, "abi");
 MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_info) == MVMM_VCPU_INFO_ALIGN, "vcpu_info size");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_info, evtchn_upcall_pending) == 0, "abi");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_info, evtchn_upcall_mask) == 1, "abi");

@@ -32,7 +32,9 @@
   X(29, sched_op)              \
   X(40, set_if)                \
   X(41, write_cr0)             \
-  X(42, report)
+  X(42, report)                \
+  X(43, send_ipi)              \
+  X(44, flush_tlb_others)
 
 enum mvmm_hypercall_nr {
 #define MVMM_HC_ENUM_(nr, name) MVMM_HC_##name = nr,
@@ -62,8 +64,9 @@ enum mvmm_hypercall_nr {
 /* block: returns once an interrupt is pending, without changing IF and
  * without delivering it; the guest then sets IF (set_if(1)) to take it. So
  * `block; set_if(1)` has no lost-wakeup window, like Xen's SCHEDOP_block.
- * On CPU 0 a block that nothing can ever end (no timer armed) stops the VM;
- * on any other CPU it idles until the VM stops (timers only reach CPU 0). */
+ * Another vCPU's send_ipi or the timer (CPU 0 only) ends it. When every vCPU
+ * is blocked or halted and nothing can ever wake any of them (no timer
+ * armed, no interrupt pending) the VM stops as "halted forever". */
 #define MVMM_SCHEDOP_BLOCK 1u
 #define MVMM_SCHEDOP_SHUTDOWN 2u /* arg: exit code 0..255 */
 
@@ -82,6 +85,23 @@ enum mvmm_hypercall_nr {
  * xen_version hypercall, which Linux's xen_force_evtchn_callback issues to
  * get a pending event delivered after it cleared evtchn_upcall_mask; here it
  * is that and nothing else. -EINVAL before vcpu_op registered a vcpu_info. */
+
+/* send_ipi(mask, vector): makes `vector` (MVMM_IPI_VECTOR, boot.h, the only
+ * one) pending on every vCPU n whose bit n is set in `mask`, the caller's own
+ * bit included; returns the number of vCPUs targeted. A running target is
+ * kicked out of the guest, a blocked one woken; the vector is injected like
+ * the timer's (RFLAGS.IF, the vcpu_info mask). One already pending on a
+ * target merges with it, as an APIC's IRR bit does. -EINVAL, nothing
+ * delivered, for an empty mask, a bit at or above the VM's vCPU count or
+ * another vector (docs/hypercalls.md). */
+/* flush_tlb_others(mask): KVM's paravirtual TLB flush, decided by the VMM.
+ * For each vCPU n in `mask` (never the caller's own: flush locally) the VMM
+ * sets MVMM_RUNSTATE_FLUSH_TLB in n's registered run-state area (boot.h);
+ * a target that is running also gets MVMM_IPI_VECTOR, and its handler
+ * flushes; a blocked or halted one is not woken and flushes when it next
+ * runs. Returns the number of targets kicked (running); the others are
+ * deferred. -EINVAL, nothing changed, for an empty mask, a bit at or above
+ * the vCPU count, the caller's own bit or a target with no run-state area. */
 
 /* report(gpa, len): UTF-8 `key=value` lines. */
 #define MVMM_REPORT_MAX_BYTES 16384u

@@ -1,0 +1,41 @@
+#include "vmm/run/vm_cpus.h"
+
+namespace minivmm {
+
+VmCpus::VmCpus(std::vector<VmSignals*> signals) : cpus_(signals.size()) {
+  for (size_t i = 0; i < signals.size(); ++i) cpus_[i].signals = signals[i];
+}
+
+bool VmCpus::NothingCanWakeAny(bool timer_can_fire) const {
+  for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
+    const Cpu& c = cpus_[cpu];
+    switch (c.sleep) {
+      case Sleep::kAwake:
+        return false;
+      case Sleep::kBlocked:
+        if (c.signals == nullptr) return false;
+        if ((c.signals->Raised() & VmSignals::kAnyInterrupt) != 0) return false;
+        if (cpu == 0 && timer_can_fire) return false;
+        break;
+      case Sleep::kHalted:
+        break;
+    }
+  }
+  return true;
+}
+
+std::optional<uint64_t> VmCpus::RunstateGpa(uint32_t cpu) const {
+  const RunControl* control = cpus_[cpu].control;
+  return control != nullptr ? control->runstate_gpa : std::nullopt;
+}
+
+void VmCpus::SendIpi(uint32_t from, uint32_t cpu) {
+  const Cpu& c = cpus_[cpu];
+  if (c.signals == nullptr) return;
+  // A sleeping target only needs waking: it is not in the guest, and a kick
+  // would cost it an `intr` exit at its next entry. The sender itself sees
+  // the bit before it re-enters the guest.
+  c.signals->RaiseIpi(/*kick=*/cpu != from && c.sleep == Sleep::kAwake);
+}
+
+}  // namespace minivmm
