@@ -10,18 +10,8 @@
 namespace minivmm::testing {
 namespace {
 
-struct HcName {
-  uint32_t nr;
-  const char* name;
-};
-constexpr HcName kHypercalls[] = {
-#define MVMM_TEST_HC_(nr, name) {nr, #name},
-    MVMM_HYPERCALL_LIST(MVMM_TEST_HC_)
-#undef MVMM_TEST_HC_
-};
-
 void ExpectVmmCountsEqualGuestCounts(const GuestRun& run) {
-  for (const HcName& hc : kHypercalls) {
+  for (const HcName& hc : kAbiHypercalls) {
     const std::string n = hc.name;
     EXPECT_EQ(run.result.stats.hc_ops[hc.nr], run.Report("kernel.hc." + n)) << n;
     EXPECT_EQ(run.result.stats.hc_exits[hc.nr], run.Report("kernel.hc_exits." + n)) << n;
@@ -42,7 +32,7 @@ TEST_P(HostileGuestTest, EveryHypercallGetsItsDocumentedAnswer) {
   ExpectVmmCountsEqualGuestCounts(run);
   // Every hypercall of the ABI was exercised, and some of each failed on
   // purpose except those that cannot fail in a way the guest survives.
-  for (const HcName& hc : kHypercalls) EXPECT_GT(run.result.stats.hc_ops[hc.nr], 0u) << hc.name;
+  for (const HcName& hc : kAbiHypercalls) EXPECT_GT(run.result.stats.hc_ops[hc.nr], 0u) << hc.name;
   // The sched_op(block) probe returns with the timer's interrupt held back:
   // with the shared flag, by the mask, so the unmask that follows finds it
   // pending and forces it in (what safe_halt does); without, set_if(1) lets

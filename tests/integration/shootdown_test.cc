@@ -15,16 +15,6 @@ namespace {
 
 constexpr uint64_t kRounds = 20;  // the workload's default
 
-struct HcName {
-  uint32_t nr;
-  const char* name;
-};
-constexpr HcName kHypercalls[] = {
-#define MVMM_TEST_HC_(nr, name) {nr, #name},
-    MVMM_HYPERCALL_LIST(MVMM_TEST_HC_)
-#undef MVMM_TEST_HC_
-};
-
 uint64_t Total(const ExitStats& s) {
   uint64_t total = 0;
   for (uint64_t n : s.by_reason) total += n;
@@ -102,7 +92,7 @@ TEST_P(ShootdownTest, EveryPerVcpuCountEqualsTheGuestsAndTheModel) {
 
   // vCPU 0: every hypercall, as the guest counted it.
   const ExitStats& cpu0 = run.result.per_vcpu[0];
-  for (const HcName& hc : kHypercalls) {
+  for (const HcName& hc : kAbiHypercalls) {
     SCOPED_TRACE(hc.name);
     EXPECT_EQ(cpu0.hc_exits[hc.nr], run.Report(std::string("kernel.hc_exits.") + hc.name));
     EXPECT_EQ(cpu0.hc_ops[hc.nr], run.Report(std::string("kernel.hc.") + hc.name));
@@ -155,7 +145,7 @@ TEST_P(ShootdownTest, EveryPerVcpuCountEqualsTheGuestsAndTheModel) {
     const std::string prefix = "smp.cpu" + std::to_string(cpu) + ".";
     const ExitStats& s = run.result.per_vcpu[cpu];
     uint64_t hypercall_exits = 0;
-    for (const HcName& hc : kHypercalls) {
+    for (const HcName& hc : kAbiHypercalls) {
       SCOPED_TRACE(hc.name);
       EXPECT_EQ(s.hc_exits[hc.nr], ReportOr0(run, prefix + "hc_exits." + hc.name));
       EXPECT_EQ(s.hc_ops[hc.nr], s.hc_exits[hc.nr]);  // no multicall
@@ -231,7 +221,7 @@ TEST_P(ShootdownDifferenceTest, NaiveMinusOptimizedIsTheModelsDifference) {
   for (const auto& [run, one] : {std::pair{&naive, &naive1}, std::pair{&optimized, &optimized1}}) {
     const ExitStats& cpu0 = run->result.per_vcpu[0];
     const ExitStats& alone = one->result.per_vcpu[0];
-    for (const HcName& hc : kHypercalls) {
+    for (const HcName& hc : kAbiHypercalls) {
       if (hc.nr == MVMM_HC_send_ipi || hc.nr == MVMM_HC_flush_tlb_others) continue;
       EXPECT_EQ(cpu0.hc_exits[hc.nr], alone.hc_exits[hc.nr]) << hc.name;
     }

@@ -11,10 +11,22 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/hypercall.h"
 #include "tests/common/command.h"
 #include "tests/common/fake_vm.h"
 
 namespace minivmm::testing {
+
+// Every hypercall of the ABI, number and name (MVMM_HYPERCALL_LIST).
+struct HcName {
+  uint32_t nr;
+  const char* name;
+};
+inline constexpr HcName kAbiHypercalls[] = {
+#define MVMM_TEST_HC_(nr, name) {nr, #name},
+    MVMM_HYPERCALL_LIST(MVMM_TEST_HC_)
+#undef MVMM_TEST_HC_
+};
 
 inline std::string TinyGuest(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
