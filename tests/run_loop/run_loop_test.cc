@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -629,74 +630,75 @@ TEST_F(RunLoopTest, LockWaitOnTheOnlyVcpuWithNothingToWakeItStopsTheRun) {
   EXPECT_EQ(stats_.lock_waits_slept, 1u);
 }
 
-// vCPU 1 sleeps in lock_wait while vCPU 0 runs: vCPU 0 sees it blocked under
-// the big lock, kicks it, and it returns KICKED with the run state back to
-// RUNNING.
-TEST_F(RunLoopTest, LockWaitSleepsUntilKicked) {
-  constexpr uint64_t kRunstate = 0x6000;
+// vCPU 1 (this loop) registers a run-state area and waits in lock_wait on
+// a word that holds 0, then asks to shut down after `check` (its RAX is the
+// wait's outcome). Another thread, standing for vCPU 0, waits until the
+// area says BLOCKED and then runs `wake` (under the big lock, if any).
+class LockWaitTest : public RunLoopTest {
+ protected:
+  static constexpr uint64_t kRunstate = 0x6000;
+
+  RunStop WaitThenWake(absl::Mutex* big_lock, std::function<void()> check,
+                       std::function<void()> wake) {
+    Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
+    Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
+    Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, std::move(check));
+    std::thread cpu0([&] {
+      while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+      std::optional<absl::MutexLock> lock;
+      if (big_lock != nullptr) lock.emplace(big_lock);
+      wake();
+    });
+    RunStop stop = RunAs(1, big_lock, false, &cpus_);
+    cpu0.join();
+    return stop;
+  }
+  uint64_t Rax() const { return vcpu_.state.Get(Reg::kRax); }
+
+  VmSignals other_;
+  VmCpus cpus_{{&other_, &signals_}};
+};
+
+// vCPU 0 sees the sleeping vCPU 1 blocked under the big lock and kicks it;
+// the wait returns KICKED with the run state back to RUNNING.
+TEST_F(LockWaitTest, SleepsUntilKicked) {
   absl::Mutex big_lock;
-  VmSignals other;
-  VmCpus cpus({&other, &signals_});
   vcpu_.state.Set(Reg::kRflags, 0x202);
-  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
-  Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
-  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
-    EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_KICKED});
-    EXPECT_EQ(Runstate(kRunstate), MVMM_RUNSTATE_RUNNING);
-  });
   bool seen_blocked = false;
-  std::thread cpu0([&] {
-    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
-    absl::MutexLock lock(&big_lock);
-    seen_blocked = cpus.Blocked(1);
-    EXPECT_FALSE(cpus.NothingCanWakeAny(false));  // vCPU 0 is awake
-    cpus.LockKick(0, 1);
-  });
-  const RunStop stop = RunAs(1, &big_lock, false, &cpus);
-  cpu0.join();
+  const RunStop stop = WaitThenWake(
+      &big_lock,
+      [&] {
+        EXPECT_EQ(Rax(), uint64_t{MVMM_LOCK_WAIT_KICKED});
+        EXPECT_EQ(Runstate(kRunstate), MVMM_RUNSTATE_RUNNING);
+      },
+      [&] {
+        seen_blocked = cpus_.Blocked(1);
+        EXPECT_FALSE(cpus_.NothingCanWakeAny(false));  // vCPU 0 is awake
+        cpus_.LockKick(0, 1);
+      });
   EXPECT_TRUE(seen_blocked);
   EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
   EXPECT_EQ(stats_.lock_waits_slept, 1u);
   EXPECT_EQ(stats_.lock_wakes_by_kick, 1u);
   EXPECT_EQ(stats_.ipi_injections, 0u);  // a kick is no interrupt
-  EXPECT_FALSE(other.lock_kicked);
+  EXPECT_FALSE(other_.lock_kicked);
 }
 
-TEST_F(RunLoopTest, LockWaitIsEndedByAnIpiWithoutAKick) {
-  constexpr uint64_t kRunstate = 0x6000;
+TEST_F(LockWaitTest, IsEndedByAnIpiWithoutAKick) {
   absl::Mutex big_lock;
-  VmSignals other;
-  VmCpus cpus({&other, &signals_});
   vcpu_.state.Set(Reg::kRflags, 0x202);
-  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
-  Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
-  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0,
-            [&] { EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_INTERRUPT}); });
-  std::thread cpu0([&] {
-    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
-    absl::MutexLock lock(&big_lock);
-    cpus.SendIpi(0, 1);
-  });
-  EXPECT_EQ(RunAs(1, &big_lock, false, &cpus).reason, StopReason::kGuestShutdown);
-  cpu0.join();
+  const RunStop stop = WaitThenWake(
+      &big_lock, [&] { EXPECT_EQ(Rax(), uint64_t{MVMM_LOCK_WAIT_INTERRUPT}); },
+      [&] { cpus_.SendIpi(0, 1); });
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
   EXPECT_EQ(stats_.lock_waits_slept, 1u);
   EXPECT_EQ(stats_.lock_wakes_by_kick, 0u);
   EXPECT_EQ(stats_.ipi_injections, 1u);
 }
 
 // A stop request (as from a signal handler: no lock, no notify) ends a wait.
-TEST_F(RunLoopTest, LockWaitStopsPromptlyWhenTheVmStops) {
-  constexpr uint64_t kRunstate = 0x6000;
-  VmSignals other;
-  VmCpus cpus({&other, &signals_});
-  Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
-  Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
-  std::thread stopper([&] {
-    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
-    signals_.RequestStop();
-  });
-  const RunStop stop = RunAs(1, nullptr, false, &cpus);
-  stopper.join();
+TEST_F(LockWaitTest, StopsPromptlyWhenTheVmStops) {
+  const RunStop stop = WaitThenWake(nullptr, nullptr, [&] { signals_.RequestStop(); });
   EXPECT_EQ(stop.reason, StopReason::kStopRequested);
   EXPECT_TRUE(idle_at_stop_);
   EXPECT_EQ(stats_.lock_wakes_by_kick, 0u);
