@@ -19,7 +19,7 @@ import os
 import sys
 
 CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write", "multicall",
-          "ipi", "tlb_flush", "other"]
+          "ipi", "tlb_flush", "lock_wait", "lock_kick", "yield", "other"]
 CAUSE_LABELS = {
     "if_set": "IF set",
     "if_clear": "IF clear",
@@ -30,6 +30,9 @@ CAUSE_LABELS = {
     "multicall": "multicall",
     "ipi": "IPI",
     "tlb_flush": "TLB flush",
+    "lock_wait": "lock wait",
+    "lock_kick": "lock kick",
+    "yield": "yield",
     "other": "other (stack switch, console, ...)",
 }
 # Colour-blind-safe (Okabe-Ito), one per cause, the same in every figure.
@@ -43,6 +46,9 @@ CAUSE_COLORS = {
     "multicall": "#0072B2",
     "ipi": "#000000",
     "tlb_flush": "#882255",
+    "lock_wait": "#44AA99",
+    "lock_kick": "#117733",
+    "yield": "#DDCC77",
     "other": "#999999",
 }
 CONFIG_COLORS = {"naive": "#7f7f7f", "optimized": "#009E73"}

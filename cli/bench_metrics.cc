@@ -14,8 +14,8 @@ using nlohmann::json;
 
 // The causes of docs/design.md "What the VMM counts", in table order.
 constexpr std::string_view kCauses[] = {
-    "if_set",    "if_clear",  "cr0_write", "descriptor_update", "page_table_update",
-    "cr3_write", "multicall", "ipi",       "tlb_flush"};
+    "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write",
+    "multicall", "ipi",      "tlb_flush", "lock_wait",         "lock_kick",         "yield"};
 
 std::string CauseLabel(std::string_view cause) {
   if (cause == "if_set") return "IF set";
@@ -26,6 +26,8 @@ std::string CauseLabel(std::string_view cause) {
   if (cause == "cr3_write") return "CR3 write";
   if (cause == "ipi") return "IPI";
   if (cause == "tlb_flush") return "TLB flush";
+  if (cause == "lock_wait") return "lock wait";
+  if (cause == "lock_kick") return "lock kick";
   return std::string(cause);
 }
 

@@ -84,7 +84,7 @@ std::string RenderExitTable(const json& record) {
   if (guest.contains("config.backend")) {
     std::string pvops;
     for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "send_ipi",
-                           "flush_tlb", "irq"}) {
+                           "flush_tlb", "spinlock", "yield", "irq"}) {
       std::string key = std::string("config.pvops.") + op;
       if (guest.contains(key))
         pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));
@@ -106,8 +106,8 @@ std::string RenderExitTable(const json& record) {
   }
   // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
   const auto causes = {
-      "if_set",    "if_clear",  "cr0_write", "descriptor_update", "page_table_update",
-      "cr3_write", "multicall", "ipi",       "tlb_flush"};
+      "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write",
+      "multicall", "ipi",      "tlb_flush", "lock_wait",         "lock_kick",         "yield"};
   for (const char* name : causes) {
     const json& c = record["causes"]["causes"][name];
     if (wasted != nullptr) {
@@ -142,6 +142,13 @@ std::string RenderExitTable(const json& record) {
   if (ipis + deferred > 0)
     fmt::format_to(std::back_inserter(out), "  {:<28} {} injected, {} TLB flushes deferred  vmm\n",
                    "  IPIs", ipis, deferred);
+  const uint64_t slept = record["causes"].value("lock_waits_slept", uint64_t{0});
+  const uint64_t kicked = record["causes"].value("lock_wakes_by_kick", uint64_t{0});
+  const uint64_t directed = record["causes"].value("directed_yields", uint64_t{0});
+  if (slept + kicked + directed > 0)
+    fmt::format_to(std::back_inserter(out),
+                   "  {:<28} {} slept, {} woken by a kick, {} directed yields  vmm\n",
+                   "  lock waits", slept, kicked, directed);
   PerVcpuCauses(out, record, causes);
 
   if (wasted != nullptr) {

@@ -55,7 +55,10 @@ json Exits(const RunResult& r) {
                         {"hypercall_exits", hypercall_exits},
                         {"causes", causes},
                         {"ipi_injections", r.per_vcpu[v].ipi_injections},
-                        {"tlb_flushes_deferred", r.per_vcpu[v].tlb_flushes_deferred}});
+                        {"tlb_flushes_deferred", r.per_vcpu[v].tlb_flushes_deferred},
+                        {"lock_waits_slept", r.per_vcpu[v].lock_waits_slept},
+                        {"lock_wakes_by_kick", r.per_vcpu[v].lock_wakes_by_kick},
+                        {"directed_yields", r.per_vcpu[v].directed_yields}});
   }
   return {{"source", "vmm"},      {"total", total},         {"by_reason", by_reason},
           {"pio_by_device", pio}, {"mmio_by_device", mmio}, {"per_vcpu", per_vcpu}};
@@ -96,7 +99,10 @@ json Causes(const RunResult& r) {
            {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}},
           {"timer_injections", r.stats.timer_injections},
           {"ipi_injections", r.stats.ipi_injections},
-          {"tlb_flushes_deferred", r.stats.tlb_flushes_deferred}};
+          {"tlb_flushes_deferred", r.stats.tlb_flushes_deferred},
+          {"lock_waits_slept", r.stats.lock_waits_slept},
+          {"lock_wakes_by_kick", r.stats.lock_wakes_by_kick},
+          {"directed_yields", r.stats.directed_yields}};
 }
 
 // The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.

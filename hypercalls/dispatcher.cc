@@ -36,6 +36,14 @@ std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t 
       // The result is the targets kicked; every target is an operation.
       return CauseOps{Cause::kTlbFlush,
                       result >= 0 ? static_cast<uint64_t>(std::popcount(args[0])) : 0};
+    case MVMM_HC_lock_wait:
+      return CauseOps{Cause::kLockWait, done};
+    case MVMM_HC_lock_kick:
+      return CauseOps{Cause::kLockKick, done};
+    case MVMM_HC_sched_op:
+      if (args[0] == MVMM_SCHEDOP_YIELD || args[0] == MVMM_SCHEDOP_YIELD_TO)
+        return CauseOps{Cause::kYield, done};
+      return std::nullopt;
     default:
       return std::nullopt;
   }
@@ -54,7 +62,8 @@ constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
   for (uint64_t nr :
        {MVMM_HC_set_if, MVMM_HC_force_evtchn_callback, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
         MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall,
-        MVMM_HC_send_ipi, MVMM_HC_flush_tlb_others})
+        MVMM_HC_send_ipi, MVMM_HC_flush_tlb_others, MVMM_HC_lock_wait, MVMM_HC_lock_kick,
+        MVMM_HC_sched_op})
     has[nr] = true;
   return has;
 }();
@@ -72,6 +81,8 @@ inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int6
   if (direct && nr == MVMM_HC_multicall && result >= 0) {
     ++stats.multicall_entries_histogram[MulticallHistogramBucket(args[1])];
   }
+  if (nr == MVMM_HC_sched_op && args[0] == MVMM_SCHEDOP_YIELD_TO && result >= 0)
+    ++stats.directed_yields;
   if (nr == MVMM_HC_flush_tlb_others && result >= 0) {
     // The targets that were not kicked: flagged for when they next run.
     stats.tlb_flushes_deferred +=
@@ -208,6 +219,14 @@ HypercallResult Dispatcher::DispatchOther(HypercallEnv& env, uint64_t nr, const 
     result = !direct
                  ? Refuse(MVMM_EINVAL, "a multicall inside a multicall")  // one exit, no more
                  : entry.multicall(env, args, [this, &env](uint64_t op, const HypercallArgs& a) {
+                     // lock_wait may sleep and writes its outcome into RAX
+                     // after the exit: it needs an exit of its own.
+                     if (op == MVMM_HC_lock_wait) [[unlikely]] {
+                       const HypercallResult refused =
+                           Refuse(MVMM_EINVAL, "lock_wait inside a multicall");
+                       Count(env.exit.stats, op, a, refused.value, /*direct=*/false);
+                       return refused.value;
+                     }
                      return Dispatch(env, op, a, /*direct=*/false).value;
                    });
   } else {

@@ -17,7 +17,11 @@
 //   entry count), send_ipi (the vCPUs targeted: ipi) and flush_tlb_others
 //   (the vCPUs targeted, whatever it returned: tlb_flush). set_if(1) is IF
 //   set, set_if(0) IF clear, any other argument has no cause (it is
-//   refused); force_evtchn_callback is IF set.
+//   refused); force_evtchn_callback is IF set. lock_wait, lock_kick: 1 per
+//   accepted call (lock_wait whatever it returned); sched_op yield and
+//   yield_to: 1 per accepted call (cause yield; other sched_op commands have
+//   none). lock_wait as a multicall entry is refused (-EINVAL): it may sleep.
+// - directed_yields: accepted sched_op(yield_to) calls.
 // - tlb_flushes_deferred: per accepted flush_tlb_others, its targets less
 //   the ones it kicked (its result).
 // - The multicall histogram counts accepted direct multicalls by entry count.

@@ -198,6 +198,9 @@ py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std:
   d["timer_injections"] = r.stats.timer_injections;
   d["ipi_injections"] = r.stats.ipi_injections;
   d["tlb_flushes_deferred"] = r.stats.tlb_flushes_deferred;
+  d["lock_waits_slept"] = r.stats.lock_waits_slept;
+  d["lock_wakes_by_kick"] = r.stats.lock_wakes_by_kick;
+  d["directed_yields"] = r.stats.directed_yields;
 
   py::dict host_counters;
   for (const HostCounter& c : r.host_counters) host_counters[py::str(c.name)] = c.delta;

@@ -175,7 +175,7 @@ struct FuzzVm : testing::FakeVm {
   // A hypercall number: mostly real ones, sometimes anything.
   uint64_t Number(Input& in) {
     static constexpr uint64_t kKnown[] = {
-        1, 3, 5,  10, 13,  15, 17, 18, 24, 26, 29, 40, 41, 42, 43, 44, kUserHypercall,
+        1, 3, 5,  10, 13,  15, 17, 18, 24, 26, 29, 40, 41, 42, 43, 44, 45, 46, kUserHypercall,
         0, 2, 63, 65, 127, 128};
     const uint8_t b = in.U8();
     if (b % 8 == 7) return in.U64();  // EAX truncation, huge numbers
@@ -225,6 +225,7 @@ struct Snapshot {
     timer_sets = vm.timer.armed.size();
     vcpu_info_gpa = vm.control.vcpu_info_gpa;
     ipis_sent = vm.cpus.sent.size();
+    kicks_sent = vm.cpus.kicks.size();
   }
 
   bool Same(const FuzzVm& vm) const {
@@ -234,7 +235,8 @@ struct Snapshot {
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
            exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size() &&
-           vcpu_info_gpa == vm.control.vcpu_info_gpa && ipis_sent == vm.cpus.sent.size();
+           vcpu_info_gpa == vm.control.vcpu_info_gpa && ipis_sent == vm.cpus.sent.size() &&
+           kicks_sent == vm.cpus.kicks.size();
   }
 
   std::vector<uint8_t> ram, gdt;
@@ -245,6 +247,7 @@ struct Snapshot {
   uint64_t timer_sets = 0;
   std::optional<uint64_t> vcpu_info_gpa;
   size_t ipis_sent = 0;
+  size_t kicks_sent = 0;
 };
 
 // Invariants that hold after any sequence of hypercalls.
@@ -294,6 +297,11 @@ inline void CheckGlobalInvariants(const FuzzVm& vm) {
   // IPIs only ever go to vCPUs the VM has (the fake aborts otherwise).
   for (const testing::FakeCpus::Ipi& ipi : vm.cpus.sent) {
     FUZZ_CHECK(ipi.to < vm.cpus.cpus && ipi.from == vm.exit.vcpu_id);
+  }
+  // Kicks go to another vCPU the VM has, never the caller (the fake aborts
+  // otherwise). lock_wait is never left pending as a multicall entry.
+  for (const testing::FakeCpus::Ipi& kick : vm.cpus.kicks) {
+    FUZZ_CHECK(kick.to < vm.cpus.cpus && kick.to != kick.from && kick.from == vm.exit.vcpu_id);
   }
 }
 

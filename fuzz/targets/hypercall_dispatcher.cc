@@ -129,6 +129,22 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
       case MVMM_HC_force_evtchn_callback:
         FUZZ_CHECK(r == 0 && vm.control.vcpu_info_gpa.has_value() && before.Same(vm));
         break;
+      case MVMM_HC_lock_wait:
+        // The word differed (CHANGED, nothing asked) or the wait is left to
+        // the run loop (KICKED until it writes the outcome); memory untouched.
+        FUZZ_CHECK(args[0] % 4 == 0 && args[1] <= UINT32_MAX);
+        FUZZ_CHECK(r == MVMM_LOCK_WAIT_CHANGED || r == MVMM_LOCK_WAIT_KICKED);
+        FUZZ_CHECK(r == MVMM_LOCK_WAIT_CHANGED ? vm.control.request == before.request
+                                               : vm.control.request == VcpuRequest::kLockWait ||
+                                                     before.request == VcpuRequest::kShutdown);
+        FUZZ_CHECK(std::equal(before.ram.begin(), before.ram.end(), vm.ram.begin(), vm.ram.end()));
+        break;
+      case MVMM_HC_lock_kick:
+        // Exactly one kick, to another vCPU the VM has.
+        FUZZ_CHECK(r == 0 && args[0] < vm.cpus.cpus && args[0] != vm.exit.vcpu_id);
+        FUZZ_CHECK(vm.cpus.kicks.size() == before.kicks_sent + 1);
+        FUZZ_CHECK(vm.cpus.kicks.back().to == args[0]);
+        break;
       default:
         break;
     }

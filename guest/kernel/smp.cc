@@ -6,6 +6,7 @@
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
+#include "kernel/spinlock.h"
 #include "pv/pv_ops.h"
 
 namespace guest {
@@ -40,6 +41,8 @@ struct Mailbox {
   uint64_t result;
   uint64_t flush_acks;
   uint64_t call_acks;
+  uint64_t flush_want;  // CPU 0's: the acks that mean "done"
+  uint64_t call_want;
 };
 
 // One CPU's state. Its counters are written by that CPU only; the run
@@ -96,18 +99,22 @@ void ForEachCpu(uint64_t mask, Fn fn) {
   for (; mask != 0; mask &= mask - 1) fn(static_cast<uint32_t>(__builtin_ctzll(mask)));
 }
 
-// CPU 0: posts `request` to every CPU in `mask`, IPIs them (send_ipi pv op)
-// and waits until each acknowledged it (`acks` of its mailbox).
-void RequestAndWait(uint64_t mask, uint32_t request, uint64_t Mailbox::*acks) {
-  uint64_t want[MVMM_MAX_CPUS];
+// CPU 0: posts `request` to every CPU in `mask` and IPIs them (send_ipi pv
+// op); RequestWait then waits until each acknowledged it (`acks` of its
+// mailbox reached `want`, which RequestPost set).
+void RequestPost(uint64_t mask, uint32_t request, uint64_t Mailbox::*acks,
+                 uint64_t Mailbox::*want) {
   ForEachCpu(mask, [&](uint32_t cpu) {
     Mailbox& m = g_cpu[cpu].mailbox;
-    want[cpu] = __atomic_load_n(&(m.*acks), __ATOMIC_ACQUIRE) + 1;
+    m.*want = __atomic_load_n(&(m.*acks), __ATOMIC_ACQUIRE) + 1;
     __atomic_fetch_or(&m.pending, request, __ATOMIC_RELEASE);
   });
   SendIpiMask(mask);
+}
+void RequestWait(uint64_t mask, uint64_t Mailbox::*acks, uint64_t Mailbox::*want) {
   ForEachCpu(mask, [&](uint32_t cpu) {
-    while (__atomic_load_n(&(g_cpu[cpu].mailbox.*acks), __ATOMIC_ACQUIRE) < want[cpu]) cpu::Pause();
+    const Mailbox& m = g_cpu[cpu].mailbox;
+    while (__atomic_load_n(&(m.*acks), __ATOMIC_ACQUIRE) < m.*want) cpu::Pause();
   });
 }
 
@@ -171,17 +178,30 @@ void IpiInterrupt() {
 }
 
 void SmpCallFunctionMany(uint64_t mask, SmpCallFn fn, uint64_t arg) {
+  SmpCallFunctionStart(mask, fn, arg);
+  SmpCallWait(mask);
+}
+
+void SmpCallFunctionStart(uint64_t mask, SmpCallFn fn, uint64_t arg) {
   ForEachCpu(mask, [&](uint32_t cpu) {
     g_cpu[cpu].mailbox.fn = fn;
     g_cpu[cpu].mailbox.arg = arg;
   });
-  RequestAndWait(mask, kRequestCall, &Mailbox::call_acks);
+  RequestPost(mask, kRequestCall, &Mailbox::call_acks, &Mailbox::call_want);
+}
+
+void SmpCallWait(uint64_t mask) { RequestWait(mask, &Mailbox::call_acks, &Mailbox::call_want); }
+
+int64_t SmpHypercall(uint64_t nr, uint64_t a0, uint64_t a1) {
+  const uint32_t cpu = CurrentCpu();
+  return cpu == 0 ? Hypercall(nr, a0, a1) : ApHypercall(g_cpu[cpu], nr, a0, a1);
 }
 
 uint64_t SmpCallResult(uint32_t cpu) { return g_cpu[cpu].mailbox.result; }
 
 void SmpFlushOthersByIpi(uint64_t mask) {
-  RequestAndWait(mask, kRequestFlush, &Mailbox::flush_acks);
+  RequestPost(mask, kRequestFlush, &Mailbox::flush_acks, &Mailbox::flush_want);
+  RequestWait(mask, &Mailbox::flush_acks, &Mailbox::flush_want);
 }
 
 void SmpWaitBlocked(uint64_t mask) {
@@ -204,6 +224,7 @@ bool SmpLoadCr3(uint64_t base) {
 
 void AppendSmpReport(TextBuf* out) {
   out->Kv("kernel.cpus_up", CpusUp());
+  AppendLockCounts("kernel", 0, out);
   for (uint32_t cpu = 1; cpu < g_nr_cpus; ++cpu) {
     const CpuState& ap = g_cpu[cpu];
     char storage[40];
@@ -216,6 +237,7 @@ void AppendSmpReport(TextBuf* out) {
     out->Kv(p.View(), "flag_flushes", ap.flag_flushes);
     out->Kv(p.View(), "ipi_calls", ap.ipi_calls);
     out->Kv(p.View(), "cr3_writes", ap.cr3_writes);
+    AppendLockCounts(p.View(), cpu, out);
     p.Str(".hc_exits");
     for (int i = 0; i < kAbiCount; ++i) {
       if (ap.hc_exits[i] != 0) out->Kv(p.View(), kAbiNames[i], ap.hc_exits[i]);

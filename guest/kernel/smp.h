@@ -49,6 +49,14 @@ using SmpCallFn = uint64_t (*)(uint64_t arg);
 // CPU 0: asks every CPU in `mask` to run fn(arg) and waits until each has
 // (the IPIs go through the send_ipi pv op, so its variant applies).
 void SmpCallFunctionMany(uint64_t mask, SmpCallFn fn, uint64_t arg);
+// The same in two halves, so that CPU 0 can work beside the others: Start
+// posts the CALLs and sends the IPIs, Wait waits until each target has run
+// fn. No other request to `mask` in between.
+void SmpCallFunctionStart(uint64_t mask, SmpCallFn fn, uint64_t arg);
+void SmpCallWait(uint64_t mask);
+// A hypercall counted as the calling CPU's: CPU 0's in kernel.hc* (Hypercall),
+// another CPU's in its own smp.cpu<n>.hc_exits.
+int64_t SmpHypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0);
 // What CPU `cpu` returned from the last CALL it ran.
 uint64_t SmpCallResult(uint32_t cpu);
 // CPU 0: the naive flush_tlb: a FLUSH request in each target's mailbox, an
@@ -68,7 +76,8 @@ bool SmpLoadCr3(uint64_t base);
 // smp.cpu<n>.bringup_hypercalls (vcpu_op and set_if), .idle_blocks
 // (sched_op(block)), .ipis (IPIs taken), .ipi_flushes (FLUSH requests done),
 // .flag_flushes (run-state FLUSH flags taken), .ipi_calls (CALL requests
-// done), .cr3_writes, and .hc_exits.<name> for every hypercall it made.
+// done), .cr3_writes, its spinlock counts (.lock_*: AppendLockCounts; CPU
+// 0's as kernel.lock_*) and .hc_exits.<name> for every hypercall it made.
 // Read while the secondary CPUs are idle.
 void AppendSmpReport(TextBuf* out);
 

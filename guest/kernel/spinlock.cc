@@ -2,16 +2,55 @@
 
 #include "arch/cpu.h"
 #include "kernel/panic.h"
+#include "kernel/smp.h"
+#include "minivmm_abi/boot.h"
+#include "minivmm_abi/hypercall.h"
 #include "pv/pv_ops.h"
 
 namespace guest {
+namespace {
+
+LockCounts g_lock_counts[MVMM_MAX_CPUS];
+
+// The `yield` pv op, towards the lock's holder `owner`: naive, a plain
+// sched_op(yield); optimized, sched_op(yield_to, owner), or a plain yield
+// when no holder's number is there (read while another CPU had just taken
+// the lock and not yet written it).
+void YieldTowards(uint32_t owner, uint32_t me, LockCounts& c) {
+  ++c.yields;
+  const bool directed =
+      PvVariant(PvOp::kYield) != Variant::kNaive && owner != me && owner < MVMM_MAX_CPUS;
+  const int64_t r = directed ? SmpHypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, owner)
+                             : SmpHypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
+  GUEST_ASSERT(r == 0);
+}
+
+}  // namespace
 
 // Any context, any locks held. Reads RFLAGS (save_fl: no exit on either
-// backend).
-bool IrqsOff() { return (ArchSaveFlags() & cpu::kRflagsIf) == 0; }
+// backend). The irq pv ops are CPU 0's (under irq:shared they read CPU 0's
+// vcpu_info), so another CPU reads its own RFLAGS.IF directly.
+bool IrqsOff() {
+  const uint64_t flags = CurrentCpu() == 0 ? ArchSaveFlags() : cpu::SaveFlags();
+  return (flags & cpu::kRflagsIf) == 0;
+}
 
-// Caller must not hold this lock; interrupts may be on or off. Disables
-// interrupts and returns the flags from before. Never sleeps.
+const LockCounts& CpuLockCounts(uint32_t cpu) { return g_lock_counts[cpu]; }
+
+void AppendLockCounts(StrView prefix, uint32_t cpu, TextBuf* out) {
+  const LockCounts& c = g_lock_counts[cpu];
+  out->Kv(prefix, "lock_acquisitions", c.acquisitions);
+  out->Kv(prefix, "lock_spins", c.spins);
+  out->Kv(prefix, "lock_waits", c.waits);
+  out->Kv(prefix, "lock_kicked_wakes", c.kicked_wakes);
+  out->Kv(prefix, "lock_kicks", c.kicks);
+  out->Kv(prefix, "lock_yields", c.yields);
+}
+
+// CPU 0 only (the irq pv ops are its own; another CPU runs with interrupts
+// off and uses Lock). Caller must not hold this lock; interrupts may be on
+// or off. Disables interrupts and returns the flags from before. Never
+// sleeps.
 uint64_t SpinLock::LockIrqSave() {
   uint64_t f = ArchLocalIrqSave();
   Lock();
@@ -26,20 +65,78 @@ void SpinLock::UnlockIrqRestore(uint64_t flags) {
   ArchIrqRestore(flags);
 }
 
-// Interrupts must be off; caller must not hold this lock (one vCPU: that
-// would be a self-deadlock). Leaves interrupts off. Never sleeps.
+// One atomic test-and-set: a full barrier (xchg), so a waiter's record in
+// `waiters_` before it is ordered against the unlocker's release and read.
+bool SpinLock::TryLock() { return __atomic_exchange_n(&locked_, 1u, __ATOMIC_SEQ_CST) == 0; }
+
+// Interrupts must be off; the caller must not hold this lock (that would be
+// a self-deadlock). Leaves interrupts off. A contended lock is waited for
+// with the `spinlock` variant (spinlock.h); the optimized one may sleep in
+// lock_wait, which an interrupt pending on this vCPU ends at once.
 void SpinLock::Lock() {
   GUEST_ASSERT(IrqsOff());  // a lock taken with IF set could be re-entered by an interrupt
-  GUEST_ASSERT(!held_);     // one vCPU: a held lock here is a self-deadlock
-  held_ = true;
+  const uint32_t me = CurrentCpu();
+  // owner_ is this CPU's number only between its own taking and releasing:
+  // held and mine is a self-deadlock.
+  GUEST_ASSERT(!(held() && __atomic_load_n(&owner_, __ATOMIC_RELAXED) == me));
+  LockCounts& c = g_lock_counts[me];
+  const bool sleep = PvVariant(PvOp::kSpinlock) != Variant::kNaive;
+  const uint64_t bit = 1ull << me;
+  uint64_t spins = 0;
+  while (!TryLock()) {
+    // Test and test-and-set: spin on a plain read until the word is free.
+    while (__atomic_load_n(&locked_, __ATOMIC_RELAXED) != 0) {
+      cpu::Pause();
+      ++c.spins;
+      ++spins;
+      if (!sleep) {
+        if (spins % kYieldEvery == 0)
+          YieldTowards(__atomic_load_n(&owner_, __ATOMIC_RELAXED), me, c);
+        continue;
+      }
+      if (spins % kSpinThreshold != 0) continue;
+      // Record this CPU as a waiter, then look once more: an unlocker that
+      // released before the record was visible cannot have seen it.
+      __atomic_fetch_or(&waiters_, bit, __ATOMIC_SEQ_CST);
+      if (TryLock()) {
+        __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
+        goto locked;
+      }
+      ++c.waits;
+      const int64_t r = SmpHypercall(MVMM_HC_lock_wait, reinterpret_cast<uint64_t>(&locked_), 1);
+      GUEST_ASSERT(r >= 0);
+      if (r == MVMM_LOCK_WAIT_KICKED) ++c.kicked_wakes;
+      __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
+    }
+  }
+locked:
+  __atomic_store_n(&owner_, me, __ATOMIC_RELAXED);
+  ++c.acquisitions;
 }
 
 // Caller holds this lock, and interrupts must still be off. Leaves
-// interrupts off. Never sleeps.
+// interrupts off. Releases the word, then kicks one recorded waiter (the
+// lowest-numbered CPU whose record it is first to clear). Never sleeps.
 void SpinLock::Unlock() {
-  GUEST_ASSERT(held_);
+  GUEST_ASSERT(held());
+  GUEST_ASSERT(__atomic_load_n(&owner_, __ATOMIC_RELAXED) == CurrentCpu());
   GUEST_ASSERT(IrqsOff());  // the lock was held with IF set
-  held_ = false;
+  __atomic_store_n(&owner_, kNoOwner, __ATOMIC_RELAXED);
+  __atomic_store_n(&locked_, 0u, __ATOMIC_SEQ_CST);
+  uint64_t waiters = __atomic_load_n(&waiters_, __ATOMIC_SEQ_CST);
+  while (waiters != 0) {
+    const uint64_t bit = waiters & -waiters;
+    const uint64_t before = __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
+    if (before & bit) {
+      LockCounts& c = g_lock_counts[CurrentCpu()];
+      ++c.kicks;
+      const int64_t r =
+          SmpHypercall(MVMM_HC_lock_kick, static_cast<uint64_t>(__builtin_ctzll(bit)));
+      GUEST_ASSERT(r == 0);
+      return;
+    }
+    waiters = before & ~bit;  // that waiter took itself off: the next one
+  }
 }
 
 }  // namespace guest

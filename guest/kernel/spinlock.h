@@ -1,26 +1,67 @@
-// Spinlocks. One vCPU: a spinlock is a held flag plus interrupts disabled,
-// and it asserts what SMP would hang on (taking it with interrupts on,
-// taking it twice).
+// Spinlocks, real across CPUs. A lock is a test-and-set word, the CPU that
+// holds it, and the set of CPUs asleep in lock_wait on it (Linux's pv
+// qspinlock keeps the same "halted waiter" record so the unlocker knows whom
+// to kick). How a contended Lock() waits is the `spinlock` pv op:
+//   naive      spin (pause) until the word is free; every kYieldEvery spins
+//              give the vCPU up with the `yield` pv op (naive: sched_op
+//              yield; optimized: a directed yield to the holder's vCPU)
+//   optimized  spin kSpinThreshold times, then record itself as a waiter
+//              and sleep in lock_wait until the unlocker kicks it
+//              (lock_kick); the unlocker kicks exactly one recorded waiter
+// The single-CPU rules still hold and are asserted: a lock is taken and
+// released with interrupts off, and never by the CPU that holds it.
 #ifndef GUEST_KERNEL_SPINLOCK_H_
 #define GUEST_KERNEL_SPINLOCK_H_
 
 #include <stdint.h>
 
+#include "lib/format.h"
+
 namespace guest {
+
+// Spins of the optimized variant before it sleeps in lock_wait (Linux's
+// SPIN_THRESHOLD, scaled down: a spin here is an emulated instruction on
+// some hosts).
+inline constexpr uint64_t kSpinThreshold = 128;
+// Spins of the naive variant between two yields.
+inline constexpr uint64_t kYieldEvery = 128;
 
 class SpinLock {
  public:
-  // spin_lock_irqsave: returns the flags to hand back to UnlockIrqRestore.
+  // spin_lock_irqsave, CPU 0 only: returns the flags to hand back to
+  // UnlockIrqRestore.
   uint64_t LockIrqSave();
   void UnlockIrqRestore(uint64_t flags);
   // Plain lock/unlock, for callers that already run with interrupts off.
   void Lock();
   void Unlock();
-  bool held() const { return held_; }
+  bool held() const { return __atomic_load_n(&locked_, __ATOMIC_ACQUIRE) != 0; }
 
  private:
-  bool held_ = false;
+  bool TryLock();
+
+  static constexpr uint32_t kNoOwner = ~0u;
+
+  uint32_t locked_ = 0;  // 1 while held: the word lock_wait watches
+  // The holder's CPU: written after taking, reset to kNoOwner before
+  // releasing.
+  uint32_t owner_ = kNoOwner;
+  uint64_t waiters_ = 0;  // bit n: CPU n recorded itself before lock_wait
 };
+
+// Per-CPU counts of the spinlock's events, written by that CPU only.
+struct LockCounts {
+  uint64_t acquisitions;  // Lock() calls that returned
+  uint64_t spins;         // pause iterations while the lock was held by another
+  uint64_t waits;         // lock_wait hypercalls issued
+  uint64_t kicked_wakes;  // of them, those that returned KICKED
+  uint64_t kicks;         // lock_kick hypercalls issued
+  uint64_t yields;        // yield pv ops issued (sched_op yield or yield_to)
+};
+const LockCounts& CpuLockCounts(uint32_t cpu);
+// Appends `<prefix>.lock_acquisitions`, .lock_spins, .lock_waits,
+// .lock_kicked_wakes, .lock_kicks and .lock_yields for CPU `cpu`.
+void AppendLockCounts(StrView prefix, uint32_t cpu, TextBuf* out);
 
 // True when interrupts are disabled (RFLAGS.IF clear).
 bool IrqsOff();

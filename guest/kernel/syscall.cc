@@ -77,7 +77,8 @@ void SelfCheckFailed(const Task* t, unsigned long id) {
                                         "cpa: pte_flags() is not the entry's flags",
                                         "cpa: pte_val() is not the page's pseudo-physical frame",
                                         "cpa: a page does not hold its tag after the walk",
-                                        "shootdown: a CPU read a stale mapping"};
+                                        "shootdown: a CPU read a stale mapping",
+                                        "lock: the shared counter lost increments"};
   char storage[160];
   TextBuf msg(storage, sizeof(storage));
   msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");

@@ -38,6 +38,7 @@ enum CheckId : unsigned long {
   kCheckPteVal = 7,
   kCheckPageData = 8,
   kCheckShootdown = 9,
+  kCheckLock = 10,
 };
 
 }  // namespace guest

@@ -4,19 +4,23 @@ namespace guest {
 namespace {
 
 constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls",       "pte_flags",
-                                              "batch",       "send_ipi",   "flush_tlb", "irq"};
+                                              "batch",       "send_ipi",   "flush_tlb", "spinlock",
+                                              "yield",       "irq"};
 constexpr const char* kOpChoices[kPvOpCount] = {
     "naive|optimized", "naive|optimized|eager", "naive|optimized", "naive|optimized|patched",
-    "off|on",          "naive|optimized",       "naive|optimized", "hypercall|shared"};
+    "off|on",          "naive|optimized",       "naive|optimized", "naive|optimized",
+    "naive|optimized", "hypercall|shared"};
 
 // pvops=xen: Linux on Xen before the seeds were optimized. The four seeds
 // naive, batching on, one event-channel notification per IPI target
 // (xen_send_IPI_mask: send_ipi naive), TLB flushes of other CPUs as one
-// hypercall (MMUEXT_TLB_FLUSH_MULTI: flush_tlb optimized), the
-// shared-memory interrupt flag.
+// hypercall (MMUEXT_TLB_FLUSH_MULTI: flush_tlb optimized), pv spinlocks
+// (xen_qlock_wait's SCHEDOP_poll and the kick's event channel: spinlock
+// optimized), plain SCHEDOP_yield (Xen has no directed yield: yield
+// naive), the shared-memory interrupt flag.
 constexpr Variant kXenPreset[kPvOpCount] = {
-    Variant::kNaive,     Variant::kNaive, Variant::kNaive,     Variant::kNaive,
-    Variant::kOptimized, Variant::kNaive, Variant::kOptimized, Variant::kShared};
+    Variant::kNaive, Variant::kNaive,     Variant::kNaive,     Variant::kNaive, Variant::kOptimized,
+    Variant::kNaive, Variant::kOptimized, Variant::kOptimized, Variant::kNaive, Variant::kShared};
 constexpr uint64_t kBig = 1000000;
 // lat_ctx -s: KiB each ring task touches per pass (a multiple of 4 KiB is
 // not required; whole pages are mapped).
@@ -48,6 +52,8 @@ constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
 constexpr ParamSpec kHostProbeParams[] = {{"loops", nullptr, 10000, 1, kBig},
                                           {"vmcall", nullptr, 1, 0, 1}};
 constexpr ParamSpec kShootdownParams[] = {{"rounds", nullptr, 20, 1, kBig}};
+constexpr ParamSpec kLockParams[] = {{"iters", nullptr, 200, 1, kBig},
+                                     {"cs", nullptr, 20, 0, kBig}};
 
 #define GUEST_SPEC_(name, params) \
   { name, params, sizeof(params) / sizeof(params[0]) }
@@ -67,6 +73,7 @@ constexpr WorkloadSpec kWorkloads[] = {
     GUEST_SPEC_("hostprobe", kHostProbeParams),
     GUEST_SPEC_("exitcost", kExitCostParams),
     GUEST_SPEC_("shootdown", kShootdownParams),
+    GUEST_SPEC_("lock", kLockParams),
     {nullptr, nullptr, 0},
 };
 #undef GUEST_SPEC_
@@ -141,7 +148,9 @@ bool ParsePvops(StrView v, Config* c, TextBuf* err) {
     if (op < 0) {
       err->Str("unknown pvops op '")
           .Str(op_name)
-          .Str("' (irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|irq)");
+          .Str(
+              "' "
+              "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|irq)");
       return false;
     }
     // batch also accepts naive/optimized so that an op list can be uniform.
@@ -217,7 +226,7 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
         .Str(name)
         .Str(
             "' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe|exitcost|"
-            "shootdown)");
+            "shootdown|lock)");
     return false;
   }
   WorkloadArgs args;

@@ -19,7 +19,11 @@ enum class Backend : uint8_t { kPv, kNative };
 // one send_ipi hypercall per target; optimized: one for the whole set) and
 // a remote TLB flush (naive: a FLUSH request and an IPI to each target,
 // which flushes itself; optimized: one flush_tlb_others hypercall, the
-// VMM's paravirtual flush). kIrq is not a seed with a naive and an
+// VMM's paravirtual flush). kSpinlock and kYield are how a contended
+// spinlock waits (kernel/spinlock.h): naive, spin, yielding now and then;
+// optimized, spin a bounded number of times, then sleep in lock_wait until
+// the unlocker's lock_kick; and how it yields (naive: sched_op yield;
+// optimized: a directed yield to the holder's vCPU). kIrq is not a seed with a naive and an
 // optimized form but the model of the interrupt flag under backend=pv:
 // hypercall (set_if, the default) or shared (Xen's evtchn_upcall_mask in a
 // registered vcpu_info). The all-op items `naive` and `optimized` leave it
@@ -32,11 +36,13 @@ enum class PvOp : uint8_t {
   kBatch,
   kSendIpi,
   kFlushTlb,
+  kSpinlock,
+  kYield,
   kIrq
 };
-inline constexpr int kPvOpCount = 8;
+inline constexpr int kPvOpCount = 10;
 // The ops `naive` and `optimized` set: all but kIrq, the last.
-inline constexpr int kPvSeedOpCount = 7;
+inline constexpr int kPvSeedOpCount = 9;
 
 // Variant values. Not every op accepts every variant: fpu_switch also has
 // kEager, pte_flags also has kPatched, batch spells naive/optimized as
@@ -85,7 +91,8 @@ struct Config {
   Backend backend = Backend::kPv;
   Variant variant[kPvOpCount] = {Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
                                  Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
-                                 Variant::kOptimized, Variant::kNaive};
+                                 Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
+                                 Variant::kNaive};
   WorkloadArgs workload;  // spec is "none" unless set
 
   Variant Get(PvOp op) const { return variant[static_cast<int>(op)]; }

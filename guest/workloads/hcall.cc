@@ -240,7 +240,11 @@ void ProbeIo(Prober& p, uint64_t mem) {
          1, mem);
 
   p.Call("sched_op yield", kNoTag, 0, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD, 0);
-  p.Call("sched_op cmd 3", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 3, 0);
+  p.Call("sched_op cmd 4", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 4, 0);
+  p.Call("sched_op yield_to itself", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO,
+         CurrentCpu());
+  p.Call("sched_op yield_to vCPU 32", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO,
+         32);
   p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN,
          256);
 
@@ -309,6 +313,31 @@ void ProbeIpis(Prober& p) {
   p.Expect("no IPI from a refused call", kNoTag, g_kc.ipis - before, 2);
 }
 
+// lock_wait and lock_kick on any number of CPUs: a word that is not the
+// expected value returns CHANGED; with an IPI pending (interrupts off) a
+// wait on an unchanged word returns INTERRUPT at once, and the IPI is taken
+// when interrupts come back on; the refusals. (A kick needs a second CPU:
+// workload=lock.)
+void ProbeLocks(Prober& p) {
+  static uint32_t word = 7;
+  const uint64_t gpa = reinterpret_cast<uint64_t>(&word);
+  p.Call("lock_wait on a changed word", kNoTag, MVMM_LOCK_WAIT_CHANGED, MVMM_HC_lock_wait, gpa, 8);
+  const uint64_t before = g_kc.ipis;
+  const uint64_t flags = ArchLocalIrqSave();
+  p.Call("send_ipi to itself before lock_wait", kNoTag, 1, MVMM_HC_send_ipi, 1ull << CurrentCpu(),
+         MVMM_IPI_VECTOR);
+  p.Call("lock_wait with an IPI pending", kNoTag, MVMM_LOCK_WAIT_INTERRUPT, MVMM_HC_lock_wait, gpa,
+         7);
+  ArchIrqRestore(flags);
+  p.Call("lock_wait misaligned", kNoTag, -MVMM_EINVAL, MVMM_HC_lock_wait, gpa + 2, 7);
+  p.Call("lock_wait expected above a u32", kNoTag, -MVMM_EINVAL, MVMM_HC_lock_wait, gpa,
+         7 | 1ull << 32);
+  p.Call("lock_wait outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_lock_wait, ~0ull - 3, 7);
+  p.Call("lock_kick itself", kNoTag, -MVMM_EINVAL, MVMM_HC_lock_kick, CurrentCpu());
+  p.Call("lock_kick vCPU 32", kNoTag, -MVMM_EINVAL, MVMM_HC_lock_kick, 32);
+  p.Expect("lock_wait: the IPI taken once interrupts were back on", kNoTag, g_kc.ipis - before, 1);
+}
+
 }  // namespace
 
 void RunHcall(const WorkloadArgs&) {
@@ -325,6 +354,7 @@ void RunHcall(const WorkloadArgs&) {
   ProbeIo(p, mem);
   ProbeVcpuInfo(p, mem);
   ProbeIpis(p);
+  ProbeLocks(p);
   p.Expect("CR0 at the end", kNoTag, cpu::ReadCr0(), cr0);
   PutHypercallDeltas(&rec, g_before);
   rec.Put("checks", p.checks());

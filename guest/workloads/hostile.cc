@@ -121,7 +121,9 @@ void ProbeReport(Prober& p, const Env& e) {
 }
 
 void ProbeSchedAndTimer(Prober& p) {
-  p.Call("sched_op cmd 3", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 3, 0);
+  p.Call("sched_op cmd 4", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, 4, 0);
+  p.Call("sched_op yield_to ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO,
+         kMax);
   p.Call("sched_op cmd ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, kMax, 0);
   p.Call("sched_op shutdown 256", kNoTag, -MVMM_EINVAL, MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN,
          256);

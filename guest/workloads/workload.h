@@ -51,6 +51,7 @@ void RunHostile(const WorkloadArgs& args);
 void RunHostProbe(const WorkloadArgs& args);
 void RunExitCost(const WorkloadArgs& args);
 void RunShootdown(const WorkloadArgs& args);
+void RunLock(const WorkloadArgs& args);
 
 }  // namespace guest
 

@@ -94,6 +94,17 @@ struct FlushTlbOthersArgs {
   static FlushTlbOthersArgs From(const HypercallArgs& a) { return {a[0]}; }
 };
 
+struct LockWaitArgs {
+  GuestAddress word;  // the u32 the waiter saw as `expected`
+  uint64_t expected;
+  static LockWaitArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
+};
+
+struct LockKickArgs {
+  uint64_t cpu;
+  static LockKickArgs From(const HypercallArgs& a) { return {a[0]}; }
+};
+
 struct ReportArgs {
   GuestAddress text;
   uint64_t len;

@@ -43,6 +43,8 @@ HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult report(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult send_ipi(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult flush_tlb_others(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult lock_wait(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult lock_kick(HypercallEnv& env, const HypercallArgs& args);
 
 }  // namespace minivmm::hc
 

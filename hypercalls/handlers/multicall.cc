@@ -11,7 +11,8 @@
 // A failing entry does NOT stop the batch (Xen's semantics): every entry runs
 // and reports its own result; the multicall itself returns 0 once the list
 // was accepted. A multicall issued as an entry gets -EINVAL (enforced by the
-// dispatcher for every non-direct multicall).
+// dispatcher for every non-direct multicall), and so does lock_wait (it may
+// sleep and writes its outcome into RAX after its own exit).
 #include <array>
 #include <cstddef>
 #include <span>

@@ -1,9 +1,12 @@
 // sched_op(cmd, arg): 0 yield, 1 block until an interrupt, 2 shutdown with
-// exit code `arg` (0..255). Order: cmd known (-EINVAL), then for shutdown
-// arg <= 255 (-EINVAL). Returns 0; the request takes effect when the run loop
-// reads RunControl after this exit (for a multicall: after the whole batch).
-// A pending shutdown is never downgraded by a later yield or block in the same
-// batch: the guest asked to stop and must stop.
+// exit code `arg` (0..255), 3 yield_to vCPU `arg`. Order: cmd known
+// (-EINVAL), then for shutdown arg <= 255 (-EINVAL), for yield_to a vCPU
+// directory (-ENOSYS), arg < the vCPU count and not the caller (-EINVAL).
+// yield_to is a yield to the host scheduler like cmd 0 (the VMM cannot pick
+// the host thread that runs next); it differs in what it is counted as. Returns 0; the request
+// takes effect when the run loop reads RunControl after this exit (for a multicall: after the whole
+// batch). A pending shutdown is never downgraded by a later yield or block in the same batch: the
+// guest asked to stop and must stop.
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
@@ -25,6 +28,12 @@ HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& raw) {
       return Done(0);
     case MVMM_SCHEDOP_BLOCK:
       Request(control, VcpuRequest::kBlock);
+      return Done(0);
+    case MVMM_SCHEDOP_YIELD_TO:
+      if (env.cpus == nullptr) return Refuse(MVMM_ENOSYS, "no vCPU directory");
+      if (args.arg >= env.cpus->count()) return Refuse(MVMM_EINVAL, "no such vCPU");
+      if (args.arg == env.exit.vcpu_id) return Refuse(MVMM_EINVAL, "a yield to the caller itself");
+      Request(control, VcpuRequest::kYield);
       return Done(0);
     case MVMM_SCHEDOP_SHUTDOWN:
       if (args.arg > 255) return Refuse(MVMM_EINVAL, "exit code above 255");

@@ -39,6 +39,9 @@ enum class Cause : uint8_t {
   kMulticall,         // multicall calls (operations = entries)
   kIpi,               // send_ipi (operations = vCPUs targeted)
   kTlbFlush,          // flush_tlb_others (operations = vCPUs targeted)
+  kLockWait,          // lock_wait calls accepted (whatever they returned)
+  kLockKick,          // lock_kick calls accepted
+  kYield,             // sched_op yield and yield_to accepted
   kCount
 };
 std::string_view CauseName(Cause cause);
@@ -86,6 +89,12 @@ struct ExitStats {
   // Targets of this vCPU's flush_tlb_others that were blocked or halted:
   // flagged in their run-state area, not kicked (docs/hypercalls.md).
   uint64_t tlb_flushes_deferred = 0;
+  // This vCPU's lock_wait calls that slept, and those that returned
+  // MVMM_LOCK_WAIT_KICKED (a kick consumed, pending or while asleep).
+  uint64_t lock_waits_slept = 0;
+  uint64_t lock_wakes_by_kick = 0;
+  // This vCPU's accepted sched_op(yield_to) calls (also in cause `yield`).
+  uint64_t directed_yields = 0;
 
   // The wasted-exit analysis; all zero when it did not run. `ops` and
   // `exits` as in `causes`: a wasted multicall entry is a wasted operation of

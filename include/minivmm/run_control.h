@@ -14,6 +14,7 @@ enum class VcpuRequest : uint8_t {
   kYield,     // sched_op(yield): give other vCPUs/threads a chance, then resume
   kBlock,     // sched_op(block) or HLT: sleep until an interrupt is pending
   kShutdown,  // the guest asked to stop; exit_code says with what
+  kLockWait,  // lock_wait: sleep until kicked or an interrupt is pending
 };
 
 struct RunControl {

@@ -1,5 +1,5 @@
 // The other vCPUs of the VM, as a hypercall handler reaches them (send_ipi,
-// flush_tlb_others). The library implements it over its per-vCPU signals
+// flush_tlb_others, lock_kick, yield_to). The library implements it over its per-vCPU signals
 // and run state (vmm/run/vm_cpus.h); tests pass a fake. Every call is made
 // while one exit is handled, under the VM's big lock when there are several
 // vCPUs, so what it reports cannot change during the call.
@@ -31,6 +31,12 @@ class VcpuDirectory {
   // blocked target is woken, a running one other than `from` kicked out of
   // the guest. One already pending merges with it. `cpu` < count().
   virtual void SendIpi(uint32_t from, uint32_t cpu) = 0;
+
+  // lock_kick: makes a kick pending on vCPU `cpu` on behalf of vCPU `from`
+  // (never `cpu` itself) and wakes `cpu` if it sleeps in lock_wait. One
+  // already pending merges with it. A running target is not forced out of
+  // the guest: the kick waits for its next lock_wait. `cpu` < count().
+  virtual void LockKick(uint32_t from, uint32_t cpu) = 0;
 };
 
 }  // namespace minivmm

@@ -84,11 +84,19 @@ class FakeCpus final : public VcpuDirectory {
     }
     sent.push_back({from, cpu});
   }
+  void LockKick(uint32_t from, uint32_t cpu) override {
+    if (cpu >= cpus || cpu == from) {
+      std::fprintf(stderr, "FakeCpus: a kick from vCPU %u to vCPU %u of %u\n", from, cpu, cpus);
+      std::abort();
+    }
+    kicks.push_back({from, cpu});
+  }
 
   uint32_t cpus = 1;
   std::array<std::optional<uint64_t>, MVMM_MAX_CPUS> runstate{};
   std::array<bool, MVMM_MAX_CPUS> blocked{};
   std::vector<Ipi> sent;
+  std::vector<Ipi> kicks;  // lock_kick: from, to
 };
 
 inline constexpr uint64_t kRamSize = 1 << 20;  // FakeVm's default

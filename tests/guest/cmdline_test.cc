@@ -104,6 +104,14 @@ TEST(CmdlineTest, SmpOpsAreNaiveOrOptimizedAndFollowTheAllOpItems) {
   Parsed shootdown = Parse("workload=shootdown");
   ASSERT_TRUE(shootdown.ok) << shootdown.error;
   EXPECT_EQ(shootdown.config.workload.Get("rounds"), 20u);
+  Parsed lock = Parse("workload=lock,cs=0");
+  ASSERT_TRUE(lock.ok) << lock.error;
+  EXPECT_EQ(lock.config.workload.Get("iters"), 200u);
+  EXPECT_EQ(lock.config.workload.Get("cs"), 0u);
+  EXPECT_EQ(Parse("pvops=spinlock:naive,yield:optimized").config.Get(PvOp::kSpinlock),
+            Variant::kNaive);
+  EXPECT_EQ(Parse("pvops=xen").config.Get(PvOp::kSpinlock), Variant::kOptimized);
+  EXPECT_EQ(Parse("pvops=xen").config.Get(PvOp::kYield), Variant::kNaive);
 }
 
 TEST(CmdlineTest, XenPresetItemsApplyInOrder) {
@@ -168,22 +176,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"backend=kvm", "unknown backend 'kvm' (pv|native)"},
         BadCase{"pvops=", "empty pvops= value (naive|optimized|xen|<op>:<variant>,...)"},
         BadCase{"pvops=fast", "bad pvops item 'fast' (naive, optimized, xen or <op>:<variant>)"},
-        BadCase{"pvops=zz:naive",
-                "unknown pvops op 'zz' "
-                "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|irq)"},
+        BadCase{
+            "pvops=zz:naive",
+            "unknown pvops op 'zz' "
+            "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|irq)"},
         BadCase{"pvops=irq:naive", "unknown variant 'naive' for pvops op irq (hypercall|shared)"},
         BadCase{"pvops=irq:optimized",
                 "unknown variant 'optimized' for pvops op irq (hypercall|shared)"},
-        BadCase{"pvops=xen:on",
-                "unknown pvops op 'xen' "
-                "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|irq)"},
+        BadCase{
+            "pvops=xen:on",
+            "unknown pvops op 'xen' "
+            "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|irq)"},
         BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
         BadCase{"pvops=fpu_switch:patched",
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
         BadCase{"workload=nope",
                 "unknown workload 'nope' "
                 "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe|"
-                "exitcost|shootdown)"},
+                "exitcost|shootdown|lock)"},
         BadCase{"pvops=send_ipi:eager",
                 "unknown variant 'eager' for pvops op send_ipi (naive|optimized)"},
         BadCase{"pvops=flush_tlb:on",
@@ -212,6 +222,8 @@ TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
             "config.pvops.batch=on\n"
             "config.pvops.send_ipi=naive\n"
             "config.pvops.flush_tlb=naive\n"
+            "config.pvops.spinlock=naive\n"
+            "config.pvops.yield=naive\n"
             "config.pvops.irq=hypercall\n"
             "config.workload=ctx\n"
             "config.workload.tasks=4\n"

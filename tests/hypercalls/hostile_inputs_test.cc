@@ -69,8 +69,8 @@ class HostileInputsTest : public ::testing::Test {
     }
   }
   uint64_t Number() {
-    static constexpr uint64_t kNumbers[] = {1,  3,  5,  10, 13, 15, 18,  29,  40,        41,
-                                            42, 43, 44, 0,  2,  64, 127, 128, 1ull << 32};
+    static constexpr uint64_t kNumbers[] = {1,  3,  5,  10, 13, 15, 18, 29,  40,  41,        42,
+                                            43, 44, 45, 46, 0,  2,  64, 127, 128, 1ull << 32};
     return rng_() % 8 == 0 ? rng_() : kNumbers[rng_() % std::size(kNumbers)];
   }
   // Scatters random multicall entries and mmu_update requests near 0x10000.

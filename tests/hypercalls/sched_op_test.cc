@@ -45,7 +45,7 @@ TEST_F(SchedOpTest, ShutdownCodeAbove255IsEinval) {
 }
 
 TEST_F(SchedOpTest, UnknownCommandIsEinval) {
-  const HypercallResult result = vm_.Result(MVMM_HC_sched_op, 3);
+  const HypercallResult result = vm_.Result(MVMM_HC_sched_op, 4);
   EXPECT_EQ(result.value, -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "unknown cmd");
   EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, ~0ull), -MVMM_EINVAL);

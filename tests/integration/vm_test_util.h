@@ -28,6 +28,16 @@ inline constexpr HcName kAbiHypercalls[] = {
 #undef MVMM_TEST_HC_
 };
 
+// All exits of one vCPU (or of the VM), over every exit reason.
+inline uint64_t TotalExits(const ExitStats& s) {
+  uint64_t total = 0;
+  for (uint64_t n : s.by_reason) total += n;
+  return total;
+}
+inline const CauseCount& CauseIn(const ExitStats& s, Cause c) {
+  return s.causes[static_cast<int>(c)];
+}
+
 inline std::string TinyGuest(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
 }
@@ -42,6 +52,12 @@ struct GuestRun {
     auto it = reports.find(key);
     EXPECT_NE(it, reports.end()) << "the guest did not report " << key;
     return it == reports.end() ? ~0ull : std::stoull(it->second);
+  }
+  // A report that may be absent (a secondary CPU reports only the
+  // hypercalls it made): absent is 0.
+  uint64_t ReportOr0(const std::string& key) const {
+    auto it = reports.find(key);
+    return it == reports.end() ? 0 : std::stoull(it->second);
   }
   uint64_t HypercallOps(uint32_t nr) const { return result.stats.hc_ops[nr]; }
   uint64_t HypercallExits(uint32_t nr) const { return result.stats.hc_exits[nr]; }

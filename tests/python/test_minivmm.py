@@ -47,7 +47,7 @@ def test_result_is_plain_python():
     assert exits["pio_by_device"]["hypercall"] > 0
     assert set(r["causes"]) == {"if_set", "if_clear", "cr0_write", "descriptor_update",
                                 "page_table_update", "cr3_write", "multicall", "ipi",
-                                "tlb_flush"}
+                                "tlb_flush", "lock_wait", "lock_kick", "yield"}
     # Guest reports: integers are ints, the rest strs.
     assert r["reports"]["config.backend"] == "pv"
     assert r["reports"]["config.workload"] == "irq"

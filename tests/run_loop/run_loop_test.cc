@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -587,6 +588,143 @@ TEST_F(RunLoopTest, BlockedVcpuIsSeenBlockedAndWokenByAnIpi) {
   EXPECT_EQ(stats_.ipi_injections, 1u);
   EXPECT_EQ(Reason(ExitReason::kIntr), 0u);
   EXPECT_FALSE(idle_at_stop_);
+}
+
+// lock_wait's outcome (docs/hypercalls.md): the handler has found the word
+// unchanged; the run loop consumes a pending kick, returns at once for a
+// pending interrupt, or sleeps (run state BLOCKED) until a kick or an
+// interrupt, and writes the outcome into RAX.
+TEST_F(RunLoopTest, LockWaitConsumesAPendingKickAtOnce) {
+  signals_.lock_kicked = true;
+  Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
+  Hypercall(MVMM_HC_lock_wait, 0x5000, 1, 0, [&] {
+    EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_KICKED});
+    EXPECT_FALSE(signals_.lock_kicked);  // consumed
+  });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_CHANGED});  // word is 0, not 1
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.lock_wakes_by_kick, 1u);
+  EXPECT_EQ(stats_.lock_waits_slept, 0u);
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kLockWait)].ops, 2u);
+  EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kLockWait)].exits, 2u);
+}
+
+TEST_F(RunLoopTest, LockWaitWithAnInterruptPendingReturnsAtOnce) {
+  vcpu_.ready = false;  // IF off: the timer's interrupt stays pending
+  signals_.raised = VmSignals::kInterrupt;
+  Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0,
+            [&] { EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_INTERRUPT}); });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.lock_waits_slept, 0u);
+  EXPECT_EQ(stats_.lock_wakes_by_kick, 0u);
+}
+
+TEST_F(RunLoopTest, LockWaitOnTheOnlyVcpuWithNothingToWakeItStopsTheRun) {
+  Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
+  const RunStop stop = Run(/*timer_can_fire=*/false);
+  EXPECT_EQ(stop.reason, StopReason::kHaltedForever);
+  EXPECT_EQ(stop.detail, "the guest waited in lock_wait with no kick or timer to come");
+  EXPECT_EQ(stats_.lock_waits_slept, 1u);
+}
+
+// vCPU 1 (this loop) registers a run-state area and waits in lock_wait on
+// a word that holds 0, then asks to shut down after `check` (its RAX is the
+// wait's outcome). Another thread, standing for vCPU 0, waits until the
+// area says BLOCKED and then runs `wake` (under the big lock, if any).
+class LockWaitTest : public RunLoopTest {
+ protected:
+  static constexpr uint64_t kRunstate = 0x6000;
+
+  RunStop WaitThenWake(absl::Mutex* big_lock, std::function<void()> check,
+                       std::function<void()> wake) {
+    Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
+    Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
+    Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, std::move(check));
+    std::thread cpu0([&] {
+      while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+      std::optional<absl::MutexLock> lock;
+      if (big_lock != nullptr) lock.emplace(big_lock);
+      wake();
+    });
+    RunStop stop = RunAs(1, big_lock, false, &cpus_);
+    cpu0.join();
+    return stop;
+  }
+  uint64_t Rax() const { return vcpu_.state.Get(Reg::kRax); }
+
+  VmSignals other_;
+  VmCpus cpus_{{&other_, &signals_}};
+};
+
+// vCPU 0 sees the sleeping vCPU 1 blocked under the big lock and kicks it;
+// the wait returns KICKED with the run state back to RUNNING.
+TEST_F(LockWaitTest, SleepsUntilKicked) {
+  absl::Mutex big_lock;
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  bool seen_blocked = false;
+  const RunStop stop = WaitThenWake(
+      &big_lock,
+      [&] {
+        EXPECT_EQ(Rax(), uint64_t{MVMM_LOCK_WAIT_KICKED});
+        EXPECT_EQ(Runstate(kRunstate), MVMM_RUNSTATE_RUNNING);
+      },
+      [&] {
+        seen_blocked = cpus_.Blocked(1);
+        EXPECT_FALSE(cpus_.NothingCanWakeAny(false));  // vCPU 0 is awake
+        cpus_.LockKick(0, 1);
+      });
+  EXPECT_TRUE(seen_blocked);
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.lock_waits_slept, 1u);
+  EXPECT_EQ(stats_.lock_wakes_by_kick, 1u);
+  EXPECT_EQ(stats_.ipi_injections, 0u);  // a kick is no interrupt
+  EXPECT_FALSE(other_.lock_kicked);
+}
+
+TEST_F(LockWaitTest, IsEndedByAnIpiWithoutAKick) {
+  absl::Mutex big_lock;
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  const RunStop stop = WaitThenWake(
+      &big_lock, [&] { EXPECT_EQ(Rax(), uint64_t{MVMM_LOCK_WAIT_INTERRUPT}); },
+      [&] { cpus_.SendIpi(0, 1); });
+  EXPECT_EQ(stop.reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.lock_waits_slept, 1u);
+  EXPECT_EQ(stats_.lock_wakes_by_kick, 0u);
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+}
+
+// A stop request (as from a signal handler: no lock, no notify) ends a wait.
+TEST_F(LockWaitTest, StopsPromptlyWhenTheVmStops) {
+  const RunStop stop = WaitThenWake(nullptr, nullptr, [&] { signals_.RequestStop(); });
+  EXPECT_EQ(stop.reason, StopReason::kStopRequested);
+  EXPECT_TRUE(idle_at_stop_);
+  EXPECT_EQ(stats_.lock_wakes_by_kick, 0u);
+}
+
+TEST(VmCpusTest, AVcpuInLockWaitCanBeWokenByAKickOrAnInterrupt) {
+  VmSignals s0, s1;
+  VmCpus cpus({&s0, &s1});
+  cpus.SetSleep(0, VmCpus::Sleep::kBlocked);
+  cpus.SetSleep(1, VmCpus::Sleep::kLockWait);
+  EXPECT_TRUE(cpus.Blocked(1));
+  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  cpus.LockKick(0, 1);
+  EXPECT_TRUE(s1.lock_kicked);
+  EXPECT_FALSE(s0.lock_kicked);
+  EXPECT_EQ(s1.Raised(), 0u);  // no interrupt
+  EXPECT_FALSE(cpus.NothingCanWakeAny(false));
+  EXPECT_TRUE(s1.TakeLockKick());
+  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  s1.raised = VmSignals::kIpi;
+  EXPECT_FALSE(cpus.NothingCanWakeAny(false));
+  // A kick to a vCPU blocked in sched_op(block) does not wake it.
+  s1.raised = 0;
+  cpus.SetSleep(1, VmCpus::Sleep::kBlocked);
+  cpus.LockKick(0, 1);
+  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
 }
 
 }  // namespace

@@ -64,6 +64,12 @@ std::string_view CauseName(Cause cause) {
       return "ipi";
     case Cause::kTlbFlush:
       return "tlb_flush";
+    case Cause::kLockWait:
+      return "lock_wait";
+    case Cause::kLockKick:
+      return "lock_kick";
+    case Cause::kYield:
+      return "yield";
     case Cause::kCount:
       break;
   }
@@ -102,6 +108,9 @@ void ExitStats::Add(const ExitStats& other) {
   timer_injections += other.timer_injections;
   ipi_injections += other.ipi_injections;
   tlb_flushes_deferred += other.tlb_flushes_deferred;
+  lock_waits_slept += other.lock_waits_slept;
+  lock_wakes_by_kick += other.lock_wakes_by_kick;
+  directed_yields += other.directed_yields;
   waste_analysed = waste_analysed || other.waste_analysed;
   AddArray(wasted_by_cause, other.wasted_by_cause);
   AddArray(wasted_by_hypercall, other.wasted_by_hypercall);

@@ -236,27 +236,33 @@ MaybeStop RunLoop::HonourRequest() {
       return std::nullopt;
     case VcpuRequest::kBlock:
       return Block(/*from_hlt=*/false);
+    case VcpuRequest::kLockWait:
+      return LockWait();
     case VcpuRequest::kNone:
       break;
   }
   return std::nullopt;
 }
 
-// HLT or sched_op(block): sleep until an interrupt is pending (a HLT with
-// IF=0: until the VM stops, since no interrupt can end it). When this vCPU
-// would sleep while every other vCPU sleeps too and nothing can wake any of
-// them (no interrupt pending, no timer that could fire), the run stops with
-// kHaltedForever instead of hanging until --timeout. Called holding the big
-// lock when there is one, which the sleep state is marked under (so that
-// flush_tlb_others sees this vCPU blocked from here on); sleeps without it.
-MaybeStop RunLoop::Block(bool from_hlt) {
+// HLT, sched_op(block) or lock_wait: sleep until an interrupt is pending
+// (lock_wait: or a kick; a HLT with IF=0: until the VM stops, since no
+// interrupt can end it). When this vCPU would sleep while every other vCPU
+// sleeps too and nothing can wake any of them (no interrupt or kick pending,
+// no timer that could fire), the run stops with kHaltedForever instead of
+// hanging until --timeout. Called holding the big lock when there is one,
+// which the sleep state is marked under (so that flush_tlb_others sees this
+// vCPU blocked, and lock_kick's kick cannot fall between the check and the
+// sleep, from here on); sleeps without it.
+MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
   VmSignals& s = p_.signals;
   const bool interrupts_on = (p_.vcpu.Get(Reg::kRflags) & MVMM_RFLAGS_IF) != 0;
   const bool halted = from_hlt && !interrupts_on;
-  cpus_->SetSleep(p_.vcpu_id, halted ? VmCpus::Sleep::kHalted : VmCpus::Sleep::kBlocked);
+  cpus_->SetSleep(p_.vcpu_id, lock_wait ? VmCpus::Sleep::kLockWait
+                              : halted  ? VmCpus::Sleep::kHalted
+                                        : VmCpus::Sleep::kBlocked);
   if (cpus_->NothingCanWakeAny(p_.timer_can_fire && p_.timer_can_fire())) {
     cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
-    return StopWith(StopReason::kHaltedForever, HaltedForeverDetail(from_hlt, halted));
+    return StopWith(StopReason::kHaltedForever, HaltedForeverDetail(from_hlt, halted, lock_wait));
   }
   const std::optional<GuestAddress> runstate =
       control_.runstate_gpa ? std::optional(GuestAddress(*control_.runstate_gpa)) : std::nullopt;
@@ -271,7 +277,9 @@ MaybeStop RunLoop::Block(bool from_hlt) {
     std::unique_lock lock(s.mu);
     // RequestStop() may not take the lock (it runs in signal handlers), so
     // poll its bit at a coarse interval.
-    while ((s.Raised() & wakes) == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
+    while ((s.Raised() & wakes) == 0 &&
+           !(lock_wait && s.lock_kicked.load(std::memory_order_acquire)))
+      s.cv.wait_for(lock, std::chrono::milliseconds(50));
   }
   if (p_.big_lock != nullptr) p_.big_lock->Lock();
   cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
@@ -285,9 +293,31 @@ MaybeStop RunLoop::Block(bool from_hlt) {
   return std::nullopt;
 }
 
+// lock_wait after its handler found the lock word unchanged, still under the
+// big lock: a pending kick is consumed (KICKED), a pending interrupt returns
+// at once (INTERRUPT), else the vCPU sleeps until either arrives (a kick wins
+// when both have). The outcome goes into RAX, and into the observed event.
+MaybeStop RunLoop::LockWait() {
+  VmSignals& s = p_.signals;
+  int64_t result = MVMM_LOCK_WAIT_INTERRUPT;
+  if (s.TakeLockKick()) {
+    result = MVMM_LOCK_WAIT_KICKED;
+  } else if ((s.Raised() & VmSignals::kAnyInterrupt) == 0) {
+    ++stats_.lock_waits_slept;
+    if (MaybeStop stop = Block(/*from_hlt=*/false, /*lock_wait=*/true)) return stop;
+    if (s.Raised() & VmSignals::kAnyStop) return std::nullopt;  // stops before the next entry
+    if (s.TakeLockKick()) result = MVMM_LOCK_WAIT_KICKED;
+  }
+  if (result == MVMM_LOCK_WAIT_KICKED) ++stats_.lock_wakes_by_kick;
+  p_.vcpu.Set(Reg::kRax, static_cast<uint64_t>(result));
+  if (observed_) event_.result = result;
+  return std::nullopt;
+}
+
 // Why nothing could wake the VM. With one vCPU: what that vCPU did.
-std::string RunLoop::HaltedForeverDetail(bool from_hlt, bool halted) const {
-  const char* what = halted     ? "the guest halted with interrupts disabled"
+std::string RunLoop::HaltedForeverDetail(bool from_hlt, bool halted, bool lock_wait) const {
+  const char* what = lock_wait  ? "the guest waited in lock_wait with no kick or timer to come"
+                     : halted   ? "the guest halted with interrupts disabled"
                      : from_hlt ? "the guest halted with no timer armed"
                                 : "the guest blocked with no timer armed";
   if (cpus_->count() == 1) return what;

@@ -103,8 +103,9 @@ class RunLoop {
   template <typename Span>
   void Access(const Bus& bus, uint64_t address, uint8_t size, Span data, bool pio);
   std::optional<RunStop> HonourRequest();
-  std::optional<RunStop> Block(bool from_hlt);
-  std::string HaltedForeverDetail(bool from_hlt, bool halted) const;
+  std::optional<RunStop> Block(bool from_hlt, bool lock_wait = false);
+  std::optional<RunStop> LockWait();
+  std::string HaltedForeverDetail(bool from_hlt, bool halted, bool lock_wait) const;
   static void Describe(const VcpuExit& exit, ExitEvent& event);
 
   RunLoopParts p_;

@@ -12,6 +12,10 @@ bool VmCpus::NothingCanWakeAny(bool timer_can_fire) const {
     switch (c.sleep) {
       case Sleep::kAwake:
         return false;
+      case Sleep::kLockWait:
+        if (c.signals == nullptr) return false;
+        if (c.signals->lock_kicked.load(std::memory_order_acquire)) return false;
+        [[fallthrough]];
       case Sleep::kBlocked:
         if (c.signals == nullptr) return false;
         if ((c.signals->Raised() & VmSignals::kAnyInterrupt) != 0) return false;
@@ -36,6 +40,10 @@ void VmCpus::SendIpi(uint32_t from, uint32_t cpu) {
   // would cost it an `intr` exit at its next entry. The sender itself sees
   // the bit before it re-enters the guest.
   c.signals->RaiseIpi(/*kick=*/cpu != from && c.sleep == Sleep::kAwake);
+}
+
+void VmCpus::LockKick(uint32_t /*from*/, uint32_t cpu) {
+  if (VmSignals* s = cpus_[cpu].signals) s->RaiseLockKick();
 }
 
 }  // namespace minivmm

@@ -24,9 +24,10 @@ namespace minivmm {
 class VmCpus final : public VcpuDirectory {
  public:
   enum class Sleep : uint8_t {
-    kAwake,    // in the guest or handling an exit
-    kBlocked,  // sched_op(block), or HLT with IF=1: an interrupt ends it
-    kHalted,   // HLT with IF=0: nothing but the VM's stop ends it
+    kAwake,     // in the guest or handling an exit
+    kBlocked,   // sched_op(block), or HLT with IF=1: an interrupt ends it
+    kHalted,    // HLT with IF=0: nothing but the VM's stop ends it
+    kLockWait,  // lock_wait: a lock_kick or an interrupt ends it
   };
 
   // One entry per vCPU, indexed by number. A null entry stands for a vCPU
@@ -39,14 +40,16 @@ class VmCpus final : public VcpuDirectory {
   void SetSleep(uint32_t cpu, Sleep sleep) { cpus_[cpu].sleep = sleep; }
 
   // True when no vCPU is awake and none can be woken: no interrupt pending
-  // on a blocked one, and no timer that could fire (`timer_can_fire`) for
-  // vCPU 0, which the timer reaches, while it is blocked.
+  // on a blocked one, no kick pending on one in lock_wait, and no timer
+  // that could fire (`timer_can_fire`) for vCPU 0, which the timer reaches,
+  // while it is blocked.
   bool NothingCanWakeAny(bool timer_can_fire) const;
 
   uint32_t count() const override { return static_cast<uint32_t>(cpus_.size()); }
   std::optional<uint64_t> RunstateGpa(uint32_t cpu) const override;
   bool Blocked(uint32_t cpu) const override { return cpus_[cpu].sleep != Sleep::kAwake; }
   void SendIpi(uint32_t from, uint32_t cpu) override;
+  void LockKick(uint32_t from, uint32_t cpu) override;
 
  private:
   struct Cpu {

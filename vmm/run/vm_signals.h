@@ -28,6 +28,9 @@ struct VmSignals {
   static constexpr uint32_t kAnyInterrupt = kInterrupt | kIpi;
 
   std::atomic<uint32_t> raised{0};
+  // A lock_kick pending for the next lock_wait (not an interrupt: never
+  // injected, so kept out of `raised` and the loop's one load per entry).
+  std::atomic<bool> lock_kicked{false};
   std::atomic<Vcpu*> vcpu{nullptr};  // kicked out of the guest on every signal
   std::mutex mu;
   std::condition_variable cv;
@@ -56,6 +59,14 @@ struct VmSignals {
     cv.notify_all();
     if (Vcpu* v = vcpu.load(std::memory_order_acquire); kick && v != nullptr) v->Kick();
   }
+  // lock_kick: pending until a lock_wait consumes it; wakes a vCPU asleep in
+  // lock_wait and nothing else (a running one sees it at its next lock_wait).
+  void RaiseLockKick() {
+    lock_kicked.store(true, std::memory_order_release);
+    { std::lock_guard lock(mu); }
+    cv.notify_all();
+  }
+  bool TakeLockKick() { return lock_kicked.exchange(false, std::memory_order_acq_rel); }
   void TimeOut() {
     raised.fetch_or(kTimeout, std::memory_order_acq_rel);
     Wake();

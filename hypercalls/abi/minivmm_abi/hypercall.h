@@ -34,7 +34,9 @@
   X(41, write_cr0)             \
   X(42, report)                \
   X(43, send_ipi)              \
-  X(44, flush_tlb_others)
+  X(44, flush_tlb_others)      \
+  X(45, lock_wait)             \
+  X(46, lock_kick)
 
 enum mvmm_hypercall_nr {
 #define MVMM_HC_ENUM_(nr, name) MVMM_HC_##name = nr,
@@ -69,6 +71,12 @@ enum mvmm_hypercall_nr {
  * armed, no interrupt pending) the VM stops as "halted forever". */
 #define MVMM_SCHEDOP_BLOCK 1u
 #define MVMM_SCHEDOP_SHUTDOWN 2u /* arg: exit code 0..255 */
+/* yield_to: a directed yield to vCPU `arg` (KVM_HC_SCHED_YIELD), which the
+ * guest believes holds a lock it waits for. -EINVAL for arg >= the vCPU count
+ * or the caller itself. The VMM yields the host thread (sched_yield) like
+ * MVMM_SCHEDOP_YIELD: it cannot choose which host thread runs next, it only
+ * counts the yield (cause `yield`). */
+#define MVMM_SCHEDOP_YIELD_TO 3u
 
 /* vcpu_op(cmd, vcpu, gpa): register_vcpu_info makes the 64-byte-aligned
  * struct mvmm_vcpu_info (boot.h) at guest-physical `gpa` vCPU `vcpu`'s shared
@@ -102,6 +110,27 @@ enum mvmm_hypercall_nr {
  * runs. Returns the number of targets kicked (running); the others are
  * deferred. -EINVAL, nothing changed, for an empty mask, a bit at or above
  * the vCPU count, the caller's own bit or a target with no run-state area. */
+
+/* lock_wait(gpa, expected): a paravirtual spinlock's waiter sleeps (KVM's
+ * kvm_wait, Xen's SCHEDOP_poll). Under the VMM's big lock, in this order:
+ * the u32 at `gpa` differs from `expected` (the lock was released):
+ * returns MVMM_LOCK_WAIT_CHANGED at once; a kick (lock_kick) arrived since
+ * the caller's last lock_wait: it is consumed, returns MVMM_LOCK_WAIT_KICKED
+ * at once; an interrupt is pending on the caller: returns
+ * MVMM_LOCK_WAIT_INTERRUPT at once; otherwise the vCPU sleeps (run state
+ * BLOCKED) until a kick (MVMM_LOCK_WAIT_KICKED, consumed) or an interrupt
+ * (MVMM_LOCK_WAIT_INTERRUPT) arrives, or the VM stops. The check and the
+ * sleep are atomic with respect to lock_kick: no lost wake-up. -EINVAL for a
+ * `gpa` not 4-byte aligned or `expected` above 0xFFFFFFFF, -EFAULT for a
+ * `gpa` outside RAM, -EINVAL as a multicall entry (it may sleep: one exit of
+ * its own), -ENOSYS without a vCPU directory. */
+#define MVMM_LOCK_WAIT_KICKED 0
+#define MVMM_LOCK_WAIT_CHANGED 1
+#define MVMM_LOCK_WAIT_INTERRUPT 2
+/* lock_kick(cpu): makes a kick pending on vCPU `cpu` and wakes it if it
+ * sleeps in lock_wait (KVM_HC_KICK_CPU). Kicks do not queue: one pending
+ * merges with the next. Returns 0. -EINVAL for cpu >= the vCPU count or the
+ * caller itself, -ENOSYS without a vCPU directory. */
 
 /* report(gpa, len): UTF-8 `key=value` lines. */
 #define MVMM_REPORT_MAX_BYTES 16384u
