@@ -3,6 +3,7 @@
 // vCPU, stops them all when one stops, and collects the result.
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -61,12 +62,12 @@ absl::StatusOr<RunResult> Vm::Run() {
   ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());
 
   // The first vCPU to stop by itself stops the others.
-  absl::Mutex stop_mu;
+  std::mutex stop_mu;
   std::optional<uint32_t> first_stop;
   auto stopped = [&](uint32_t cpu) {
     if (runs[cpu].stop.vm_stopped) return;
     {
-      absl::MutexLock lock(&stop_mu);
+      std::lock_guard lock(stop_mu);
       if (first_stop) return;
       first_stop = cpu;
     }

@@ -216,9 +216,9 @@ MaybeStop RunLoop::HonourRequest() {
                      absl::StrFormat("the guest shut down with code %d", control_.exit_code),
                      control_.exit_code};
     case VcpuRequest::kYield:
-      if (p_.big_lock != nullptr) p_.big_lock->Unlock();
+      if (p_.big_lock != nullptr) p_.big_lock->unlock();
       sched_yield();
-      if (p_.big_lock != nullptr) p_.big_lock->Lock();
+      if (p_.big_lock != nullptr) p_.big_lock->lock();
       return std::nullopt;
     case VcpuRequest::kBlock:
       return Block(/*from_hlt=*/false);
@@ -249,14 +249,14 @@ MaybeStop RunLoop::Block(bool from_hlt) {
   static_assert(offsetof(mvmm_vcpu_runstate, state) == 0);
   if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_BLOCKED}))
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
-  if (p_.big_lock != nullptr) p_.big_lock->Unlock();
+  if (p_.big_lock != nullptr) p_.big_lock->unlock();
   {
     std::unique_lock lock(s.mu);
     // RequestStop() may not take the lock (it runs in signal handlers), so
     // poll its bit at a coarse interval.
     while (s.Raised() == 0) s.cv.wait_for(lock, std::chrono::milliseconds(50));
   }
-  if (p_.big_lock != nullptr) p_.big_lock->Lock();
+  if (p_.big_lock != nullptr) p_.big_lock->lock();
   p_.vcpu.ClearKick();
   if (s.Raised() & VmSignals::kAnyStop) {
     idle_at_stop_ = true;

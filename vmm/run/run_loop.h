@@ -14,12 +14,12 @@
 #define MINIVMM_VMM_RUN_RUN_LOOP_H_
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_port.h"
 #include "hypercalls/waste.h"
@@ -69,7 +69,7 @@ struct RunLoopParts {
   // (kHaltedForever).
   uint32_t vcpu_id = 0;
   // Non-null when other vCPUs share the VM: every exit is handled holding it.
-  absl::Mutex* big_lock = nullptr;
+  std::mutex* big_lock = nullptr;
 };
 
 class RunLoop {
@@ -143,8 +143,8 @@ RunStop RunLoop::LoopWith(V& vcpu) {
         interrupt_pending = (p_.signals.Raised() & VmSignals::kInterrupt) != 0;
     }
     const VcpuExit exit = vcpu.Run();
-    std::optional<absl::MutexLock> lock;
-    if constexpr (kShared) lock.emplace(p_.big_lock);
+    std::optional<std::lock_guard<std::mutex>> lock;
+    if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
     std::optional<RunStop> stop =
         !kAnalysed && observed ? HandleObserved(exit) : Handle(exit, nullptr);
