@@ -99,6 +99,9 @@ case "$mode" in
     fi
     nested=(scripts/nestkvm --timeout 2400 --)
     nested_kvm=$(kvm_name "${nested[@]}")
+    # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
+    # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).
+    export MINIVMM_SMP_STRESS_LIFECYCLES=200
 
     # 1. debug: unit tests here; whole-VM tests (label vm) on the host's KVM
     #    and on the nested one.
