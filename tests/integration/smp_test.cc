@@ -147,61 +147,63 @@ TEST_P(SmpKernelTest, EverySecondaryCpuComesUpAndCostsItsBringUpAndOneBlock) {
 
 INSTANTIATE_TEST_SUITE_P(Cpus, SmpKernelTest, ::testing::Values(1u, 2u, 4u, 8u));
 
+// smp.S "s": CPU 0 shut down (one exit) once every other CPU was idle.
+void ExpectShutdownByBootCpu(const SmpRun& run, uint32_t cpus) {
+  const RunResult& r = run.result;
+  ASSERT_EQ(r.reason, StopReason::kGuestShutdown) << r.detail;
+  EXPECT_EQ(r.exit_code, static_cast<int>(cpus - 1));
+  EXPECT_EQ(r.stopped_by_vcpu, 0);
+  EXPECT_FALSE(r.vcpu_stops[0].with_vm);
+  EXPECT_EQ(Total(r.per_vcpu[0]), 1u);  // the shutdown
+  for (uint32_t cpu = 1; cpu < cpus; ++cpu) {
+    ExpectIdleSecondary(run, cpu);
+    EXPECT_TRUE(r.vcpu_stops[cpu].with_vm);
+  }
+}
+
+// smp.S "f" or "S": the last CPU triple-faulted or shut down (one exit) once
+// the CPUs between it and CPU 0 were idle; CPU 0, spinning in the guest, was
+// kicked out by the stop (one exit).
+void ExpectStopByLastCpu(const SmpRun& run, uint32_t cpus, bool fault) {
+  const RunResult& r = run.result;
+  const uint32_t last = cpus - 1;
+  ASSERT_EQ(r.reason, fault ? StopReason::kTripleFault : StopReason::kGuestShutdown) << r.detail;
+  if (!fault) {
+    EXPECT_EQ(r.exit_code, static_cast<int>(cpus - 1));
+  }
+  EXPECT_EQ(r.stopped_by_vcpu, static_cast<int>(last));
+  EXPECT_FALSE(r.vcpu_stops[last].with_vm);
+  EXPECT_EQ(Total(r.per_vcpu[last]), 1u);
+  if (fault) {
+    EXPECT_EQ(Reason(r.per_vcpu[last], ExitReason::kShutdown), 1u);
+  } else {
+    EXPECT_EQ(r.per_vcpu[last].hc_exits[MVMM_HC_sched_op], 1u);
+  }
+  for (uint32_t cpu = 1; cpu < last; ++cpu) ExpectIdleSecondary(run, cpu);
+  if (cpus > 1) {
+    EXPECT_EQ(Reason(r.per_vcpu[0], ExitReason::kIntr), 1u);
+    EXPECT_EQ(Total(r.per_vcpu[0]), 1u);
+    EXPECT_TRUE(r.vcpu_stops[0].with_vm);
+    EXPECT_FALSE(r.vcpu_stops[0].idle);
+    EXPECT_EQ(r.vcpu_stops[0].reason, r.reason);
+  }
+}
+
 class SmpStopTest : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(SmpStopTest, GuestShutdownFromTheBootCpuStopsEveryCpu) {
   REQUIRE_KVM();
-  const uint32_t cpus = GetParam();
-  SmpRun run = RunSmp(TinyGuest("smp"), "s", cpus);
-  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
-  EXPECT_EQ(run.result.exit_code, static_cast<int>(cpus - 1));
-  EXPECT_EQ(run.result.stopped_by_vcpu, 0);
-  EXPECT_EQ(Total(run.result.per_vcpu[0]), 1u);  // the shutdown
-  for (uint32_t cpu = 1; cpu < cpus; ++cpu) {
-    ExpectIdleSecondary(run, cpu);
-    EXPECT_TRUE(run.result.vcpu_stops[cpu].with_vm);
-  }
+  ExpectShutdownByBootCpu(RunSmp(TinyGuest("smp"), "s", GetParam()), GetParam());
 }
 
 TEST_P(SmpStopTest, TripleFaultOnTheLastCpuStopsEveryCpuAndNamesIt) {
   REQUIRE_KVM();
-  const uint32_t cpus = GetParam();
-  SmpRun run = RunSmp(TinyGuest("smp"), "f", cpus);
-  ASSERT_EQ(run.result.reason, StopReason::kTripleFault) << run.result.detail;
-  EXPECT_EQ(run.result.stopped_by_vcpu, static_cast<int>(cpus - 1));
-  const ExitStats& faulted = run.result.per_vcpu[cpus - 1];
-  EXPECT_EQ(Reason(faulted, ExitReason::kShutdown), 1u);
-  EXPECT_EQ(Total(faulted), 1u);
-  EXPECT_FALSE(run.result.vcpu_stops[cpus - 1].with_vm);
-  for (uint32_t cpu = 1; cpu + 1 < cpus; ++cpu) ExpectIdleSecondary(run, cpu);
-  if (cpus > 1) {
-    // CPU 0 spins in the guest until the stop kicks it out: one exit.
-    EXPECT_EQ(Reason(run.result.per_vcpu[0], ExitReason::kIntr), 1u);
-    EXPECT_EQ(Total(run.result.per_vcpu[0]), 1u);
-    EXPECT_TRUE(run.result.vcpu_stops[0].with_vm);
-    EXPECT_FALSE(run.result.vcpu_stops[0].idle);
-    EXPECT_EQ(run.result.vcpu_stops[0].reason, StopReason::kTripleFault);
-  }
+  ExpectStopByLastCpu(RunSmp(TinyGuest("smp"), "f", GetParam()), GetParam(), /*fault=*/true);
 }
 
 TEST_P(SmpStopTest, GuestShutdownFromTheLastCpuStopsEveryCpuAndNamesIt) {
   REQUIRE_KVM();
-  const uint32_t cpus = GetParam();
-  SmpRun run = RunSmp(TinyGuest("smp"), "S", cpus);
-  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
-  EXPECT_EQ(run.result.exit_code, static_cast<int>(cpus - 1));
-  EXPECT_EQ(run.result.stopped_by_vcpu, static_cast<int>(cpus - 1));
-  const ExitStats& last = run.result.per_vcpu[cpus - 1];
-  EXPECT_EQ(last.hc_exits[MVMM_HC_sched_op], 1u);
-  EXPECT_EQ(Total(last), 1u);
-  EXPECT_FALSE(run.result.vcpu_stops[cpus - 1].with_vm);
-  for (uint32_t cpu = 1; cpu + 1 < cpus; ++cpu) ExpectIdleSecondary(run, cpu);
-  if (cpus > 1) {
-    EXPECT_EQ(Reason(run.result.per_vcpu[0], ExitReason::kIntr), 1u);
-    EXPECT_EQ(Total(run.result.per_vcpu[0]), 1u);
-    EXPECT_TRUE(run.result.vcpu_stops[0].with_vm);
-    EXPECT_EQ(run.result.vcpu_stops[0].reason, StopReason::kGuestShutdown);
-  }
+  ExpectStopByLastCpu(RunSmp(TinyGuest("smp"), "S", GetParam()), GetParam(), /*fault=*/false);
 }
 
 // In mode "w" CPU 0 yields once when every other CPU is idle; the observer
@@ -416,45 +418,14 @@ void ExpectStressStop(const SmpRun& run, Stop how, uint32_t cpus) {
   uint64_t sum = 0;
   for (const ExitStats& s : r.per_vcpu) sum += Total(s);
   EXPECT_EQ(Total(r.stats), sum);
-  const uint32_t last = cpus - 1;
   switch (how) {
     case Stop::kShutdownFromBootCpu:
-      ASSERT_EQ(r.reason, StopReason::kGuestShutdown) << r.detail;
-      EXPECT_EQ(r.exit_code, static_cast<int>(cpus - 1));
-      EXPECT_EQ(r.stopped_by_vcpu, 0);
-      EXPECT_FALSE(r.vcpu_stops[0].with_vm);
-      EXPECT_EQ(Total(r.per_vcpu[0]), 1u);
-      for (uint32_t cpu = 1; cpu < cpus; ++cpu) {
-        ExpectIdleSecondary(run, cpu);
-        EXPECT_TRUE(r.vcpu_stops[cpu].with_vm);
-      }
+      ExpectShutdownByBootCpu(run, cpus);
       break;
     case Stop::kShutdownFromLastCpu:
-    case Stop::kTripleFault: {
-      const bool fault = how == Stop::kTripleFault;
-      ASSERT_EQ(r.reason, fault ? StopReason::kTripleFault : StopReason::kGuestShutdown)
-          << r.detail;
-      if (!fault) {
-        EXPECT_EQ(r.exit_code, static_cast<int>(cpus - 1));
-      }
-      EXPECT_EQ(r.stopped_by_vcpu, static_cast<int>(last));
-      EXPECT_FALSE(r.vcpu_stops[last].with_vm);
-      EXPECT_EQ(Total(r.per_vcpu[last]), 1u);
-      if (fault) {
-        EXPECT_EQ(Reason(r.per_vcpu[last], ExitReason::kShutdown), 1u);
-      } else {
-        EXPECT_EQ(r.per_vcpu[last].hc_exits[MVMM_HC_sched_op], 1u);
-      }
-      for (uint32_t cpu = 1; cpu < last; ++cpu) ExpectIdleSecondary(run, cpu);
-      if (cpus > 1) {
-        // CPU 0 spins until the stop kicks it out of the guest: one exit.
-        EXPECT_EQ(Reason(r.per_vcpu[0], ExitReason::kIntr), 1u);
-        EXPECT_EQ(Total(r.per_vcpu[0]), 1u);
-        EXPECT_TRUE(r.vcpu_stops[0].with_vm);
-        EXPECT_EQ(r.vcpu_stops[0].reason, r.reason);
-      }
+    case Stop::kTripleFault:
+      ExpectStopByLastCpu(run, cpus, how == Stop::kTripleFault);
       break;
-    }
     case Stop::kRequestStop:
     case Stop::kSignal:
     case Stop::kTimeout: {
