@@ -35,65 +35,50 @@ std::string Slurp(const std::string& path) {
 // (docs/exit-model.md), whatever the vCPU count.
 constexpr char kBench[] = "bench -q --workloads irq:loops=4:depth=2 --backend pv --repeat 1";
 
-class BenchCpusTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (!::minivmm::testing::HaveKvmDevice()) return;
-    one_ = new Outcome(Minivmm(std::string(kBench) + " --json " + Path("one.json")));
-    two_ = new Outcome(Minivmm(std::string(kBench) + " --cpus 2 --json " + Path("two.json") +
-                               " --csv " + Path("two.csv")));
-  }
-  static void TearDownTestSuite() {
-    delete one_;
-    delete two_;
-  }
-  static Outcome* one_;
-  static Outcome* two_;
-};
-Outcome* BenchCpusTest::one_ = nullptr;
-Outcome* BenchCpusTest::two_ = nullptr;
-
-TEST_F(BenchCpusTest, EveryRunHasTheVcpusAndTheRecordSaysSo) {
+// One bench with one vCPU and one with two, checked together: on the nested
+// KVM every bench costs tens of seconds, and each test is a process.
+TEST(BenchCpusTest, TwoVcpusEverywhereSameWorkloadCountsAndCompareRefusesOneVcpu) {
   REQUIRE_KVM();
-  ASSERT_EQ(two_->status, 0) << two_->out;
-  EXPECT_NE(two_->out.find("backend=pv, 2 vCPUs: all naive -> all optimized"), std::string::npos)
-      << two_->out;
-  ASSERT_EQ(one_->status, 0) << one_->out;
-  EXPECT_EQ(one_->out.find("vCPU"), std::string::npos) << "one vCPU: output unchanged\n"
-                                                       << one_->out;
-  const json bench = json::parse(Slurp(Path("two.json")), nullptr, false);
-  ASSERT_FALSE(bench.is_discarded());
-  EXPECT_EQ(bench["settings"]["cpus"], 2);
-  ASSERT_FALSE(bench["runs"].empty());
-  for (const json& run : bench["runs"]) {
+  const Outcome one = Minivmm(std::string(kBench) + " --json " + Path("one.json"));
+  const Outcome two = Minivmm(std::string(kBench) + " --cpus 2 --json " + Path("two.json") +
+                              " --csv " + Path("two.csv"));
+  ASSERT_EQ(one.status, 0) << one.out;
+  ASSERT_EQ(two.status, 0) << two.out;
+
+  // The output says so; with one vCPU it is unchanged.
+  EXPECT_NE(two.out.find("backend=pv, 2 vCPUs: all naive -> all optimized"), std::string::npos)
+      << two.out;
+  EXPECT_EQ(one.out.find("vCPU"), std::string::npos) << "one vCPU: output unchanged\n" << one.out;
+
+  // Every run had two vCPUs, and the record says so.
+  const json a = json::parse(Slurp(Path("one.json")), nullptr, false);
+  const json b = json::parse(Slurp(Path("two.json")), nullptr, false);
+  ASSERT_FALSE(a.is_discarded() || b.is_discarded());
+  EXPECT_EQ(a["settings"]["cpus"], 1);
+  EXPECT_EQ(b["settings"]["cpus"], 2);
+  ASSERT_FALSE(b["runs"].empty());
+  for (const json& run : b["runs"]) {
     EXPECT_EQ(run["record"]["config"]["cpus"], 2);
     EXPECT_EQ(run["record"]["exits"]["per_vcpu"].size(), 2u);
     EXPECT_TRUE(run["ok"].get<bool>()) << run["failure"];
   }
-  EXPECT_EQ(json::parse(Slurp(Path("one.json")), nullptr, false)["settings"]["cpus"], 1);
-}
 
-TEST_F(BenchCpusTest, WorkloadCountsAreThoseOfOneVcpu) {
-  REQUIRE_KVM();
-  const json one = json::parse(Slurp(Path("one.json")), nullptr, false);
-  const json two = json::parse(Slurp(Path("two.json")), nullptr, false);
-  ASSERT_FALSE(one.is_discarded() || two.is_discarded());
-  ASSERT_EQ(one["results"].size(), two["results"].size());
-  for (size_t i = 0; i < one["results"].size(); ++i) {
-    const json& a = one["results"][i];
-    const json& b = two["results"][i];
-    SCOPED_TRACE(a["configuration"].get<std::string>());
-    ASSERT_EQ(a["configuration"], b["configuration"]);
+  // The workload's counts are one vCPU's: the baselines carry the same
+  // secondary-CPU exits.
+  ASSERT_EQ(a["results"].size(), b["results"].size());
+  for (size_t i = 0; i < a["results"].size(); ++i) {
+    const json& x = a["results"][i];
+    const json& y = b["results"][i];
+    SCOPED_TRACE(x["configuration"].get<std::string>());
+    ASSERT_EQ(x["configuration"], y["configuration"]);
     for (const char* metric : {"exits.total", "exits.if_set", "exits.if_clear", "wasted.total"})
-      EXPECT_EQ(a["metrics"][metric]["median"], b["metrics"][metric]["median"]) << metric;
-    if (a["configuration"] == "naive") {
-      EXPECT_EQ(b["metrics"]["exits.total"]["median"], 2 * 4 * 2);
+      EXPECT_EQ(x["metrics"][metric]["median"], y["metrics"][metric]["median"]) << metric;
+    if (x["configuration"] == "naive") {
+      EXPECT_EQ(y["metrics"]["exits.total"]["median"], 2 * 4 * 2);
     }
   }
-}
 
-TEST_F(BenchCpusTest, CsvHasACpusColumn) {
-  REQUIRE_KVM();
+  // The CSV's last column.
   std::istringstream csv(Slurp(Path("two.csv")));
   std::string line;
   ASSERT_TRUE(std::getline(csv, line));
@@ -104,10 +89,9 @@ TEST_F(BenchCpusTest, CsvHasACpusColumn) {
     EXPECT_EQ(line.substr(line.rfind(',') + 1), "2") << line;
   }
   EXPECT_GT(rows, 0);
-}
 
-TEST_F(BenchCpusTest, CompareRefusesBenchesOfDifferentVcpuCounts) {
-  REQUIRE_KVM();
+  // compare: one message and status 2 for different counts, the count first
+  // for equal ones.
   Outcome o = Minivmm("compare " + Path("one.json") + " " + Path("two.json"));
   EXPECT_EQ(o.status, ::minivmm::cli::kCompareTrouble) << o.out;
   EXPECT_NE(o.out.find("A ran with 1 vCPU and B with 2 vCPUs: records of different vCPU counts "
