@@ -297,6 +297,29 @@ def table_html(header, rows):
     return "\n".join(out) + "</table>"
 
 
+def per_vcpu_table(run):
+    """A run record's exits per vCPU (source vmm): by cause, by hypercall and
+    in total, one column per vCPU and the run's total; "" with one vCPU."""
+    per_vcpu = run.get("exits", {}).get("per_vcpu", [])
+    if len(per_vcpu) < 2:
+        return ""
+    causes = run.get("causes", {}).get("causes", {})
+    names = [c for c in CAUSES if c in causes] + sorted(c for c in causes if c not in CAUSES)
+    rows = []
+    for name in names:
+        cells = [v.get("causes", {}).get(name, {}).get("exits", 0) for v in per_vcpu]
+        total = causes[name].get("exits", 0)
+        if total or any(cells):
+            rows.append([f"cause {CAUSE_LABELS.get(name, name)}"] + cells + [total])
+    for name, c in sorted(run.get("hypercalls", {}).get("calls", {}).items()):
+        cells = [v.get("hypercalls", {}).get(name, {}).get("exits", 0) for v in per_vcpu]
+        if c.get("exits", 0) or any(cells):
+            rows.append([f"hypercall {name}"] + cells + [c.get("exits", 0)])
+    rows.append(["total"] + [v.get("total", 0) for v in per_vcpu] + [run["exits"].get("total", 0)])
+    return table_html(["exits"] + [f"vCPU {v.get('vcpu', i)}" for i, v in enumerate(per_vcpu)] + ["total"],
+                      rows)
+
+
 def bench_tables(bench):
     parts = []
     metrics = [("exits.total", "exits")] + [("exits." + c, "exits: " + CAUSE_LABELS[c]) for c in CAUSES] + [
@@ -332,6 +355,13 @@ def measured(value, yes, no):
     return "not measured" if value is None else (yes if value else no)
 
 
+def record_cpus(record):
+    """The vCPUs of every run: a bench's settings.cpus or a run's config.cpus
+    (1 in records made before --cpus existed)."""
+    where = record.get("settings" if record.get("schema") == "minivmm.bench" else "config", {})
+    return where.get("cpus", 1)
+
+
 def provenance_html(record):
     p = record.get("provenance", {})
     host = p.get("host", {})
@@ -340,6 +370,7 @@ def provenance_html(record):
         ["command line", p.get("command_line", record.get("config", {}).get("cmdline", ""))],
         ["started at", p.get("started_at", "")],
         ["guest image", f"{p.get('guest_image', {}).get('path', '')} {p.get('guest_image', {}).get('digest', '')}"],
+        ["vCPUs", str(record_cpus(record))],
         ["host kernel", host.get("kernel", "")],
         ["CPU", host.get("cpu", "")],
         ["KVM module", host.get("kvm_module", "")],
@@ -358,6 +389,9 @@ def write_html(path, record, figs):
     for title, fig in figs:
         body.append(f"<h2>{html.escape(title)}</h2>")
         body.append(f'<img alt="{html.escape(title)}" src="data:image/png;base64,{png_base64(fig)}">')
+    if kind == "run" and per_vcpu_table(record):
+        body.append("<h2>Exits per vCPU</h2>")
+        body.append(per_vcpu_table(record))
     if kind == "bench":
         body.append("<h2>Tables</h2>")
         body.append(bench_tables(record))

@@ -1,6 +1,7 @@
 // minivmm bench: every workload with all ops naive, each op optimized alone
 // and all optimized, repeated and interleaved, run in this process through
 // the public API; the seed patches' before/after tables, JSON and CSV.
+// --cpus N gives every VM N vCPUs (the titles and the records say so).
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "fmt/format.h"
 #include "minivmm/host_info.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/boot.h"
 
 namespace minivmm::cli {
 namespace {
@@ -127,6 +129,7 @@ absl::Status Bench::Execute(const PlannedRun& p) {
   // Wasted exits are bench metrics too; the analysis adds ~10 host
   // instructions to an exit of several microseconds.
   config.analyse_waste = true;
+  config.cpus = o_.cpus;
   if (o_.timeout_seconds > 0) config.timeout = absl::Seconds(o_.timeout_seconds);
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) return vm.status();
@@ -161,6 +164,7 @@ absl::Status Bench::MeasureExitCost() {
     config.kernel_path = kernel_;
     config.memory_bytes = o_.memory;
     config.cmdline = fmt::format("backend={} workload=exitcost", backends_.front());
+    config.cpus = o_.cpus;
     if (o_.timeout_seconds > 0) config.timeout = absl::Seconds(o_.timeout_seconds);
     absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
     if (!vm.ok()) return vm.status();
@@ -250,6 +254,7 @@ json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
             {"repeat", o_.repeat},
             {"memory_bytes", o_.memory},
             {"timeout_seconds", o_.timeout_seconds},
+            {"cpus", o_.cpus},
             {"order", "baselines, then repetitions alternately forwards and backwards"},
             {"configurations", configurations}}},
           {"failures", failures_},
@@ -280,7 +285,8 @@ int Bench::WriteOutputs(const std::vector<ConfigResult>& results) {
   }
   if (!json_path.empty() && !WriteFile(json_path, BenchRecord(results).dump(1) + "\n"))
     return kExitVmmError;
-  if (!o_.csv_path.empty() && !WriteFile(o_.csv_path, ResultsCsv(results))) return kExitVmmError;
+  if (!o_.csv_path.empty() && !WriteFile(o_.csv_path, ResultsCsv(results, o_.cpus)))
+    return kExitVmmError;
   if (!o_.plot_path.empty()) {
     int status = RunPlotScript(json_path, o_.plot_path);
     if (o_.json_path.empty()) unlink(json_path.c_str());
@@ -320,6 +326,8 @@ int Bench::Run() {
   }
 
   std::vector<ConfigResult> results = Aggregate();
+  // Every run had o_.cpus vCPUs; said in each table's title when more than one.
+  const std::string vcpus = o_.cpus > 1 ? fmt::format(", {} vCPUs", o_.cpus) : "";
   for (size_t i = 0; i < results.size();) {
     // One workload and backend: its configurations, all naive first.
     std::vector<const ConfigResult*> group;
@@ -333,15 +341,15 @@ int Bench::Run() {
         **std::find_if(group.begin(), group.end(),
                        [](const ConfigResult* r) { return r->configuration == "optimized"; });
     fmt::print("{}\n{}\n",
-               RenderBeforeAfter(fmt::format("{} (workload={}), backend={}: all naive -> all "
+               RenderBeforeAfter(fmt::format("{} (workload={}), backend={}{}: all naive -> all "
                                              "optimized; median of {} runs, {} only",
                                              naive.workload, naive.workload_spec, naive.backend,
-                                             optimized.runs, naive.scope),
+                                             vcpus, optimized.runs, naive.scope),
                                  "before", "after", naive, optimized),
                RenderConfigurations(
-                   fmt::format("{} (workload={}), backend={}: one op optimized at a time, "
+                   fmt::format("{} (workload={}), backend={}{}: one op optimized at a time, "
                                "against all naive",
-                               naive.workload, naive.workload_spec, naive.backend),
+                               naive.workload, naive.workload_spec, naive.backend, vcpus),
                    group));
   }
   seeds_ = SeedResults(results, exit_cost_tsc_, TscKhz());
@@ -376,6 +384,10 @@ void AddBenchFlags(CLI::App& app, BenchOptions& o) {
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--timeout", o.timeout_seconds, "Stop a run after this many seconds (0 = never)")
       ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  app.add_option("--cpus", o.cpus,
+                 "vCPUs of every run (the workload runs on vCPU 0, the others idle)")
+      ->check(CLI::Range(1u, static_cast<uint32_t>(MVMM_MAX_CPUS)))
       ->capture_default_str();
   app.add_flag("--quiet,-q", o.quiet, "No progress lines");
 }

@@ -53,10 +53,10 @@ ConfigResult ConfigResultFromJson(const json& j) {
   return r;
 }
 
-std::string ResultsCsv(const std::vector<ConfigResult>& results) {
+std::string ResultsCsv(const std::vector<ConfigResult>& results, uint32_t cpus) {
   std::string out =
       "workload,workload_spec,backend,configuration,pvops,scope,metric,source,runs,median,min,max,"
-      "spread_pct,values\n";
+      "spread_pct,values,cpus\n";
   for (const ConfigResult& r : results) {
     for (const MetricDef& def : MetricDefs(r.workload)) {
       const Stats* s = r.Find(def.name);
@@ -64,10 +64,10 @@ std::string ResultsCsv(const std::vector<ConfigResult>& results) {
       std::vector<std::string> values;
       for (double v : s->values) values.push_back(fmt::format("{}", v));
       // workload_spec and pvops contain commas: quoted.
-      out += fmt::format("{},\"{}\",{},{},\"{}\",{},{},{},{},{},{},{},{:.3f},{}\n", r.workload,
+      out += fmt::format("{},\"{}\",{},{},\"{}\",{},{},{},{},{},{},{},{:.3f},{},{}\n", r.workload,
                          r.workload_spec, r.backend, r.configuration, r.pvops, r.scope, def.name,
                          def.source, r.runs, s->median, s->min, s->max, s->spread_pct,
-                         absl::StrJoin(values, ";"));
+                         absl::StrJoin(values, ";"), cpus);
     }
   }
   return out;

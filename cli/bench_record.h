@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "nlohmann/json.hpp"
 #include "cli/bench_metrics.h"
 #include "cli/experiment.h"
+#include "nlohmann/json.hpp"
 
 namespace minivmm::cli {
 
@@ -39,7 +39,7 @@ nlohmann::json ConfigResultToJson(const ConfigResult& r);
 ConfigResult ConfigResultFromJson(const nlohmann::json& j);
 
 // One CSV row per result and metric, with a header line.
-std::string ResultsCsv(const std::vector<ConfigResult>& results);
+std::string ResultsCsv(const std::vector<ConfigResult>& results, uint32_t cpus);
 
 // The headline table of one workload and backend: metric, source, before,
 // after, change.

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/exit_codes.h"
+
 namespace minivmm::cli {
 
 struct RunOptions {
@@ -57,6 +59,7 @@ struct BenchOptions {
   std::string kernel;
   uint64_t memory = 64ull << 20;
   double timeout_seconds = 120;
+  uint32_t cpus = 1;  // vCPUs of every run
   bool quiet = false;
   std::string command_line;  // for provenance
 };
@@ -72,8 +75,6 @@ struct CompareOptions {
   bool fail_on_regression = false;
   double time_threshold_pct = 0;  // 0: timings never count as regressions
 };
-inline constexpr int kCompareRegression = 1;
-inline constexpr int kCompareTrouble = 2;
 void AddCompareFlags(CLI::App& app, CompareOptions& options);
 int CompareCommand(const CompareOptions& options);
 

@@ -1,6 +1,7 @@
 // minivmm compare A.json B.json: the bench tables between two run records or
-// two bench records, metric by metric. Exit status as diff(1) with
-// --fail-on-regression: 0 same or better, 1 a regression, 2 trouble.
+// two bench records of the same vCPU count, metric by metric. Exit status as
+// diff(1) with --fail-on-regression: 0 same or better, 1 a regression, 2
+// trouble (cli/exit_codes.h).
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -33,6 +34,16 @@ bool Load(const std::string& path, json* out, std::string* schema) {
   }
   return true;
 }
+
+// The vCPUs of every run of a record: a run record's config.cpus, a bench
+// record's settings.cpus; 1 in records made before --cpus existed.
+uint64_t RecordCpus(const json& record, const std::string& schema) {
+  const json& where = record.value(schema == "minivmm.run" ? "config" : "settings", json::object());
+  const json cpus = where.is_object() ? where.value("cpus", json(1)) : json(1);
+  return cpus.is_number_unsigned() ? cpus.get<uint64_t>() : 0;
+}
+
+std::string Vcpus(uint64_t n) { return fmt::format("{} vCPU{}", n, n == 1 ? "" : "s"); }
 
 class Comparison {
  public:
@@ -223,6 +234,17 @@ int CompareCommand(const CompareOptions& o) {
                schema_b);
     return kCompareTrouble;
   }
+  // A secondary CPU's bring-up and idle exits count in a run's totals: the
+  // counts of different vCPU counts differ by design, not by a change.
+  const uint64_t cpus_a = RecordCpus(a, schema_a), cpus_b = RecordCpus(b, schema_b);
+  if (cpus_a != cpus_b) {
+    fmt::print(stderr,
+               "minivmm compare: A ran with {} and B with {}: records of different vCPU counts "
+               "are not compared (rerun one with --cpus {})\n",
+               Vcpus(cpus_a), Vcpus(cpus_b), cpus_a);
+    return kCompareTrouble;
+  }
+  fmt::print("{} in every run of A and B\n", Vcpus(cpus_a));
   Comparison c(o);
   return schema_a == "minivmm.run" ? CompareRuns(c, a, b) : CompareBenches(c, a, b);
 }

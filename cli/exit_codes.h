@@ -14,6 +14,13 @@ inline constexpr int kExitEmulationFailure = 126;  // KVM_EXIT_INTERNAL_ERROR
 inline constexpr int kExitSigint = 130;
 inline constexpr int kExitSigterm = 143;
 
+// minivmm compare, as diff(1) (docs/run-record.md "Commands that read
+// records"): 0 the same or better.
+inline constexpr int kCompareRegression = 1;  // with --fail-on-regression: a count grew
+// Unreadable file, not a record, a run against a bench, records of different
+// vCPU counts, nothing in common.
+inline constexpr int kCompareTrouble = 2;
+
 }  // namespace minivmm::cli
 
 #endif  // MINIVMM_CLI_EXIT_CODES_H_

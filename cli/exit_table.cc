@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,45 +32,93 @@ void WastedRow(std::string& out, std::string_view what, const json& count, const
                  count["ops"].dump(), count["exits"].dump(), w, source);
 }
 
-// Several vCPUs: each cause's exits per vCPU (a column each) and their
-// total, then the IPIs each vCPU took and the TLB flushes it deferred.
-// Causes no vCPU exited for are left out.
-void PerVcpuCauses(std::string& out, const json& record, std::initializer_list<const char*> names) {
-  const json& per_vcpu = record["exits"]["per_vcpu"];
-  if (!per_vcpu.is_array() || per_vcpu.size() < 2) return;
-  auto row = [&](std::string_view what, auto value) {
-    std::string cells;
-    uint64_t total = 0;
-    for (const json& v : per_vcpu) {
-      const uint64_t n = value(v);
-      total += n;
-      cells += fmt::format(" {:>8}", n);
-    }
-    fmt::format_to(std::back_inserter(out), "  {:<28}{} {:>10}  vmm\n", what, cells, total);
-  };
-  std::string header;
-  for (const json& v : per_vcpu)
-    header += fmt::format(" {:>8}", fmt::format("vCPU {}", v["vcpu"].get<int>()));
-  fmt::format_to(std::back_inserter(out), "\n  {:<28}{} {:>10}  {}\n", "exits by cause and vCPU",
-                 header, "total", "source");
-  const auto exits_of = [](const json& v, const char* cause) -> uint64_t {
-    const json* causes = v.contains("causes") ? &v["causes"] : nullptr;
-    return causes != nullptr && causes->contains(cause) ? (*causes)[cause]["exits"].get<uint64_t>()
-                                                        : 0;
-  };
-  for (const char* name : names) {
-    if (record["causes"]["causes"][name]["exits"].get<uint64_t>() == 0) continue;
-    row(name, [&](const json& v) { return exits_of(v, name); });
-  }
-  row("all exits", [](const json& v) { return v["total"].get<uint64_t>(); });
-  for (const char* key : {"ipi_injections", "tlb_flushes_deferred"}) {
-    row(fmt::format("  {}", key), [key](const json& v) { return v.value(key, uint64_t{0}); });
-  }
-}
-
 void WastedHeader(std::string& out, std::string_view what) {
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12} {:>16}  {}\n", what, "ops",
                  "exits", "wasted ops/exits", "source");
+}
+
+// The causes of a record's `causes` object in the order of docs/design.md
+// "What the VMM counts", then any other (newer) cause in the record.
+std::vector<std::string> CauseOrder(const json& causes) {
+  static const std::vector<std::string> kOrder = {
+      "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update",
+      "cr3_write", "multicall", "ipi",      "tlb_flush",         "lock_wait",
+      "lock_kick", "yield"};
+  std::vector<std::string> out;
+  for (const std::string& name : kOrder)
+    if (causes.contains(name)) out.push_back(name);
+  for (const auto& [name, c] : causes.items())
+    if (std::find(kOrder.begin(), kOrder.end(), name) == kOrder.end()) out.push_back(name);
+  return out;
+}
+
+// vCPU columns per block of the per-vCPU table (more vCPUs: more blocks).
+constexpr size_t kVcpuColumns = 8;
+
+// One row of the per-vCPU table: `cell(v)` for each vCPU of the block, then
+// the run's total. Rows that are zero everywhere are left out.
+void VcpuRow(std::string& out, std::string_view what, const json& per_vcpu, size_t from, size_t to,
+             const std::function<uint64_t(const json&)>& cell, uint64_t total,
+             bool always = false) {
+  std::string cells;
+  bool any = always || total != 0;
+  for (size_t v = from; v < to; ++v) {
+    const uint64_t n = cell(per_vcpu[v]);
+    any = any || n != 0;
+    fmt::format_to(std::back_inserter(cells), " {:>9}", n);
+  }
+  if (any) fmt::format_to(std::back_inserter(out), "  {:<28}{} {:>10}\n", what, cells, total);
+}
+
+// Exits by cause, hypercall and reason of each vCPU (source vmm), beside
+// the run's totals: the table of a run with several vCPUs.
+void RenderPerVcpu(std::string& out, const json& record) {
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  const json& causes = record["causes"]["causes"];
+  const json& calls = record["hypercalls"]["calls"];
+  const json& by_reason = record["exits"]["by_reason"];
+  const auto count = [](const json& v, const char* group, const std::string& name,
+                        const char* field) -> uint64_t {
+    const json& g = v.value(group, json::object());
+    if (!g.contains(name)) return 0;
+    return field == nullptr ? g[name].get<uint64_t>() : g[name].value(field, uint64_t{0});
+  };
+  for (size_t from = 0; from < per_vcpu.size(); from += kVcpuColumns) {
+    const size_t to = std::min(per_vcpu.size(), from + kVcpuColumns);
+    std::string header;
+    for (size_t v = from; v < to; ++v)
+      fmt::format_to(std::back_inserter(header), " {:>9}", fmt::format("vCPU {}", v));
+    fmt::format_to(std::back_inserter(out), "\n  {:<28}{} {:>10}  {}\n", "exits per vCPU", header,
+                   "total", "source vmm");
+    for (const std::string& name : CauseOrder(causes)) {
+      VcpuRow(
+          out, "cause " + name, per_vcpu, from, to,
+          [&](const json& v) { return count(v, "causes", name, "exits"); },
+          causes[name].value("exits", uint64_t{0}));
+    }
+    for (const auto& [name, c] : calls.items()) {
+      VcpuRow(
+          out, "hypercall " + name, per_vcpu, from, to,
+          [&](const json& v) { return count(v, "hypercalls", name, "exits"); },
+          c.value("exits", uint64_t{0}));
+    }
+    for (const auto& [name, n] : by_reason.items()) {
+      VcpuRow(
+          out, "reason " + name, per_vcpu, from, to,
+          [&](const json& v) { return count(v, "by_reason", name, nullptr); }, n.get<uint64_t>());
+    }
+    // What each vCPU took or deferred without an exit of its own.
+    for (const char* key : {"ipi_injections", "tlb_flushes_deferred", "lock_waits_slept",
+                            "lock_wakes_by_kick", "directed_yields"}) {
+      VcpuRow(
+          out, key, per_vcpu, from, to, [key](const json& v) { return v.value(key, uint64_t{0}); },
+          record["causes"].value(key, uint64_t{0}));
+    }
+    VcpuRow(
+        out, "total", per_vcpu, from, to,
+        [](const json& v) { return v.value("total", uint64_t{0}); },
+        record["exits"]["total"].get<uint64_t>(), /*always=*/true);
+  }
 }
 
 }  // namespace
@@ -105,17 +155,14 @@ std::string RenderExitTable(const json& record) {
                    "ops", "exits", "source");
   }
   // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
-  const auto causes = {
-      "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write",
-      "multicall", "ipi",      "tlb_flush", "lock_wait",         "lock_kick",         "yield"};
-  for (const char* name : causes) {
+  for (const std::string& name : CauseOrder(record["causes"]["causes"])) {
     const json& c = record["causes"]["causes"][name];
     if (wasted != nullptr) {
       WastedRow(out, name, c, (*wasted)["by_cause"].value(name, json()), "vmm");
     } else {
       Row(out, name, c["ops"], c["exits"], "vmm");
     }
-    if (std::string_view(name) == "if_set")
+    if (name == "if_set")
       Row(out, "  of which irq window", nullptr, c["host_dependent_exits"], "vmm (host-dependent)");
   }
   const json& histogram = record["causes"]["multicall_entries_histogram_log2"];
@@ -149,7 +196,6 @@ std::string RenderExitTable(const json& record) {
     fmt::format_to(std::back_inserter(out),
                    "  {:<28} {} slept, {} woken by a kick, {} directed yields  vmm\n",
                    "  lock waits", slept, kicked, directed);
-  PerVcpuCauses(out, record, causes);
 
   if (wasted != nullptr) {
     WastedHeader(out, "hypercalls");
@@ -180,11 +226,6 @@ std::string RenderExitTable(const json& record) {
   for (const auto& [name, n] : record["exits"]["by_reason"].items())
     Row(out, name, nullptr, n, "vmm");
   Row(out, "total", nullptr, record["exits"]["total"], "vmm");
-  const json& per_vcpu = record["exits"]["per_vcpu"];
-  if (per_vcpu.is_array() && per_vcpu.size() > 1) {
-    for (const json& v : per_vcpu)
-      Row(out, fmt::format("  vCPU {}", v["vcpu"].get<int>()), nullptr, v["total"], "vmm");
-  }
   for (const char* bus : {"pio_by_device", "mmio_by_device"}) {
     for (const auto& [name, n] : record["exits"][bus].items()) {
       if (n.get<uint64_t>() == 0) continue;
@@ -213,6 +254,9 @@ std::string RenderExitTable(const json& record) {
     }
     Row(out, name, nullptr, v.is_number() ? v : json(static_cast<int64_t>(*n)), "guest");
   }
+
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  if (per_vcpu.is_array() && per_vcpu.size() > 1) RenderPerVcpu(out, record);
 
   const json& host = record["host_counters"]["deltas"];
   if (!host.empty()) {

@@ -9,14 +9,94 @@ namespace {
 
 using nlohmann::json;
 
-json Exits(const RunResult& r) {
+// A hypercall's name in the record: its registered name, else "nrN".
+std::string HypercallKey(const RunResult& r, uint32_t nr) {
+  const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
+  return name.empty() ? "nr" + std::to_string(nr) : name;
+}
+
+// Exits by KVM exit reason (the non-zero ones) and their total.
+json ByReason(const ExitStats& s, uint64_t& total) {
   json by_reason = json::object();
-  uint64_t total = 0;
+  total = 0;
   for (int i = 0; i < static_cast<int>(ExitReason::kCount); ++i) {
-    uint64_t n = r.stats.by_reason[i];
+    const uint64_t n = s.by_reason[i];
     total += n;
     if (n != 0) by_reason[std::string(ExitReasonName(static_cast<ExitReason>(i)))] = n;
   }
+  return by_reason;
+}
+
+// Every hypercall `s` saw: its number, exits, operations and errors.
+json HypercallCalls(const RunResult& r, const ExitStats& s) {
+  json out = json::object();
+  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
+    if (s.hc_ops[nr] == 0 && s.hc_exits[nr] == 0) continue;
+    out[HypercallKey(r, nr)] = {
+        {"nr", nr}, {"exits", s.hc_exits[nr]}, {"ops", s.hc_ops[nr]}, {"errors", s.hc_errors[nr]}};
+  }
+  return out;
+}
+
+// Operations and exits of every cause (Cause), zeros included.
+json CauseCounts(const ExitStats& s) {
+  json out = json::object();
+  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
+    const CauseCount& c = s.causes[i];
+    out[std::string(CauseName(static_cast<Cause>(i)))] = {{"ops", c.ops}, {"exits", c.exits}};
+  }
+  // Interrupt-window exits are counted under if_set but depend on when the
+  // host opens the window (docs/hosts.md).
+  out["if_set"]["host_dependent_exits"] = s.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)];
+  return out;
+}
+
+// The wasted-exit analysis of `s` (docs/wasted-exits.md); null when it did
+// not run.
+json WastedCounts(const RunResult& r, const ExitStats& s) {
+  if (!s.waste_analysed) return nullptr;
+  const auto count = [](const CauseCount& c) { return json{{"ops", c.ops}, {"exits", c.exits}}; };
+  json by_cause = json::object();
+  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i)
+    by_cause[std::string(CauseName(static_cast<Cause>(i)))] = count(s.wasted_by_cause[i]);
+  json by_hypercall = json::object();
+  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
+    if (s.hc_ops[nr] == 0 && s.hc_exits[nr] == 0) continue;
+    by_hypercall[HypercallKey(r, nr)] = count(s.wasted_by_hypercall[nr]);
+  }
+  json by_reason = json::object();
+  for (int i = 0; i < static_cast<int>(WasteReason::kCount); ++i)
+    by_reason[std::string(WasteReasonName(static_cast<WasteReason>(i)))] =
+        count(s.wasted_by_reason[i]);
+  return {{"by_cause", by_cause}, {"by_hypercall", by_hypercall}, {"by_reason", by_reason}};
+}
+
+// One vCPU's counts: the run-wide groups (exits by reason, hypercalls,
+// causes, wasted) of its ExitStats alone.
+json VcpuCounts(const RunResult& r, size_t v) {
+  const ExitStats& s = r.per_vcpu[v];
+  uint64_t total = 0;
+  json by_reason = ByReason(s, total);
+  json hypercall_exits = json::object();
+  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
+    if (s.hc_exits[nr] != 0) hypercall_exits[HypercallKey(r, nr)] = s.hc_exits[nr];
+  return {{"vcpu", v},
+          {"total", total},
+          {"by_reason", by_reason},
+          {"hypercall_exits", hypercall_exits},
+          {"hypercalls", HypercallCalls(r, s)},
+          {"causes", CauseCounts(s)},
+          {"wasted", WastedCounts(r, s)},
+          {"ipi_injections", s.ipi_injections},
+          {"tlb_flushes_deferred", s.tlb_flushes_deferred},
+          {"lock_waits_slept", s.lock_waits_slept},
+          {"lock_wakes_by_kick", s.lock_wakes_by_kick},
+          {"directed_yields", s.directed_yields}};
+}
+
+json Exits(const RunResult& r) {
+  uint64_t total = 0;
+  json by_reason = ByReason(r.stats, total);
   json pio = json::object(), mmio = json::object();
   for (size_t i = 0; i < r.pio_devices.size(); ++i)
     pio[r.pio_devices[i]] = r.stats.pio_by_device[i];
@@ -25,75 +105,23 @@ json Exits(const RunResult& r) {
   pio["unclaimed"] = r.stats.pio_unclaimed;
   mmio["unclaimed"] = r.stats.mmio_unclaimed;
   json per_vcpu = json::array();
-  for (size_t v = 0; v < r.per_vcpu.size(); ++v) {
-    json reasons = json::object();
-    uint64_t vcpu_total = 0;
-    for (int i = 0; i < static_cast<int>(ExitReason::kCount); ++i) {
-      uint64_t n = r.per_vcpu[v].by_reason[i];
-      vcpu_total += n;
-      if (n != 0) reasons[std::string(ExitReasonName(static_cast<ExitReason>(i)))] = n;
-    }
-    json hypercall_exits = json::object();
-    for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
-      const uint64_t n = r.per_vcpu[v].hc_exits[nr];
-      if (n == 0) continue;
-      const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
-      hypercall_exits[name.empty() ? "nr" + std::to_string(nr) : name] = n;
-    }
-    // The causes this vCPU's exits and operations had (those with any), and
-    // the IPIs it took and the flushes it deferred.
-    json causes = json::object();
-    for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
-      const CauseCount& c = r.per_vcpu[v].causes[i];
-      if (c.ops != 0 || c.exits != 0)
-        causes[std::string(CauseName(static_cast<Cause>(i)))] = {{"ops", c.ops},
-                                                                 {"exits", c.exits}};
-    }
-    per_vcpu.push_back({{"vcpu", v},
-                        {"total", vcpu_total},
-                        {"by_reason", reasons},
-                        {"hypercall_exits", hypercall_exits},
-                        {"causes", causes},
-                        {"ipi_injections", r.per_vcpu[v].ipi_injections},
-                        {"tlb_flushes_deferred", r.per_vcpu[v].tlb_flushes_deferred},
-                        {"lock_waits_slept", r.per_vcpu[v].lock_waits_slept},
-                        {"lock_wakes_by_kick", r.per_vcpu[v].lock_wakes_by_kick},
-                        {"directed_yields", r.per_vcpu[v].directed_yields}});
-  }
+  for (size_t v = 0; v < r.per_vcpu.size(); ++v) per_vcpu.push_back(VcpuCounts(r, v));
   return {{"source", "vmm"},      {"total", total},         {"by_reason", by_reason},
           {"pio_by_device", pio}, {"mmio_by_device", mmio}, {"per_vcpu", per_vcpu}};
 }
 
 json Hypercalls(const RunResult& r) {
-  json out = json::object();
-  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
-    const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
-    if (r.stats.hc_ops[nr] == 0 && r.stats.hc_exits[nr] == 0) continue;
-    out[name.empty() ? "nr" + std::to_string(nr) : name] = {{"nr", nr},
-                                                            {"exits", r.stats.hc_exits[nr]},
-                                                            {"ops", r.stats.hc_ops[nr]},
-                                                            {"errors", r.stats.hc_errors[nr]}};
-  }
   return {{"source", "vmm"},
-          {"calls", out},
+          {"calls", HypercallCalls(r, r.stats)},
           {"bad_number", r.stats.hc_bad_number},
           {"refused_cpl3", r.stats.hc_refused_cpl3}};
 }
 
 json Causes(const RunResult& r) {
-  json out = json::object();
-  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
-    const CauseCount& c = r.stats.causes[i];
-    out[std::string(CauseName(static_cast<Cause>(i)))] = {{"ops", c.ops}, {"exits", c.exits}};
-  }
-  // Interrupt-window exits are counted under if_set but depend on when the
-  // host opens the window (docs/hosts.md).
-  out["if_set"]["host_dependent_exits"] =
-      r.stats.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)];
   json histogram = json::array();
   for (uint64_t n : r.stats.multicall_entries_histogram) histogram.push_back(n);
   return {{"source", "vmm"},
-          {"causes", out},
+          {"causes", CauseCounts(r.stats)},
           {"multicall_entries_histogram_log2", histogram},
           {"gdt_stores",
            {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}},
@@ -107,26 +135,10 @@ json Causes(const RunResult& r) {
 
 // The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.
 json Wasted(const RunResult& r) {
-  if (!r.stats.waste_analysed) return nullptr;
-  const auto count = [](const CauseCount& c) { return json{{"ops", c.ops}, {"exits", c.exits}}; };
-  json by_cause = json::object();
-  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i)
-    by_cause[std::string(CauseName(static_cast<Cause>(i)))] = count(r.stats.wasted_by_cause[i]);
-  json by_hypercall = json::object();
-  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr) {
-    if (r.stats.hc_ops[nr] == 0 && r.stats.hc_exits[nr] == 0) continue;
-    const std::string& name = nr < r.hypercall_names.size() ? r.hypercall_names[nr] : "";
-    by_hypercall[name.empty() ? "nr" + std::to_string(nr) : name] =
-        count(r.stats.wasted_by_hypercall[nr]);
-  }
-  json by_reason = json::object();
-  for (int i = 0; i < static_cast<int>(WasteReason::kCount); ++i)
-    by_reason[std::string(WasteReasonName(static_cast<WasteReason>(i)))] =
-        count(r.stats.wasted_by_reason[i]);
-  return {{"source", "vmm"},
-          {"by_cause", by_cause},
-          {"by_hypercall", by_hypercall},
-          {"by_reason", by_reason}};
+  json out = WastedCounts(r, r.stats);
+  if (out.is_null()) return out;
+  out["source"] = "vmm";
+  return out;
 }
 
 json Tristate(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }

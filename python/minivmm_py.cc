@@ -27,6 +27,7 @@
 #include "cli/experiment.h"
 #include "minivmm/host_info.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/boot.h"
 
 namespace py = pybind11;
 
@@ -121,6 +122,63 @@ py::dict ReasonCounts(const ExitStats& s, uint64_t* total) {
   return by_reason;
 }
 
+// Every registered hypercall's counts in `s`: {name: {nr, ops, exits, errors}}.
+py::dict HypercallDict(const RunResult& r, const ExitStats& s) {
+  py::dict calls;
+  for (size_t nr = 0; nr < r.hypercall_names.size() && nr < MVMM_HC_MAX; ++nr) {
+    if (r.hypercall_names[nr].empty()) continue;
+    py::dict c;
+    c["nr"] = nr;
+    c["ops"] = s.hc_ops[nr];
+    c["exits"] = s.hc_exits[nr];
+    c["errors"] = s.hc_errors[nr];
+    calls[py::str(r.hypercall_names[nr])] = c;
+  }
+  return calls;
+}
+
+// Every cause's counts in `s`: {cause: {ops, exits}}.
+py::dict CauseDict(const ExitStats& s) {
+  py::dict causes;
+  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
+    py::dict c;
+    c["ops"] = s.causes[i].ops;
+    c["exits"] = s.causes[i].exits;
+    causes[py::str(std::string(CauseName(static_cast<Cause>(i))))] = c;
+  }
+  // Interrupt-window exits are included in if_set's exits and depend on the host.
+  causes["if_set"]["host_dependent_exits"] =
+      s.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)];
+  return causes;
+}
+
+// The wasted-exit analysis of `s` as the run record's "wasted" section, or
+// None when it did not run.
+py::object WastedDict(const RunResult& r, const ExitStats& s) {
+  if (!s.waste_analysed) return py::none();
+  const auto count = [](const CauseCount& c) {
+    py::dict d;
+    d["ops"] = c.ops;
+    d["exits"] = c.exits;
+    return d;
+  };
+  py::dict by_cause, by_hypercall, by_reason;
+  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i)
+    by_cause[py::str(std::string(CauseName(static_cast<Cause>(i))))] = count(s.wasted_by_cause[i]);
+  for (size_t nr = 0; nr < r.hypercall_names.size() && nr < MVMM_HC_MAX; ++nr) {
+    if (r.hypercall_names[nr].empty() || (s.hc_ops[nr] == 0 && s.hc_exits[nr] == 0)) continue;
+    by_hypercall[py::str(r.hypercall_names[nr])] = count(s.wasted_by_hypercall[nr]);
+  }
+  for (int i = 0; i < static_cast<int>(WasteReason::kCount); ++i)
+    by_reason[py::str(std::string(WasteReasonName(static_cast<WasteReason>(i))))] =
+        count(s.wasted_by_reason[i]);
+  py::dict d;
+  d["by_cause"] = by_cause;
+  d["by_hypercall"] = by_hypercall;
+  d["by_reason"] = by_reason;
+  return d;
+}
+
 // RunResult -> dict (docs/python.md "The result"); key names follow the run
 // record (docs/run-record.md) where it has them.
 py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std::string& console) {
@@ -133,6 +191,21 @@ py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std:
   d["detail"] = r.detail;
   d["elapsed_ns"] = absl::ToInt64Nanoseconds(r.elapsed);
   d["cmdline"] = cmdline;
+  d["vcpu_count"] = r.per_vcpu.size();
+  d["stopped_by_vcpu"] =
+      r.stopped_by_vcpu < 0 ? py::object(py::none()) : py::object(py::int_(r.stopped_by_vcpu));
+  py::list vcpus;
+  for (size_t v = 0; v < r.vcpu_stops.size(); ++v) {
+    const VcpuStop& stop = r.vcpu_stops[v];
+    py::dict one;
+    one["vcpu"] = v;
+    one["stop_reason"] = std::string(StopReasonName(stop.reason));
+    one["detail"] = stop.detail;
+    one["with_vm"] = stop.with_vm;
+    one["idle"] = stop.idle;
+    vcpus.append(one);
+  }
+  d["vcpus"] = vcpus;
 
   uint64_t total = 0;
   py::dict exits;
@@ -156,38 +229,22 @@ py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std:
     one["vcpu"] = v;
     one["total"] = vcpu_total;
     one["by_reason"] = reasons;
+    one["hypercalls"] = HypercallDict(r, r.per_vcpu[v]);
+    one["causes"] = CauseDict(r.per_vcpu[v]);
+    one["wasted"] = WastedDict(r, r.per_vcpu[v]);
     per_vcpu.append(one);
   }
   exits["per_vcpu"] = per_vcpu;
   d["exits"] = exits;
 
-  py::dict calls;
-  for (size_t nr = 0; nr < r.hypercall_names.size() && nr < MVMM_HC_MAX; ++nr) {
-    if (r.hypercall_names[nr].empty()) continue;
-    py::dict c;
-    c["nr"] = nr;
-    c["ops"] = r.stats.hc_ops[nr];
-    c["exits"] = r.stats.hc_exits[nr];
-    c["errors"] = r.stats.hc_errors[nr];
-    calls[py::str(r.hypercall_names[nr])] = c;
-  }
   py::dict hypercalls;
-  hypercalls["calls"] = calls;
+  hypercalls["calls"] = HypercallDict(r, r.stats);
   hypercalls["bad_number"] = r.stats.hc_bad_number;
   hypercalls["refused_cpl3"] = r.stats.hc_refused_cpl3;
   d["hypercalls"] = hypercalls;
 
-  py::dict causes;
-  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
-    py::dict c;
-    c["ops"] = r.stats.causes[i].ops;
-    c["exits"] = r.stats.causes[i].exits;
-    causes[py::str(std::string(CauseName(static_cast<Cause>(i))))] = c;
-  }
-  // Interrupt-window exits are included in if_set's exits and depend on the host.
-  causes["if_set"]["host_dependent_exits"] =
-      r.stats.by_reason[static_cast<int>(ExitReason::kIrqWindowOpen)];
-  d["causes"] = causes;
+  d["causes"] = CauseDict(r.stats);
+  d["wasted"] = WastedDict(r, r.stats);
   py::list histogram;
   for (uint64_t n : r.stats.multicall_entries_histogram) histogram.append(n);
   d["multicall_entries_histogram_log2"] = histogram;
@@ -266,6 +323,7 @@ struct PyVmOptions {
   std::optional<double> timeout;
   std::string kvm_device = "/dev/kvm";
   bool wasted = false;
+  int64_t cpus = 1;
 };
 
 VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
@@ -288,6 +346,12 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
       RaiseValueError("timeout must be a positive number of seconds or None");
     config.timeout = absl::Seconds(*o.timeout);
   }
+  // The library refuses a count outside 1..MVMM_MAX_CPUS (ValueError); this
+  // only keeps the value from wrapping on the way.
+  if (o.cpus < 1 || o.cpus > 0xffffffffll)
+    RaiseValueError("cpus must be between 1 and " + std::to_string(MVMM_MAX_CPUS) + ", got " +
+                    std::to_string(o.cpus));
+  config.cpus = static_cast<uint32_t>(o.cpus);
   config.kvm_device = o.kvm_device;
   config.analyse_waste = o.wasted;
   config.console = console;
@@ -365,7 +429,7 @@ class PyVm {
 // forwards on even repetitions and backwards on odd ones.
 py::list Bench(const std::vector<std::string>& workloads, const std::vector<std::string>& backends,
                int repeat, bool baselines, const std::string& kernel, int64_t memory,
-               std::optional<double> timeout, py::object progress) {
+               std::optional<double> timeout, int64_t cpus, py::object progress) {
   if (repeat < 1) RaiseValueError("repeat must be at least 1");
   if (workloads.empty()) RaiseValueError("no workloads");
   if (backends.empty()) RaiseValueError("no backends");
@@ -389,7 +453,8 @@ py::list Bench(const std::vector<std::string>& workloads, const std::vector<std:
     PyVmOptions check;
     check.backend = b;
     check.memory = memory;
-    MakeConfig(check, nullptr);  // validates the backend and memory up front
+    check.cpus = cpus;
+    MakeConfig(check, nullptr);  // validates the backend, memory and cpus up front
     if (baselines)
       for (const auto& c : cli::BenchConfigurations())
         if (!c.pv_only || b == "pv") plan.push_back({"none", "none", b, &c, 0, true});
@@ -418,6 +483,7 @@ py::list Bench(const std::vector<std::string>& workloads, const std::vector<std:
     o.pvops = p.config->pvops;
     o.workload = p.spec;
     o.timeout = timeout;
+    o.cpus = cpus;
     PyVm vm(o);
     py::dict result = vm.Run(py::none());
     py::dict run;
@@ -498,7 +564,8 @@ def to_dataframe(results):
     metric, value. Metrics are the result's counts flattened with dots:
     exits.total, exits.by_reason.io, causes.if_clear.exits,
     hypercalls.set_if.ops, host_counters.<name>, reports.<key> (integer
-    reports only), elapsed_ns.
+    reports only), elapsed_ns; with several vCPUs also vcpuN.exits.total,
+    vcpuN.causes.<cause>.exits and vcpuN.hypercalls.<name>.exits.
     """
     try:
         import pandas
@@ -551,6 +618,14 @@ def _metrics(result):
             yield "hypercalls.%s.%s" % (name, k), c[k]
     for name, n in result["host_counters"].items():
         yield "host_counters." + name, n
+    if len(exits["per_vcpu"]) > 1:
+        for v in exits["per_vcpu"]:
+            prefix = "vcpu%d." % v["vcpu"]
+            yield prefix + "exits.total", v["total"]
+            for name, c in v["causes"].items():
+                yield prefix + "causes.%s.exits" % name, c["exits"]
+            for name, c in v["hypercalls"].items():
+                yield prefix + "hypercalls.%s.exits" % name, c["exits"]
     for key, v in result["reports"].items():
         if isinstance(v, int):
             yield "reports." + key, v
@@ -575,17 +650,22 @@ PYBIND11_MODULE(minivmm, m) {
 A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
-   cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False)
+   cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
+   cpus=1)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
 wasted=True runs the wasted-exit analysis (`minivmm run --wasted`): the
 record's "wasted" section, and "wasted"/"cancels" in each on_exit event.
+cpus=N gives the VM N vCPUs (1 to 32, `minivmm run --cpus N`), each on a
+thread of its own; the result has vcpu_count, stopped_by_vcpu, vcpus (how
+each stopped) and exits.per_vcpu (each vCPU's counts).
 Raises ValueError for bad arguments, FileNotFoundError for a missing kernel
 or KVM device, PermissionError, RuntimeError for other library errors.)doc")
       .def(py::init([](py::object kernel, int64_t memory, py::object backend, py::object pvops,
                        py::object workload, py::object cmdline, int64_t timer_hz,
-                       std::optional<double> timeout, std::string kvm_device, bool wasted) {
+                       std::optional<double> timeout, std::string kvm_device, bool wasted,
+                       int64_t cpus) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -600,13 +680,14 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.timeout = timeout;
              o.kvm_device = std::move(kvm_device);
              o.wasted = wasted;
+             o.cpus = cpus;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
            py::arg("backend") = py::none(), py::arg("pvops") = py::none(),
            py::arg("workload") = py::none(), py::arg("cmdline") = py::none(),
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
-           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false)
+           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("cpus") = 1)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns the result as a dict. Releases the
 GIL while the guest runs. Once per VM: a second call raises RuntimeError.
@@ -620,7 +701,8 @@ and propagates from run().)doc")
            "'stop requested'. Thread-safe.")
       .def_property_readonly("cmdline", [](const PyVm& v) { return v.config().cmdline; })
       .def_property_readonly("kernel", [](const PyVm& v) { return v.config().kernel_path; })
-      .def_property_readonly("memory", [](const PyVm& v) { return v.config().memory_bytes; });
+      .def_property_readonly("memory", [](const PyVm& v) { return v.config().memory_bytes; })
+      .def_property_readonly("cpus", [](const PyVm& v) { return v.config().cpus; });
 
   m.def(
       "guest_cmdline",
@@ -652,7 +734,7 @@ and propagates from run().)doc")
   m.def(
       "bench",
       [](py::object workloads, py::object backends, int repeat, bool baselines, py::object kernel,
-         int64_t memory, std::optional<double> timeout, py::object progress) {
+         int64_t memory, std::optional<double> timeout, int64_t cpus, py::object progress) {
         std::vector<std::string> w = ToList(workloads, "workloads");
         std::vector<std::string> b;
         if (py::isinstance<py::str>(backends) && backends.cast<std::string>() == "both")
@@ -661,11 +743,11 @@ and propagates from run().)doc")
           b = ToList(backends, "backends");
         return Bench(w, b, repeat, baselines,
                      kernel.is_none() ? std::string() : kernel.cast<std::string>(), memory, timeout,
-                     progress);
+                     cpus, progress);
       },
       py::arg("workloads"), py::kw_only(), py::arg("backends") = "both", py::arg("repeat") = 1,
       py::arg("baselines") = false, py::arg("kernel") = py::none(),
-      py::arg("memory") = int64_t{64} << 20, py::arg("timeout") = 120.0,
+      py::arg("memory") = int64_t{64} << 20, py::arg("timeout") = 120.0, py::arg("cpus") = 1,
       py::arg("progress") = py::none(), R"doc(
 Runs `minivmm bench`'s matrix: every workload x backend x configuration
 (bench_configurations(): all naive, each op optimized alone, pte_flags
@@ -676,8 +758,8 @@ baseline, backend, configuration, pvops, repetition, result (as Vm.run).
 workloads: a list like ["ctx,rounds=50", "irq"] or a str of such words
 ("ctx:rounds=50 irq"). backends: "pv", "native", "both" or a list.
 baselines=True adds one workload=none run per backend and configuration
-first (as the CLI, which subtracts them). progress(i, n, run) is called
-after each run.)doc");
+first (as the CLI, which subtracts them). cpus=N runs every VM with N vCPUs
+(`minivmm bench --cpus N`). progress(i, n, run) is called after each run.)doc");
   m.def(
       "probe_host",
       [](bool behaviour, const std::string& kvm_device) {

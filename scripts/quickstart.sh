@@ -5,7 +5,8 @@
 #   scripts/quickstart.sh test     install what is missing, build, run every test:
 #                                  the whole-VM tests on every KVM reachable (the host's
 #                                  /dev/kvm if usable, and always a nested kvm_amd), the
-#                                  cross-host check, then the suite under ASan + UBSan
+#                                  cross-host check, the suite under ASan + UBSan, then
+#                                  the tests with several vCPU threads under TSan
 # Extra arguments after `run` go to `minivmm run`; after `test`, to every ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,6 +99,9 @@ case "$mode" in
     fi
     nested=(scripts/nestkvm --timeout 2400 --)
     nested_kvm=$(kvm_name "${nested[@]}")
+    # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
+    # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).
+    export MINIVMM_SMP_STRESS_LIFECYCLES=200
 
     # 1. debug: unit tests here; whole-VM tests (label vm) on the host's KVM
     #    and on the nested one.
@@ -143,6 +147,20 @@ case "$mode" in
         --output-junit "$PWD/build/test-results/asan-vm-nested.xml" -L vm -LE cross_host -j 1 "$@"
       results+=("asan whole-VM tests on $nested_kvm (nested)|build/test-results/asan-vm-nested.xml")
     fi
+
+    # 4. The tests with several vCPU or VM threads (label smp) under
+    #    ThreadSanitizer, which fails a test on any report (the tsan test
+    #    preset's TSAN_OPTIONS); only what they need is built. On the host's
+    #    KVM and on the nested one.
+    cmake --preset tsan >/dev/null
+    cmake --build --preset tsan --target smp_test_binaries
+    if [ "$host_kvm" = yes ]; then
+      run_ctest tsan build/test-results/tsan-smp-host.xml -L smp -j "$(nproc)" "$@"
+      results+=("tsan smp tests on $host_name (this host)|build/test-results/tsan-smp-host.xml")
+    fi
+    "${nested[@]}" ctest --preset tsan --output-on-failure \
+      --output-junit "$PWD/build/test-results/tsan-smp-nested.xml" -L smp -j 1 "$@"
+    results+=("tsan smp tests on $nested_kvm (nested)|build/test-results/tsan-smp-nested.xml")
 
     echo
     total_passed=0 total_failed=0 total_skipped=0

@@ -3,6 +3,7 @@
 // vCPU, stops them all when one stops, and collects the result.
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -63,13 +64,16 @@ absl::StatusOr<RunResult> Vm::Run() {
   RETURN_IF_ERROR(s.vcpus[0]->BindToCurrentThread());
   ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());
 
-  // The first vCPU to stop by itself stops the others.
-  absl::Mutex stop_mu;
+  // The first vCPU to stop by itself stops the others. A timeout or stop
+  // request reaches every vCPU by itself: a vCPU that saw one passes nothing
+  // on, or a vCPU that had not seen it yet would say it was stopped with the
+  // VM by that vCPU rather than by the host.
+  std::mutex stop_mu;
   std::optional<uint32_t> first_stop;
   auto stopped = [&](uint32_t cpu) {
-    if (runs[cpu].stop.vm_stopped) return;
+    if (runs[cpu].stop.vm_stopped || StoppedByHost(runs[cpu].stop.reason)) return;
     {
-      absl::MutexLock lock(&stop_mu);
+      std::lock_guard lock(stop_mu);
       if (first_stop) return;
       first_stop = cpu;
     }

@@ -3,9 +3,9 @@
 #define MINIVMM_VMM_VM_STATE_H_
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "devices/debug_exit.h"
 #include "devices/gdt_trap.h"
 #include "devices/uart16550.h"
@@ -48,7 +48,10 @@ struct Vm::State {
   // from signal handlers). The timer's interrupts go to vCPU 0's.
   std::vector<std::unique_ptr<VmSignals>> signals;
   // Held while an exit is handled when there are several vCPUs (run_loop.h).
-  absl::Mutex big_lock;
+  // A std::mutex (pthread), which ThreadSanitizer sees: Debian's Abseil is
+  // not built with it, so an absl::Mutex would look like no lock at all
+  // (CMakePresets.json, tsan).
+  std::mutex big_lock;
   VmTimer timer;
 
   bool ran = false;

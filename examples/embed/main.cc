@@ -3,8 +3,10 @@
 // checks what the guest reports against what the host saw, and prints the
 // exit statistics. See docs/API.md.
 //
-//   minivmm_embed [N]        N = hypercalls and port writes the guest makes
-//                            (1-255, default 3)
+//   minivmm_embed [N [CPUS]] N = hypercalls and port writes the guest makes
+//                            (1-255, default 3); CPUS = vCPUs (1-32,
+//                            default 1): the guest's work runs on vCPU 0,
+//                            the others come up and idle
 //
 // The guest's side of workload=custom: for i = 1..N it calls hypercall 64
 // with (RDI = i, RSI = 10 * i) and adds up the results, and writes the byte i
@@ -23,8 +25,8 @@
 #include <string>
 #include <string_view>
 
-#include "minivmm_abi/hypercall.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/hypercall.h"
 
 namespace {
 
@@ -42,7 +44,8 @@ absl::StatusOr<uint64_t> Add(minivmm::HypercallEnv& env, const minivmm::Hypercal
 
 // One port that counts the guest's writes and answers a read with the count
 // (truncated to the access size). It also checks that the guest wrote
-// 1, 2, 3, ... in that order. Runs on the vCPU thread only, so no locking.
+// 1, 2, 3, ... in that order. The VM calls devices on one vCPU thread at a
+// time (under its lock, even with several vCPUs), so no locking.
 class WriteCounter final : public minivmm::IoDevice {
  public:
   std::string_view Name() const override { return "write-counter"; }
@@ -90,6 +93,12 @@ uint64_t ReportValue(const std::map<std::string, std::string>& reports, const st
   return std::strtoull(it->second.c_str(), nullptr, 10);
 }
 
+uint64_t Total(const minivmm::ExitStats& stats) {
+  uint64_t total = 0;
+  for (uint64_t n : stats.by_reason) total += n;
+  return total;
+}
+
 void PrintStats(const minivmm::RunResult& result) {
   const minivmm::ExitStats& stats = result.stats;
   std::printf("\nexits by reason\n");
@@ -114,14 +123,19 @@ void PrintStats(const minivmm::RunResult& result) {
   }
   std::printf("  %-20s %10llu\n", "(unclaimed)",
               static_cast<unsigned long long>(stats.pio_unclaimed));
+  std::printf("exits per vCPU\n");
+  for (uint32_t v = 0; v < result.vcpu_count(); ++v)
+    std::printf("  vCPU %-15u %10llu\n", v,
+                static_cast<unsigned long long>(Total(result.per_vcpu[v])));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t n = 3;
-  if (argc > 2 || (argc == 2 && ((n = std::strtoull(argv[1], nullptr, 10)) < 1 || n > 255))) {
-    std::fprintf(stderr, "usage: %s [N in 1..255]\n", argv[0]);
+  uint64_t n = 3, cpus = 1;
+  if (argc > 3 || (argc >= 2 && ((n = std::strtoull(argv[1], nullptr, 10)) < 1 || n > 255)) ||
+      (argc == 3 && ((cpus = std::strtoull(argv[2], nullptr, 10)) < 1 || cpus > 32))) {
+    std::fprintf(stderr, "usage: %s [N in 1..255 [CPUS in 1..32]]\n", argv[0]);
     return 2;
   }
 
@@ -130,15 +144,16 @@ int main(int argc, char** argv) {
   config.memory_bytes = 64ull << 20;
   config.cmdline = "workload=custom,n=" + std::to_string(n);
   config.timeout = absl::Seconds(60);
+  config.cpus = static_cast<uint32_t>(cpus);
   config.console = &console;
 #ifdef MINIVMM_GUEST_KERNEL_PATH
   // Set by the installed package (find_package(minivmm)): this copy's guest.
   config.kernel_path = MINIVMM_GUEST_KERNEL_PATH;
 #endif
-  std::printf("minivmm_embed: kernel %s, command line \"%s\"\n",
+  std::printf("minivmm_embed: kernel %s, command line \"%s\", %u vCPUs\n",
               config.kernel_path.empty() ? minivmm::DefaultGuestKernelPath().c_str()
                                          : config.kernel_path.c_str(),
-              config.cmdline.c_str());
+              config.cmdline.c_str(), config.cpus);
 
   // The device must outlive the VM (the VM does not own it), so it is
   // declared first and destroyed last.
@@ -196,6 +211,12 @@ int main(int argc, char** argv) {
               "the device got writes 1.." + std::to_string(n) + " in order and one read");
   ok &= Check(device_exits == n + 1,
               "the VMM counted " + std::to_string(n + 1) + " port-I/O exits on write-counter");
+  uint64_t vcpu_sum = 0;
+  for (const minivmm::ExitStats& v : result->per_vcpu) vcpu_sum += Total(v);
+  ok &= Check(result->vcpu_count() == cpus && vcpu_sum == Total(result->stats) &&
+                  result->per_vcpu[0].hc_exits[kAddHypercall] == n,
+              std::to_string(cpus) + " vCPUs whose exits add up to the total; vCPU 0 made the " +
+                  std::to_string(n) + " add hypercalls");
   std::printf("minivmm_embed: %s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }

@@ -58,8 +58,14 @@ struct RunResult {
   int stopped_by_vcpu = -1;
   std::vector<VcpuStop> vcpu_stops;  // indexed by vCPU id
 
-  ExitStats stats;                           // all vCPUs
-  std::vector<ExitStats> per_vcpu;           // indexed by vCPU id
+  // The run's counts summed over its vCPUs: stats.X is the sum of
+  // per_vcpu[v].X for every counter X (ExitStats::Add).
+  ExitStats stats;
+  // Each vCPU's own counts, indexed by vCPU id (0 = the boot CPU); one entry
+  // per vCPU of VmConfig::cpus, so per_vcpu.size() == vcpu_count(). Every
+  // exit is counted on the vCPU that took it; a vCPU that never entered the
+  // guest has all zeros.
+  std::vector<ExitStats> per_vcpu;
   std::vector<std::string> pio_devices;      // names, indexed like stats.pio_by_device
   std::vector<std::string> mmio_devices;     // names, indexed like stats.mmio_by_device
   std::vector<std::string> hypercall_names;  // indexed by number; "" = unregistered
@@ -69,6 +75,9 @@ struct RunResult {
   // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).
   std::vector<std::pair<std::string, uint64_t>> registers;
   std::vector<std::string> notes;  // things logged once during the run (dropped GDT stores, ...)
+
+  // The VM's vCPUs (VmConfig::cpus): the size of per_vcpu and vcpu_stops.
+  uint32_t vcpu_count() const { return static_cast<uint32_t>(per_vcpu.size()); }
 };
 
 }  // namespace minivmm

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -323,11 +324,11 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
             std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("  vCPU 3 "), std::string::npos) << o.out;
-  // The per-vCPU table of exits by cause: a column per vCPU and the total.
-  EXPECT_NE(o.out.find("exits by cause and vCPU"), std::string::npos) << o.out;
+  // The per-vCPU table: a column per vCPU and the total.
+  EXPECT_NE(o.out.find("exits per vCPU"), std::string::npos) << o.out;
   EXPECT_NE(
       o.out.find(
-          "  if_set                              1        1        1        1          4  vmm"),
+          "  cause if_set                        1         1         1         1          4\n"),
       std::string::npos)
       << o.out;
   json record = ReadJson(record_path);
@@ -347,7 +348,13 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
                                           reports[prefix + "idle_blocks"].get<uint64_t>());
     EXPECT_EQ(per_vcpu[cpu]["hypercall_exits"],
               json({{"vcpu_op", 1}, {"set_if", 1}, {"sched_op", 1}}));
-    EXPECT_EQ(per_vcpu[cpu]["causes"], json({{"if_set", {{"ops", 1}, {"exits", 1}}}}));
+    // One IF set (bring-up's set_if); every other cause zero.
+    for (const auto& [cause, c] : per_vcpu[cpu]["causes"].items()) {
+      SCOPED_TRACE(cause);
+      const uint64_t want = cause == "if_set" ? 1 : 0;
+      EXPECT_EQ(c["ops"], want);
+      EXPECT_EQ(c["exits"], want);
+    }
     EXPECT_EQ(per_vcpu[cpu]["ipi_injections"], 0);
     const json& stop = record["result"]["vcpus"][cpu];
     EXPECT_EQ(stop["stop_reason"], "guest shutdown");
@@ -363,6 +370,95 @@ TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {
   for (const json& e : trace["traceEvents"])
     if (e["ph"] == "M" && e["name"] == "thread_name") tracks.insert(e["tid"].get<int64_t>());
   EXPECT_EQ(tracks, (std::set<int64_t>{0, 1, 2, 3}));
+}
+
+uint64_t Count(const json& group, const std::string& name, const char* field) {
+  return group.contains(name) ? group[name].value(field, uint64_t{0}) : 0;
+}
+
+// The exit table's row `what` of the per-vCPU section: its numbers.
+std::vector<uint64_t> TableRow(const std::string& out, const std::string& what) {
+  std::vector<uint64_t> numbers;
+  const size_t section = out.find("exits per vCPU");
+  if (section == std::string::npos) return numbers;
+  const size_t at = out.find("\n  " + what + " ", section);
+  if (at == std::string::npos) return numbers;
+  const size_t from = at + 3 + what.size();
+  std::istringstream line(out.substr(from, out.find('\n', from) - from));
+  for (uint64_t n; line >> n;) numbers.push_back(n);
+  return numbers;
+}
+
+// Per-vCPU counts everywhere (docs/run-record.md): each vCPU's causes,
+// hypercalls and wasted exits add up to the run's; vCPU 0's are a one-CPU
+// run's and the guest's own; every other vCPU's are its bring-up and idle
+// hypercalls as the guest counted them; the exit table has them as columns.
+TEST(CliSmpTest, PerVcpuCausesHypercallsAndWastedAddUpAndMatchTheGuest) {
+  REQUIRE_KVM();
+  const std::string one_path = ::testing::TempDir() + "/per_vcpu_1.json";
+  const std::string smp_path = ::testing::TempDir() + "/per_vcpu_3.json";
+  const std::string args = " --workload irq,loops=4 --pvops naive --wasted --json ";
+  ASSERT_EQ(Minivmm("run -q" + args + one_path).status, 0);
+  Outcome o = Minivmm("run --cpus 3" + args + smp_path);
+  ASSERT_EQ(o.status, 0) << o.out;
+  const json one = ReadJson(one_path), smp = ReadJson(smp_path);
+  ASSERT_FALSE(one.is_discarded() || smp.is_discarded());
+  const json& per_vcpu = smp["exits"]["per_vcpu"];
+  ASSERT_EQ(per_vcpu.size(), 3u);
+
+  for (const auto& [name, c] : smp["causes"]["causes"].items()) {
+    for (const char* field : {"ops", "exits"}) {
+      uint64_t sum = 0;
+      for (const json& v : per_vcpu) sum += Count(v["causes"], name, field);
+      EXPECT_EQ(sum, c[field].get<uint64_t>()) << name << " " << field;
+    }
+  }
+  for (const auto& [name, c] : smp["hypercalls"]["calls"].items()) {
+    for (const char* field : {"ops", "exits", "errors"}) {
+      uint64_t sum = 0;
+      for (const json& v : per_vcpu) sum += Count(v["hypercalls"], name, field);
+      EXPECT_EQ(sum, c[field].get<uint64_t>()) << name << " " << field;
+    }
+  }
+  for (const auto& [name, c] : smp["wasted"]["by_cause"].items()) {
+    uint64_t sum = 0;
+    for (const json& v : per_vcpu) sum += Count(v["wasted"]["by_cause"], name, "exits");
+    EXPECT_EQ(sum, c["exits"].get<uint64_t>()) << name;
+  }
+
+  const json& cpu0 = per_vcpu[0];
+  const json& single = one["exits"]["per_vcpu"][0];
+  for (const char* key : {"total", "by_reason", "hypercalls", "causes", "wasted"})
+    EXPECT_EQ(cpu0[key], single[key]) << key;
+  const json& reports = smp["guest"]["reports"];
+  for (const auto& [name, c] : cpu0["hypercalls"].items())
+    EXPECT_EQ(c["exits"], reports.value("kernel.hc_exits." + name, json(0))) << name;
+  for (int cpu = 1; cpu < 3; ++cpu) {
+    SCOPED_TRACE(cpu);
+    const json& v = per_vcpu[cpu];
+    const std::string prefix = "smp.cpu" + std::to_string(cpu) + ".";
+    EXPECT_EQ(Count(v["hypercalls"], "vcpu_op", "exits"),
+              reports[prefix + "bringup_hypercalls"].get<uint64_t>());
+    EXPECT_EQ(Count(v["hypercalls"], "sched_op", "exits"),
+              reports[prefix + "idle_blocks"].get<uint64_t>());
+    EXPECT_EQ(v["total"], 2);
+    for (const auto& [name, c] : v["causes"].items()) EXPECT_EQ(c["exits"], 0) << name;
+  }
+
+  // The exit table: a column per vCPU, then the total.
+  EXPECT_NE(o.out.find("exits per vCPU"), std::string::npos) << o.out;
+  const uint64_t sched0 = Count(cpu0["hypercalls"], "sched_op", "exits");
+  EXPECT_EQ(TableRow(o.out, "hypercall sched_op"),
+            (std::vector<uint64_t>{sched0, 1, 1, sched0 + 2}))
+      << o.out;
+  const uint64_t if_clear = Count(cpu0["causes"], "if_clear", "exits");
+  ASSERT_GT(if_clear, 0u);
+  EXPECT_EQ(TableRow(o.out, "cause if_clear"), (std::vector<uint64_t>{if_clear, 0, 0, if_clear}))
+      << o.out;
+  EXPECT_EQ(TableRow(o.out, "total"),
+            (std::vector<uint64_t>{cpu0["total"].get<uint64_t>(), 2, 2,
+                                   smp["exits"]["total"].get<uint64_t>()}))
+      << o.out;
 }
 
 TEST(CliSmpTest, TripleFaultOnASecondaryCpuIs123AndNamesIt) {

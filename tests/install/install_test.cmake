@@ -91,7 +91,8 @@ elseif(STEP STREQUAL "embed_example")
     message(FATAL_ERROR "install_test: installed and built; no usable /dev/kvm to run the example "
                         "(scripts/quickstart.sh test runs it on a nested kvm_amd where the host has none)")
   endif()
-  execute_process(COMMAND ${build}/minivmm_embed RESULT_VARIABLE rc
+  # Two vCPUs: the per-vCPU counts of the installed API (RunResult::per_vcpu).
+  execute_process(COMMAND ${build}/minivmm_embed 3 2 RESULT_VARIABLE rc
                   OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${out}${err}")
   if(NOT rc EQUAL 0)

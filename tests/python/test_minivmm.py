@@ -266,6 +266,60 @@ def test_bench_runs_the_clis_matrix():
     assert total["naive"] > total["optimized"]
 
 
+def test_several_cpus_per_vcpu_counts_and_stops():
+    """Vm(cpus=N): vCPU 0 counts what a one-CPU run counts, each other vCPU
+    its bring-up and idle hypercalls as the guest reports them, and the
+    per-vCPU counts add up to the run's."""
+    one = minivmm.run(backend="pv", pvops="naive", workload=IRQ, timeout=60, wasted=True)
+    vm = minivmm.Vm(backend="pv", pvops="naive", workload=IRQ, timeout=60, wasted=True, cpus=3)
+    assert vm.cpus == 3
+    r = vm.run()
+    assert r["ok"], r["failure"]
+    assert r["vcpu_count"] == 3 and one["vcpu_count"] == 1
+    assert r["stopped_by_vcpu"] == 0
+    assert [v["vcpu"] for v in r["vcpus"]] == [0, 1, 2]
+    assert [v["with_vm"] for v in r["vcpus"]] == [False, True, True]
+    assert [v["idle"] for v in r["vcpus"]] == [False, True, True]
+    assert {v["stop_reason"] for v in r["vcpus"]} == {"guest shutdown"}
+    per_vcpu = r["exits"]["per_vcpu"]
+    assert [v["vcpu"] for v in per_vcpu] == [0, 1, 2]
+    cpu0, single = per_vcpu[0], one["exits"]["per_vcpu"][0]
+    for key in ("total", "by_reason", "hypercalls", "causes", "wasted"):
+        assert cpu0[key] == single[key], key
+    reports = r["reports"]
+    for name, c in cpu0["hypercalls"].items():
+        assert c["exits"] == reports.get("kernel.hc_exits." + name, 0), name
+    for cpu in (1, 2):
+        v = per_vcpu[cpu]
+        prefix = "smp.cpu%d." % cpu
+        assert v["total"] == reports[prefix + "bringup_hypercalls"] + reports[prefix + "idle_blocks"]
+        assert {n: c["exits"] for n, c in v["hypercalls"].items() if c["exits"]} == {
+            "vcpu_op": 1, "sched_op": 1}
+        assert all(c["exits"] == 0 for c in v["causes"].values())
+        assert all(c["exits"] == 0 for c in v["wasted"]["by_cause"].values())
+    for name, c in r["causes"].items():
+        for k in ("ops", "exits"):
+            assert c[k] == sum(v["causes"][name][k] for v in per_vcpu), (name, k)
+    for name, c in r["hypercalls"]["calls"].items():
+        for k in ("ops", "exits", "errors"):
+            assert c[k] == sum(v["hypercalls"][name][k] for v in per_vcpu), (name, k)
+    for name, c in r["wasted"]["by_cause"].items():
+        assert c["exits"] == sum(v["wasted"]["by_cause"][name]["exits"] for v in per_vcpu), name
+    assert r["exits"]["total"] == sum(v["total"] for v in per_vcpu)
+    assert one["wasted"] is not None and minivmm.run(workload="none")["wasted"] is None
+
+    df = minivmm.to_dataframe([r])
+    rows = df.set_index("metric")["value"]
+    assert rows["vcpu1.hypercalls.sched_op.exits"] == 1
+    assert rows["vcpu0.exits.total"] == cpu0["total"]
+
+
+@pytest.mark.parametrize("cpus", [0, 33, -1, 1 << 40])
+def test_cpu_count_outside_one_to_32_raises(cpus):
+    with pytest.raises(ValueError, match="between 1 and 32"):
+        minivmm.Vm(workload="none", cpus=cpus)
+
+
 def test_to_dataframe_without_pandas(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match="pandas"):

@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,7 +79,7 @@ class RunLoopTest : public ::testing::Test {
 
   // Run() as vCPU `vcpu_id`, with the VM's big lock when one is given, and
   // among the vCPUs of `cpus` when given.
-  RunStop RunAs(uint32_t vcpu_id, absl::Mutex* big_lock = nullptr, bool timer_can_fire = false,
+  RunStop RunAs(uint32_t vcpu_id, std::mutex* big_lock = nullptr, bool timer_can_fire = false,
                 VmCpus* cpus = nullptr) {
     RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; },
                               Hypercalls(), nullptr, false, vcpu_id, big_lock, cpus});
@@ -90,6 +91,12 @@ class RunLoopTest : public ::testing::Test {
 
   uint32_t Runstate(uint64_t gpa) const {
     return vm_.memory.ReadObj<uint32_t>(GuestAddress(gpa)).value();
+  }
+  // Runstate() from another thread, as another vCPU's exit handler reads
+  // guest memory: under the big lock, which the loop holds while it writes.
+  uint32_t RunstateUnder(std::mutex& big_lock, uint64_t gpa) const {
+    std::lock_guard lock(big_lock);
+    return Runstate(gpa);
   }
 
   // Run() with an exit observer, which also sees the report store.
@@ -251,14 +258,15 @@ TEST_F(RunLoopTest, SecondaryCpuHaltWithInterruptsOffIdlesUntilTheVmStops) {
 // wakes the vCPU without ever entering the guest again.
 TEST_F(RunLoopTest, SecondaryCpuBlocksWithItsRunstateBlockedUntilAStop) {
   constexpr uint64_t kRunstate = 0x5000;
+  std::mutex big_lock;
   Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 2, kRunstate);
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);  // never reached
-  std::thread other([this] {
-    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+  std::thread other([&] {
+    while (RunstateUnder(big_lock, kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
     signals_.RequestStop();
   });
-  RunStop stop = RunAs(2);
+  RunStop stop = RunAs(2, &big_lock);
   other.join();
   EXPECT_EQ(stop.reason, StopReason::kStopRequested);
   EXPECT_FALSE(stop.vm_stopped);
@@ -272,12 +280,12 @@ TEST_F(RunLoopTest, SecondaryCpuBlocksWithItsRunstateBlockedUntilAStop) {
 // its exits meanwhile (here: the test takes the lock while the vCPU sleeps).
 TEST_F(RunLoopTest, BlockSleepsWithoutTheBigLock) {
   constexpr uint64_t kRunstate = 0x5000;
-  absl::Mutex big_lock;
+  std::mutex big_lock;
   Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
   std::thread other([&] {
-    while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
-    absl::MutexLock lock(&big_lock);
+    while (RunstateUnder(big_lock, kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
+    std::lock_guard lock(big_lock);
     signals_.VmStopped();
   });
   RunStop stop = RunAs(1, &big_lock);

@@ -7,6 +7,8 @@
  *   'f': the last CPU, instead of idling, waits until every other secondary
  *        CPU is idle and triple-faults (no IDT): one exit; CPU 0 spins (with
  *        one CPU, CPU 0 is the last and faults at once);
+ *   'S': as 'f', but the last CPU shuts down with exit code nr_cpus - 1
+ *        (one exit, the sched_op) instead of faulting;
  *   else: CPU 0 waits until every other CPU is idle, says so with one
  *        sched_op(yield) (an exit an observer sees) and spins with no more
  *        exits: only the timeout or a stop request ends the run. */
@@ -27,9 +29,12 @@ _start:
   jnz secondary
   movl $1, released(%rip)
   cmp $'f', %r14d
+  je 0f
+  cmp $'S', %r14d
   jne 1f
+0:
   cmp $1, %r13d
-  je fault
+  je last                           /* one CPU: CPU 0 is the last */
   jmp spin
 1:
   call wait_idle
@@ -53,11 +58,21 @@ secondary:
   jmp secondary
 1:
   cmp $'f', %r14d
+  je 0f
+  cmp $'S', %r14d
   jne 2f
+0:
   lea -1(%r13), %eax
   cmp %eax, %r12d
   jne 2f
   call wait_idle
+last:
+  cmp $'S', %r14d
+  jne fault
+  mov $2, %edi
+  lea -1(%r13), %esi
+  HYPERCALL(SCHED_OP)               /* shutdown(nr_cpus - 1) from the last CPU */
+  jmp spin
 fault:
   ud2
 2:

@@ -230,9 +230,9 @@ MaybeStop RunLoop::HonourRequest() {
                      absl::StrFormat("the guest shut down with code %d", control_.exit_code),
                      control_.exit_code};
     case VcpuRequest::kYield:
-      if (p_.big_lock != nullptr) p_.big_lock->Unlock();
+      if (p_.big_lock != nullptr) p_.big_lock->unlock();
       sched_yield();
-      if (p_.big_lock != nullptr) p_.big_lock->Lock();
+      if (p_.big_lock != nullptr) p_.big_lock->lock();
       return std::nullopt;
     case VcpuRequest::kBlock:
       return Block(/*from_hlt=*/false);
@@ -272,7 +272,7 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
   }
   const uint32_t wakes = VmSignals::kAnyStop | (halted ? 0 : VmSignals::kAnyInterrupt);
-  if (p_.big_lock != nullptr) p_.big_lock->Unlock();
+  if (p_.big_lock != nullptr) p_.big_lock->unlock();
   {
     std::unique_lock lock(s.mu);
     // RequestStop() may not take the lock (it runs in signal handlers), so
@@ -281,7 +281,7 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
            !(lock_wait && s.lock_kicked.load(std::memory_order_acquire)))
       s.cv.wait_for(lock, std::chrono::milliseconds(50));
   }
-  if (p_.big_lock != nullptr) p_.big_lock->Lock();
+  if (p_.big_lock != nullptr) p_.big_lock->lock();
   cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
   p_.vcpu.ClearKick();
   if (s.Raised() & VmSignals::kAnyStop) {

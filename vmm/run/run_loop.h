@@ -14,12 +14,12 @@
 #define MINIVMM_VMM_RUN_RUN_LOOP_H_
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_port.h"
 #include "hypercalls/waste.h"
@@ -67,7 +67,7 @@ struct RunLoopParts {
   // The vCPU's number. Number 0 is the boot CPU, the one the timer reaches.
   uint32_t vcpu_id = 0;
   // Non-null when other vCPUs share the VM: every exit is handled holding it.
-  absl::Mutex* big_lock = nullptr;
+  std::mutex* big_lock = nullptr;
   // Every vCPU of the VM (vCPU `vcpu_id`'s own signals among them): the IPI
   // hypercalls' directory and the VM-wide halting rule. Null: a loop tested
   // on its own, as the only vCPU that can sleep among `vcpu_id + 1`, the
@@ -150,8 +150,8 @@ RunStop RunLoop::LoopWith(V& vcpu) {
         interrupt_pending = (p_.signals.Raised() & VmSignals::kAnyInterrupt) != 0;
     }
     const VcpuExit exit = vcpu.Run();
-    std::optional<absl::MutexLock> lock;
-    if constexpr (kShared) lock.emplace(p_.big_lock);
+    std::optional<std::lock_guard<std::mutex>> lock;
+    if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
     std::optional<RunStop> stop =
         !kAnalysed && observed ? HandleObserved(exit) : Handle(exit, nullptr);
