@@ -572,7 +572,7 @@ TEST_F(RunLoopTest, LastVcpuToBlockWithNothingToWakeAnyStopsTheRun) {
 // woken vCPU takes the IPI at its next entry with no `intr` exit.
 TEST_F(RunLoopTest, BlockedVcpuIsSeenBlockedAndWokenByAnIpi) {
   constexpr uint64_t kRunstate = 0x5000;
-  absl::Mutex big_lock;
+  std::mutex big_lock;
   VmSignals other;
   VmCpus cpus({&other, &signals_});
   vcpu_.state.Set(Reg::kRflags, 0x202);
@@ -585,7 +585,7 @@ TEST_F(RunLoopTest, BlockedVcpuIsSeenBlockedAndWokenByAnIpi) {
   bool seen_blocked = false;
   std::thread cpu0([&] {
     while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
-    absl::MutexLock lock(&big_lock);
+    std::lock_guard lock(big_lock);
     seen_blocked = cpus.Blocked(1);
     cpus.SendIpi(0, 1);
   });
@@ -646,15 +646,15 @@ class LockWaitTest : public RunLoopTest {
  protected:
   static constexpr uint64_t kRunstate = 0x6000;
 
-  RunStop WaitThenWake(absl::Mutex* big_lock, std::function<void()> check,
+  RunStop WaitThenWake(std::mutex* big_lock, std::function<void()> check,
                        std::function<void()> wake) {
     Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, 1, kRunstate);
     Hypercall(MVMM_HC_lock_wait, 0x5000, 0);
     Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, std::move(check));
     std::thread cpu0([&] {
       while (Runstate(kRunstate) != MVMM_RUNSTATE_BLOCKED) std::this_thread::yield();
-      std::optional<absl::MutexLock> lock;
-      if (big_lock != nullptr) lock.emplace(big_lock);
+      std::optional<std::lock_guard<std::mutex>> lock;
+      if (big_lock != nullptr) lock.emplace(*big_lock);
       wake();
     });
     RunStop stop = RunAs(1, big_lock, false, &cpus_);
@@ -670,7 +670,7 @@ class LockWaitTest : public RunLoopTest {
 // vCPU 0 sees the sleeping vCPU 1 blocked under the big lock and kicks it;
 // the wait returns KICKED with the run state back to RUNNING.
 TEST_F(LockWaitTest, SleepsUntilKicked) {
-  absl::Mutex big_lock;
+  std::mutex big_lock;
   vcpu_.state.Set(Reg::kRflags, 0x202);
   bool seen_blocked = false;
   const RunStop stop = WaitThenWake(
@@ -693,7 +693,7 @@ TEST_F(LockWaitTest, SleepsUntilKicked) {
 }
 
 TEST_F(LockWaitTest, IsEndedByAnIpiWithoutAKick) {
-  absl::Mutex big_lock;
+  std::mutex big_lock;
   vcpu_.state.Set(Reg::kRflags, 0x202);
   const RunStop stop = WaitThenWake(
       &big_lock, [&] { EXPECT_EQ(Rax(), uint64_t{MVMM_LOCK_WAIT_INTERRUPT}); },
