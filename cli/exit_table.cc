@@ -41,9 +41,8 @@ void WastedHeader(std::string& out, std::string_view what) {
 // "What the VMM counts", then any other (newer) cause in the record.
 std::vector<std::string> CauseOrder(const json& causes) {
   static const std::vector<std::string> kOrder = {
-      "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update",
-      "cr3_write", "multicall", "ipi",      "tlb_flush",         "lock_wait",
-      "lock_kick", "yield"};
+      "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write",
+      "multicall", "ipi",      "tlb_flush", "lock_wait",         "lock_kick",         "yield"};
   std::vector<std::string> out;
   for (const std::string& name : kOrder)
     if (causes.contains(name)) out.push_back(name);

@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "minivmm/vm.h"
 #include "minivmm_abi/hypercall.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/kvm/kvm.h"
-#include "minivmm/vm.h"
 
 namespace minivmm {
 namespace {

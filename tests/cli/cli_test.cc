@@ -434,8 +434,9 @@ TEST(CliSmpTest, PerVcpuCausesHypercallsAndWastedAddUpAndMatchTheGuest) {
     const json& v = per_vcpu[cpu];
     const std::string prefix = "smp.cpu" + std::to_string(cpu) + ".";
     // Bring-up: vcpu_op (run-state area) and set_if(1); then one block.
-    EXPECT_EQ(Count(v["hypercalls"], "vcpu_op", "exits") + Count(v["hypercalls"], "set_if", "exits"),
-              reports[prefix + "bringup_hypercalls"].get<uint64_t>());
+    EXPECT_EQ(
+        Count(v["hypercalls"], "vcpu_op", "exits") + Count(v["hypercalls"], "set_if", "exits"),
+        reports[prefix + "bringup_hypercalls"].get<uint64_t>());
     EXPECT_EQ(Count(v["hypercalls"], "sched_op", "exits"),
               reports[prefix + "idle_blocks"].get<uint64_t>());
     EXPECT_EQ(v["total"], 3);

@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <deque>
 #include <functional>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
