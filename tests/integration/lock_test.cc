@@ -112,7 +112,9 @@ void CheckRun(const Case& c, const GuestRun& run) {
     } else {
       EXPECT_EQ(yields, 0u);
     }
-    if (!directed) EXPECT_EQ(s.directed_yields, 0u);
+    if (!directed) {
+      EXPECT_EQ(s.directed_yields, 0u);
+    }
     // One CPU: no contention at all.
     if (n == 1) {
       EXPECT_EQ(spins, 0u);

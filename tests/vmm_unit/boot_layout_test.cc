@@ -63,7 +63,9 @@ TEST(BootLayoutTest, CpuStacksAreDisjointAndBelowTheKernel) {
     EXPECT_EQ(top - MVMM_AP_STACK_SIZE, MVMM_AP_STACKS_GPA + (cpu - 1) * MVMM_AP_STACK_SIZE);
     EXPECT_GE(top - MVMM_AP_STACK_SIZE, MVMM_BOOT_STACK_TOP);
     EXPECT_LE(top, MVMM_KERNEL_MIN_GPA);
-    if (cpu >= 2) EXPECT_EQ(top - MVMM_AP_STACK_SIZE, MVMM_CPU_STACK_TOP(cpu - 1));
+    if (cpu >= 2) {
+      EXPECT_EQ(top - MVMM_AP_STACK_SIZE, MVMM_CPU_STACK_TOP(cpu - 1));
+    }
     EXPECT_LE(MVMM_CPU_TSS_GPA(cpu) + sizeof(mvmm_tss), MVMM_TSS_GPA + 4096);
   }
 }
