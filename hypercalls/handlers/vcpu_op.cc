@@ -17,6 +17,7 @@
 // another vCPU's flush_tlb_others sets MVMM_RUNSTATE_FLUSH_TLB in the flags.
 // Returns 0.
 #include <cstddef>
+#include <optional>
 
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
@@ -25,32 +26,26 @@
 namespace minivmm::hc {
 namespace {
 
-HypercallResult RegisterVcpuInfo(HypercallEnv& env, GuestAddress gpa) {
-  if (!gpa.IsAligned(MVMM_VCPU_INFO_ALIGN))
-    return Refuse(MVMM_EINVAL, "vcpu_info not 64-byte aligned");
-  if (!env.memory.Contains(gpa, sizeof(mvmm_vcpu_info)))
-    return Refuse(MVMM_EFAULT, "vcpu_info outside guest RAM");
-  RunControl& control = env.exit.control;
-  if (control.vcpu_info_gpa.has_value()) return Refuse(MVMM_EINVAL, "vcpu_info already registered");
-  const uint8_t none = 0;
-  if (!env.memory.WriteObj(gpa + offsetof(mvmm_vcpu_info, evtchn_upcall_pending), none))
-    return Refuse(MVMM_EFAULT, "vcpu_info outside guest RAM");  // checked above
-  control.vcpu_info_gpa = gpa.value();
-  return Done(0);
-}
+// The refusals of one kind of shared area.
+struct AreaReasons {
+  const char* not_aligned;
+  const char* outside;
+  const char* again;
+};
 
-HypercallResult RegisterRunstateArea(HypercallEnv& env, GuestAddress gpa) {
-  if (!gpa.IsAligned(MVMM_VCPU_RUNSTATE_ALIGN))
-    return Refuse(MVMM_EINVAL, "runstate area not 8-byte aligned");
-  if (!env.memory.Contains(gpa, sizeof(mvmm_vcpu_runstate)))
-    return Refuse(MVMM_EFAULT, "runstate area outside guest RAM");
-  RunControl& control = env.exit.control;
-  if (control.runstate_gpa.has_value())
-    return Refuse(MVMM_EINVAL, "runstate area already registered");
-  const mvmm_vcpu_runstate running = {MVMM_RUNSTATE_RUNNING, 0};
-  if (!env.memory.WriteObj(gpa, running))
-    return Refuse(MVMM_EFAULT, "runstate area outside guest RAM");  // checked above
-  control.runstate_gpa = gpa.value();
+// Registers the guest's `T` at `gpa` in `slot`, once: `align`-aligned
+// (-EINVAL), inside RAM (-EFAULT), not registered before (-EINVAL); then
+// writes `initial` at offset `at` of it and records it.
+template <typename T, typename Init>
+HypercallResult Register(HypercallEnv& env, GuestAddress gpa, uint64_t align,
+                         std::optional<uint64_t>& slot, size_t at, const Init& initial,
+                         const AreaReasons& why) {
+  if (!gpa.IsAligned(align)) return Refuse(MVMM_EINVAL, why.not_aligned);
+  if (!env.memory.Contains(gpa, sizeof(T))) return Refuse(MVMM_EFAULT, why.outside);
+  if (slot.has_value()) return Refuse(MVMM_EINVAL, why.again);
+  if (!env.memory.WriteObj(gpa + at, initial))
+    return Refuse(MVMM_EFAULT, why.outside);  // checked above
+  slot = gpa.value();
   return Done(0);
 }
 
@@ -61,8 +56,19 @@ HypercallResult vcpu_op(HypercallEnv& env, const HypercallArgs& raw) {
   if (args.cmd != MVMM_VCPUOP_REGISTER_VCPU_INFO && args.cmd != MVMM_VCPUOP_REGISTER_RUNSTATE_AREA)
     return Refuse(MVMM_EINVAL, "unknown cmd");
   if (args.vcpu != env.exit.vcpu_id) return Refuse(MVMM_ENOENT, "no such vCPU");
-  if (args.cmd == MVMM_VCPUOP_REGISTER_VCPU_INFO) return RegisterVcpuInfo(env, args.gpa);
-  return RegisterRunstateArea(env, args.gpa);
+  RunControl& control = env.exit.control;
+  if (args.cmd == MVMM_VCPUOP_REGISTER_VCPU_INFO) {
+    // Nothing pending yet; the mask is the guest's.
+    return Register<mvmm_vcpu_info>(env, args.gpa, MVMM_VCPU_INFO_ALIGN, control.vcpu_info_gpa,
+                                    offsetof(mvmm_vcpu_info, evtchn_upcall_pending), uint8_t{0},
+                                    {"vcpu_info not 64-byte aligned", "vcpu_info outside guest RAM",
+                                     "vcpu_info already registered"});
+  }
+  return Register<mvmm_vcpu_runstate>(
+      env, args.gpa, MVMM_VCPU_RUNSTATE_ALIGN, control.runstate_gpa, 0,
+      mvmm_vcpu_runstate{MVMM_RUNSTATE_RUNNING, 0},
+      {"runstate area not 8-byte aligned", "runstate area outside guest RAM",
+       "runstate area already registered"});
 }
 
 }  // namespace minivmm::hc

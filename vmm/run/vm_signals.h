@@ -42,9 +42,13 @@ struct VmSignals {
 
   // Wakes a blocked vCPU and kicks a running one. Not async-signal-safe.
   void Wake() {
+    WakeSleeper();
+    if (Vcpu* v = vcpu.load(std::memory_order_acquire)) v->Kick();
+  }
+  // Wakes a vCPU asleep in Block() only; a running one is left in the guest.
+  void WakeSleeper() {
     { std::lock_guard lock(mu); }
     cv.notify_all();
-    if (Vcpu* v = vcpu.load(std::memory_order_acquire)) v->Kick();
   }
   void RaiseInterrupt() {
     raised.fetch_or(kInterrupt, std::memory_order_acq_rel);
@@ -55,16 +59,17 @@ struct VmSignals {
   // out of the guest (its next entry then takes an `intr` exit).
   void RaiseIpi(bool kick) {
     raised.fetch_or(kIpi, std::memory_order_acq_rel);
-    { std::lock_guard lock(mu); }
-    cv.notify_all();
-    if (Vcpu* v = vcpu.load(std::memory_order_acquire); kick && v != nullptr) v->Kick();
+    if (kick) {
+      Wake();
+    } else {
+      WakeSleeper();
+    }
   }
   // lock_kick: pending until a lock_wait consumes it; wakes a vCPU asleep in
   // lock_wait and nothing else (a running one sees it at its next lock_wait).
   void RaiseLockKick() {
     lock_kicked.store(true, std::memory_order_release);
-    { std::lock_guard lock(mu); }
-    cv.notify_all();
+    WakeSleeper();
   }
   bool TakeLockKick() { return lock_kicked.exchange(false, std::memory_order_acq_rel); }
   void TimeOut() {
