@@ -44,6 +44,9 @@ namespace guest {
   X(tlb_shootdowns)           \
   X(tlb_flush_targets)        \
   X(tlb_flushes_kicked)       \
+  X(resched_ipis)             \
+  X(migrations)               \
+  X(idle_restarts)            \
   X(check_failures)
 
 struct KernelCounters {
@@ -51,8 +54,6 @@ struct KernelCounters {
   GUEST_COUNTER_LIST(GUEST_COUNTER_FIELD_)
 #undef GUEST_COUNTER_FIELD_
 };
-
-extern KernelCounters g_kc;
 
 // Appends "<prefix>.<name>=<now - before>" for every counter.
 void AppendCounterDeltas(StrView prefix, const KernelCounters& before, const KernelCounters& now,

@@ -3,10 +3,9 @@
 #include "kernel/boot.h"
 #include "kernel/counters.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 
 namespace guest {
-
-HypercallCounts g_hc;
 
 const char* HypercallName(uint64_t nr) {
   switch (nr) {
@@ -31,12 +30,12 @@ bool IsAbiHypercall(uint64_t nr) {
 
 void CountHypercallOp(uint64_t nr, int64_t result, bool direct) {
   if (nr >= MVMM_HC_MAX || (!IsAbiHypercall(nr) && result == -MVMM_ENOSYS)) {
-    ++g_hc.bad_number;
+    ++Hc().bad_number;
     return;
   }
-  ++g_hc.ops[nr];
-  if (direct) ++g_hc.exits[nr];
-  if (result < 0) ++g_hc.errors[nr];
+  ++Hc().ops[nr];
+  if (direct) ++Hc().exits[nr];
+  if (result < 0) ++Hc().errors[nr];
 }
 
 int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
@@ -52,10 +51,11 @@ int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a
 // The entries' ops as issued: the VMM runs the copy it took at the call, so
 // an entry that rewrites a later entry's op in memory must not change what
 // is counted (the hostile workload does exactly that).
-static uint64_t g_issued_ops[MVMM_MULTICALL_MAX_ENTRIES];
+static uint64_t g_issued_ops[MVMM_MAX_CPUS][MVMM_MULTICALL_MAX_ENTRIES];
 
 int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
+  uint64_t* issued = g_issued_ops[CurrentCpu()];
   const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
   // Only a list the VMM can accept is read: within the count bound and wholly
   // in RAM (a probe's list outside RAM gets -EFAULT and is never touched).
@@ -63,12 +63,12 @@ int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   bool countable =
       count <= MVMM_MULTICALL_MAX_ENTRIES && end >= list_gpa && end <= g_boot.memory_size;
   if (countable) {
-    for (uint64_t i = 0; i < count; ++i) g_issued_ops[i] = e[i].op;
+    for (uint64_t i = 0; i < count; ++i) issued[i] = e[i].op;
   }
   int64_t rc = RawHypercall(MVMM_HC_multicall, list_gpa, count);
   if (rc >= 0 && countable) {
     for (uint64_t i = 0; i < count; ++i)
-      CountHypercallOp(g_issued_ops[i], static_cast<int64_t>(e[i].result), false);
+      CountHypercallOp(issued[i], static_cast<int64_t>(e[i].result), false);
   }
   CountHypercallOp(MVMM_HC_multicall, rc, /*direct=*/true);
   return rc;
@@ -101,8 +101,8 @@ int64_t HypercallOrDie(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint6
 void FlushBatch(MulticallBatch* batch) {
   if (batch->empty()) return;
   uint32_t n = batch->count();
-  ++g_kc.multicalls;
-  g_kc.multicall_entries += n;
+  ++Kc().multicalls;
+  Kc().multicall_entries += n;
   int64_t rc = Multicall(reinterpret_cast<uintptr_t>(batch->entries()), n);
   if (rc < 0) HypercallFailed(MVMM_HC_multicall, rc, false);
   for (uint32_t i = 0; i < n; ++i) {

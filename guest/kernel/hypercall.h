@@ -22,7 +22,6 @@ struct HypercallCounts {
   // only in hypercalls.bad_number, not under any number.
   uint64_t bad_number;
 };
-extern HypercallCounts g_hc;
 
 // True for the numbers of MVMM_HYPERCALL_LIST (always registered).
 bool IsAbiHypercall(uint64_t nr);

@@ -5,6 +5,7 @@
 #include "kernel/console.h"
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
+#include "kernel/percpu.h"
 #include "kernel/report.h"
 #include "kernel/smp.h"
 #include "minivmm_abi/boot.h"
@@ -24,15 +25,15 @@ void SendFinalReport(int code) {
   ConsoleStats cs = GetConsoleStats();
   r.Kv("kernel.exit_code", static_cast<uint64_t>(code));
   r.Kv("check.passed", g_checks_passed);
-  r.Kv("check.failed", g_kc.check_failures);
+  r.Kv("check.failed", Kc().check_failures);
   r.Kv("kernel.console.calls", cs.calls);
   r.Kv("kernel.console.bytes", cs.bytes);
   r.Kv("kernel.ring3_nm", g_boot.ring3_nm ? 1 : 0);
   r.Kv("kernel.patched_sites", g_boot.patched_sites);
   AppendSmpReport(&r);
   KernelCounters zero = {};
-  AppendCounterDeltas("kernel", zero, g_kc, &r);
-  HypercallCounts c = g_hc;
+  AppendCounterDeltas("kernel", zero, Kc(), &r);
+  HypercallCounts c = Hc();
   c.ops[MVMM_HC_report]++;
   c.exits[MVMM_HC_report]++;
   if (g_boot.under_minivmm) {

@@ -14,8 +14,6 @@ TextBuf g_report(g_report_storage, sizeof(g_report_storage));
 
 }  // namespace
 
-KernelCounters g_kc;
-
 TextBuf& ReportBuffer() { return g_report; }
 
 void SendReport() {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "kernel/percpu.h"
 #include "kernel/spinlock.h"
 #include "kernel/timer.h"
 #include "kernel/waitqueue.h"
@@ -21,6 +22,7 @@ struct Mm;
 // Lets one task wait for a group of tasks to exit: only the last exit
 // wakes the waiter, so joining adds exactly one switch (see README).
 struct Join {
+  SpinLock lock;  // protects live and waiter (tasks may exit on any CPU)
   uint64_t live = 0;
   WaitQueue waiter;
 };
@@ -36,6 +38,9 @@ struct Task {
   uint64_t pid;
   const char* name;
   TaskState state;
+  // The CPU the task runs on, or whose run queue it waits on: the creating
+  // CPU's unless set before StartTask; changed only by MigrateCurrent.
+  uint32_t cpu;
   bool user;
   Task* run_next;
   bool on_runq;
@@ -66,9 +71,10 @@ struct Task {
   File* fds[kMaxFds];
 };
 
-extern Task* g_current;
 
-// Turns the boot context into task 0 ("init") and creates the idle task.
+// Turns the boot context into task 0 ("init") and creates CPU 0's idle
+// task; gives every other CPU an idle task for its boot context (which is
+// idling in ApMain).
 void SchedInit();
 
 // A kernel thread running fn(arg) at CPL 0; StartTask makes it runnable.
@@ -84,8 +90,16 @@ void StartTask(Task* t);
 // its state to kBlocked first.
 void Schedule();
 void Yield();
-// True when `t` is the idle task.
+// True when `t` is its CPU's idle task.
 bool IsIdle(const Task* t);
+// Moves the current task to CPU `cpu` (< NrCpus()): it switches away here
+// and goes on there, with its TLS and FPU state loaded by that CPU's
+// context switch. Caller holds no spinlock.
+void MigrateCurrent(uint32_t cpu);
+// A secondary CPU's idle loop, on its boot stack, once it is up: runs
+// tasks queued on it (Schedule), otherwise blocks until an interrupt
+// (docs/design.md "Secondary CPUs").
+[[noreturn]] void ApIdleLoop();
 
 // Adds `t` (not yet started) to `join`.
 void JoinAdd(Join* join, Task* t);

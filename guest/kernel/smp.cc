@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "kernel/smp.h"
 
 #include "arch/cpu.h"
@@ -6,6 +7,7 @@
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
+#include "kernel/sched.h"
 #include "kernel/spinlock.h"
 #include "pv/pv_ops.h"
 
@@ -15,20 +17,6 @@ namespace {
 // Mailbox requests.
 constexpr uint32_t kRequestFlush = 1u << 0;
 constexpr uint32_t kRequestCall = 1u << 1;
-
-// The hypercalls of the ABI in X-macro order: a secondary CPU counts its
-// exits by position in this list.
-constexpr uint64_t kAbiNumbers[] = {
-#define GUEST_SMP_NR_(nr, name) nr,
-    MVMM_HYPERCALL_LIST(GUEST_SMP_NR_)
-#undef GUEST_SMP_NR_
-};
-constexpr const char* kAbiNames[] = {
-#define GUEST_SMP_NAME_(nr, name) #name,
-    MVMM_HYPERCALL_LIST(GUEST_SMP_NAME_)
-#undef GUEST_SMP_NAME_
-};
-constexpr int kAbiCount = sizeof(kAbiNumbers) / sizeof(kAbiNumbers[0]);
 
 // Requests to one CPU. Only CPU 0 sends: it writes fn and arg, then sets a
 // bit of `pending` (atomic OR, release); the target takes the bits with an
@@ -45,21 +33,17 @@ struct Mailbox {
   uint64_t call_want;
 };
 
-// One CPU's state. Its counters are written by that CPU only; the run
-// state by the VMM (`state`) and by the VMM and this CPU (`flags`: the VMM
-// ORs MVMM_RUNSTATE_FLUSH_TLB in, the CPU takes it with an exchange).
+// One CPU's IPI state. Its counters are written by that CPU only (its
+// other counts are in its Cpu, percpu.h); the run state by the VMM
+// (`state`) and by the VMM and this CPU (`flags`: the VMM ORs
+// MVMM_RUNSTATE_FLUSH_TLB in, the CPU takes it with an exchange).
 struct CpuState {
   alignas(MVMM_VCPU_RUNSTATE_ALIGN) mvmm_vcpu_runstate runstate;
   Mailbox mailbox;
   uint64_t bringup_hypercalls;
-  uint64_t idle_blocks;
-  uint64_t ipis;
   uint64_t ipi_flushes;
   uint64_t flag_flushes;
   uint64_t ipi_calls;
-  uint64_t cr3_writes;
-  uint64_t hc_exits[kAbiCount];
-  mvmm_mmuext_op ext;       // SmpLoadCr3's argument
   int64_t register_result;  // vcpu_op's; written before `registered`
   uint32_t registered;      // 1 once register_result is set
 };
@@ -72,24 +56,33 @@ CpuState g_cpu[MVMM_MAX_CPUS];
 uint32_t g_nr_cpus = 1;
 uint32_t g_cpus_up = 1;  // CPU 0
 
-// A secondary CPU's hypercall: uncounted in kernel.hc* (CPU 0's, which this
-// CPU must not race on), counted in its own hc_exits before it is made (the
-// last block of an idle CPU never returns: the VM's stop ends it).
-int64_t ApHypercall(CpuState& me, uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0) {
-  for (int i = 0; i < kAbiCount; ++i) {
-    if (kAbiNumbers[i] == nr) ++me.hc_exits[i];
-  }
-  return RawHypercall(nr, a0, a1, a2);
-}
+// The idle window (IdleBlock): its first instruction and the one after the
+// block hypercall.
+extern "C" const char idle_window_start[], idle_window_end[];
 
-// The run state's FLUSH flag, set by another CPU's flush_tlb_others: taken
-// (cleared) atomically and, if it was set, the TLB flushed before any user
-// mapping is used.
-void TakeFlushFlag(CpuState& me) {
-  if (__atomic_exchange_n(&me.runstate.flags, 0u, __ATOMIC_ACQ_REL) & MVMM_RUNSTATE_FLUSH_TLB) {
-    FlushTlb();
-    ++me.flag_flushes;
-  }
+// The check and the block as one window: returns false without blocking
+// when a task is queued at *head, true after one sched_op(block). An
+// interrupt taken before the block's `out` completed resumes at the check
+// (RestartIdleWindow). One copy only (noinline, noclone): the labels are
+// global.
+__attribute__((noinline, noclone)) bool IdleBlockWindow(Task* const* head) {
+  uint64_t rax = MVMM_HC_sched_op;
+  uint64_t blocked = 0;
+  asm volatile(
+      ".globl idle_window_start\n"
+      "idle_window_start:\n"
+      "cmpq $0, (%[head])\n"
+      "jne 1f\n"
+      "outl %%eax, %[port]\n"
+      ".globl idle_window_end\n"
+      "idle_window_end:\n"
+      "mov $1, %[blocked]\n"
+      "1:\n"
+      : "+a"(rax), [blocked] "+r"(blocked)
+      : [head] "r"(head), "D"(static_cast<uint64_t>(MVMM_SCHEDOP_BLOCK)),
+        [port] "i"(MVMM_HYPERCALL_PORT)
+      : "memory", "cc");
+  return blocked != 0;
 }
 
 void Ack(uint64_t* acks) { __atomic_store_n(acks, *acks + 1, __ATOMIC_RELEASE); }
@@ -126,6 +119,7 @@ bool SmpBoot(uint32_t nr_cpus) {
   __atomic_store_n(&g_smp_released, 1, __ATOMIC_RELEASE);
   bool ok = true;
   for (uint32_t cpu = 1; cpu < nr_cpus; ++cpu) {
+    g_cpus[cpu].id = cpu;
     CpuState& ap = g_cpu[cpu];
     while (__atomic_load_n(&ap.registered, __ATOMIC_ACQUIRE) == 0) cpu::Pause();
     if (ap.register_result < 0) {
@@ -142,27 +136,15 @@ uint32_t CpusUp() { return __atomic_load_n(&g_cpus_up, __ATOMIC_ACQUIRE); }
 
 uint32_t NrCpus() { return g_nr_cpus; }
 
-uint32_t CurrentCpu() {
-  uint64_t rsp;
-  asm volatile("mov %%rsp, %0" : "=r"(rsp));
-  if (rsp <= MVMM_AP_STACKS_GPA || rsp > MVMM_AP_STACKS_END) return 0;
-  return static_cast<uint32_t>((rsp - MVMM_AP_STACKS_GPA - 1) / MVMM_AP_STACK_SIZE + 1);
-}
-
 uint64_t OtherCpusMask() {
   const uint64_t all = g_nr_cpus >= 64 ? ~0ull : (1ull << g_nr_cpus) - 1;
   return all & ~(1ull << CurrentCpu());
 }
 
 void IpiInterrupt() {
-  const uint32_t cpu = CurrentCpu();
-  CpuState& me = g_cpu[cpu];
-  if (cpu == 0) {
-    ++g_kc.ipis;
-  } else {
-    ++me.ipis;
-  }
-  TakeFlushFlag(me);
+  CpuState& me = g_cpu[CurrentCpu()];
+  ++Kc().ipis;
+  TakeFlushFlag();
   Mailbox& m = me.mailbox;
   const uint32_t requests = __atomic_exchange_n(&m.pending, 0u, __ATOMIC_ACQ_REL);
   if (requests & kRequestFlush) {
@@ -192,11 +174,6 @@ void SmpCallFunctionStart(uint64_t mask, SmpCallFn fn, uint64_t arg) {
 
 void SmpCallWait(uint64_t mask) { RequestWait(mask, &Mailbox::call_acks, &Mailbox::call_want); }
 
-int64_t SmpHypercall(uint64_t nr, uint64_t a0, uint64_t a1) {
-  const uint32_t cpu = CurrentCpu();
-  return cpu == 0 ? Hypercall(nr, a0, a1) : ApHypercall(g_cpu[cpu], nr, a0, a1);
-}
-
 uint64_t SmpCallResult(uint32_t cpu) { return g_cpu[cpu].mailbox.result; }
 
 void SmpFlushOthersByIpi(uint64_t mask) {
@@ -211,15 +188,35 @@ void SmpWaitBlocked(uint64_t mask) {
   });
 }
 
-bool SmpLoadCr3(uint64_t base) {
+void TakeFlushFlag() {
   CpuState& me = g_cpu[CurrentCpu()];
-  ++me.cr3_writes;
-  if (g_boot.config.backend == Backend::kNative) {
-    cpu::WriteCr3(base);
-    return true;
+  if (__atomic_exchange_n(&me.runstate.flags, 0u, __ATOMIC_ACQ_REL) & MVMM_RUNSTATE_FLUSH_TLB) {
+    FlushTlb();
+    ++me.flag_flushes;
   }
-  me.ext = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
-  return ApHypercall(me, MVMM_HC_mmuext_op, reinterpret_cast<uint64_t>(&me.ext), 1) == 1;
+}
+
+void IdleBlock(Task* const* head) {
+  // Counted before the block: the last block of an idle CPU never returns
+  // (the VM's stop ends it), and CPU 0 reports while the others are blocked.
+  KernelCounters& kc = Kc();
+  HypercallCounts& hc = Hc();
+  ++kc.idle_blocks;
+  ++hc.ops[MVMM_HC_sched_op];
+  ++hc.exits[MVMM_HC_sched_op];
+  if (!IdleBlockWindow(head)) {
+    --kc.idle_blocks;
+    --hc.ops[MVMM_HC_sched_op];
+    --hc.exits[MVMM_HC_sched_op];
+  }
+}
+
+void RestartIdleWindow(TrapFrame* f) {
+  const uint64_t start = reinterpret_cast<uint64_t>(idle_window_start);
+  if (f->rip >= start && f->rip < reinterpret_cast<uint64_t>(idle_window_end)) {
+    f->rip = start;
+    ++Kc().idle_restarts;
+  }
 }
 
 void AppendSmpReport(TextBuf* out) {
@@ -227,21 +224,33 @@ void AppendSmpReport(TextBuf* out) {
   AppendLockCounts("kernel", 0, out);
   for (uint32_t cpu = 1; cpu < g_nr_cpus; ++cpu) {
     const CpuState& ap = g_cpu[cpu];
+    const KernelCounters& kc = g_cpus[cpu].kc;
+    const HypercallCounts& hc = g_cpus[cpu].hc;
     char storage[40];
     TextBuf p(storage, sizeof(storage));
     p.Str("smp.cpu").Dec(cpu);
     out->Kv(p.View(), "bringup_hypercalls", ap.bringup_hypercalls);
-    out->Kv(p.View(), "idle_blocks", ap.idle_blocks);
-    out->Kv(p.View(), "ipis", ap.ipis);
     out->Kv(p.View(), "ipi_flushes", ap.ipi_flushes);
     out->Kv(p.View(), "flag_flushes", ap.flag_flushes);
     out->Kv(p.View(), "ipi_calls", ap.ipi_calls);
-    out->Kv(p.View(), "cr3_writes", ap.cr3_writes);
+    // Its kernel counters: these three always, the others when not zero
+    // (the record has a size limit, and most stay zero on a CPU that only
+    // serves IPIs).
+    out->Kv(p.View(), "idle_blocks", kc.idle_blocks);
+    out->Kv(p.View(), "ipis", kc.ipis);
+    out->Kv(p.View(), "cr3_writes", kc.cr3_writes);
+#define GUEST_SMP_KC_(name)                                                     \
+  if (kc.name != 0 && StrView(#name) != "idle_blocks" && StrView(#name) != "ipis" && \
+      StrView(#name) != "cr3_writes")                                           \
+    out->Kv(p.View(), #name, kc.name);
+    GUEST_COUNTER_LIST(GUEST_SMP_KC_)
+#undef GUEST_SMP_KC_
     AppendLockCounts(p.View(), cpu, out);
     p.Str(".hc_exits");
-    for (int i = 0; i < kAbiCount; ++i) {
-      if (ap.hc_exits[i] != 0) out->Kv(p.View(), kAbiNames[i], ap.hc_exits[i]);
-    }
+#define GUEST_SMP_HC_(nr, name) \
+  if (hc.exits[nr] != 0) out->Kv(p.View(), #name, hc.exits[nr]);
+    MVMM_HYPERCALL_LIST(GUEST_SMP_HC_)
+#undef GUEST_SMP_HC_
   }
 }
 
@@ -254,23 +263,26 @@ extern "C" [[noreturn]] void ApMain(const mvmm_boot_info*, uint64_t cpu) {
   if (cpu >= MVMM_MAX_CPUS) {
     for (;;) asm volatile("hlt");  // no state for it: idle without a word
   }
+  CpuState& me = g_cpu[cpu];
+  if (CurrentCpu() != cpu) {
+    // A VMM that gave every CPU the same GDT: this CPU cannot find its own
+    // state. SmpBoot reports it; this CPU idles without a word.
+    me.register_result = -MVMM_EINVAL;
+    __atomic_store_n(&me.registered, 1, __ATOMIC_RELEASE);
+    for (;;) asm volatile("hlt");
+  }
   IdtLoad();
   __atomic_fetch_add(&g_cpus_up, 1, __ATOMIC_ACQ_REL);
-  CpuState& me = g_cpu[cpu];
   ++me.bringup_hypercalls;
-  me.register_result = ApHypercall(me, MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, cpu,
-                                   reinterpret_cast<uint64_t>(&me.runstate));
+  me.register_result = Hypercall(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_RUNSTATE_AREA, cpu,
+                                 reinterpret_cast<uint64_t>(&me.runstate));
   __atomic_store_n(&me.registered, 1, __ATOMIC_RELEASE);
   // Interrupts on for good: from here on an IPI ends a block and is taken
   // right after it (nobody sends one before this CPU is first blocked).
   ++me.bringup_hypercalls;
-  ApHypercall(me, MVMM_HC_set_if, 1);
-  // Everything else happens in the IPI handler. After every block, and
-  // before this CPU could touch a user mapping, a flush another CPU's
-  // flush_tlb_others deferred to it.
-  for (;;) {
-    TakeFlushFlag(me);
-    ++me.idle_blocks;
-    ApHypercall(me, MVMM_HC_sched_op, MVMM_SCHEDOP_BLOCK);
-  }
+  Hypercall(MVMM_HC_set_if, 1);
+  // Requests are served in the IPI handler; tasks queued here run from
+  // the idle loop. After every block, and before this CPU could touch a
+  // user mapping, a flush another CPU's flush_tlb_others deferred to it.
+  ApIdleLoop();
 }

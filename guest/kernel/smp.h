@@ -16,10 +16,13 @@
 
 #include <stdint.h>
 
+#include "arch/trap.h"
 #include "lib/format.h"
 #include "minivmm_abi/boot.h"
 
 namespace guest {
+
+struct Task;
 
 // On CPU 0, once BSS is zeroed and the IDT built: lets the other `nr_cpus - 1`
 // CPUs run and waits until each is idle. False when one could not register
@@ -54,9 +57,6 @@ void SmpCallFunctionMany(uint64_t mask, SmpCallFn fn, uint64_t arg);
 // fn. No other request to `mask` in between.
 void SmpCallFunctionStart(uint64_t mask, SmpCallFn fn, uint64_t arg);
 void SmpCallWait(uint64_t mask);
-// A hypercall counted as the calling CPU's: CPU 0's in kernel.hc* (Hypercall),
-// another CPU's in its own smp.cpu<n>.hc_exits.
-int64_t SmpHypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0);
 // What CPU `cpu` returned from the last CALL it ran.
 uint64_t SmpCallResult(uint32_t cpu);
 // CPU 0: the naive flush_tlb: a FLUSH request in each target's mailbox, an
@@ -66,19 +66,28 @@ void SmpFlushOthersByIpi(uint64_t mask);
 // blocked (MVMM_RUNSTATE_BLOCKED): idle in its loop again.
 void SmpWaitBlocked(uint64_t mask);
 
-// On a secondary CPU (a CALL's function): loads CR3 with the top-level table
-// at `base`, in the form the write_cr3 pv op takes on this backend
-// (mmuext_op NEW_BASEPTR under pv, mov %cr3 under native), with this CPU's
-// own argument block and counters. False when the VMM refused it.
-bool SmpLoadCr3(uint64_t base);
+// Takes this CPU's run-state FLUSH flag (set by another CPU's
+// flush_tlb_others) and, if it was set, flushes the TLB.
+void TakeFlushFlag();
+
+// A secondary CPU's idle block: one sched_op(block) unless a task is queued
+// at *head (this CPU's run queue), checked in the same restartable window
+// (RestartIdleWindow). Counted as idle_blocks and a sched_op exit when it
+// blocked. Interrupts on.
+void IdleBlock(Task* const* head);
+// Called for every interrupt taken in kernel mode: if it came inside
+// IdleBlock's window before the block, resumes the window at its check
+// (counted as idle_restarts). MIPS Linux's r4k_wait rollback.
+void RestartIdleWindow(TrapFrame* f);
 
 // Appends kernel.cpus_up and, for each secondary CPU n, its own counts:
-// smp.cpu<n>.bringup_hypercalls (vcpu_op and set_if), .idle_blocks
-// (sched_op(block)), .ipis (IPIs taken), .ipi_flushes (FLUSH requests done),
-// .flag_flushes (run-state FLUSH flags taken), .ipi_calls (CALL requests
-// done), .cr3_writes, its spinlock counts (.lock_*: AppendLockCounts; CPU
-// 0's as kernel.lock_*) and .hc_exits.<name> for every hypercall it made.
-// Read while the secondary CPUs are idle.
+// smp.cpu<n>.bringup_hypercalls (vcpu_op and set_if), .ipi_flushes (FLUSH
+// requests done), .flag_flushes (run-state FLUSH flags taken), .ipi_calls
+// (CALL requests done), its kernel counters (counters.h: .idle_blocks,
+// .ipis and .cr3_writes always, the others when not zero), its spinlock
+// counts (.lock_*: AppendLockCounts; CPU 0's as kernel.lock_*) and
+// .hc_exits.<name> for every hypercall it made. Read while the secondary
+// CPUs are idle.
 void AppendSmpReport(TextBuf* out);
 
 }  // namespace guest

@@ -1,6 +1,7 @@
 #include "kernel/spinlock.h"
 
 #include "arch/cpu.h"
+#include "kernel/hypercall.h"
 #include "kernel/panic.h"
 #include "kernel/smp.h"
 #include "minivmm_abi/boot.h"
@@ -20,19 +21,19 @@ void YieldTowards(uint32_t owner, uint32_t me, LockCounts& c) {
   ++c.yields;
   const bool directed =
       PvVariant(PvOp::kYield) != Variant::kNaive && owner != me && owner < MVMM_MAX_CPUS;
-  const int64_t r = directed ? SmpHypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, owner)
-                             : SmpHypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
+  const int64_t r = directed ? Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, owner)
+                             : Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
   GUEST_ASSERT(r == 0);
 }
 
 }  // namespace
 
-// Any context, any locks held. Reads RFLAGS (save_fl: no exit on either
-// backend). The irq pv ops are CPU 0's (under irq:shared they read CPU 0's
-// vcpu_info), so another CPU reads its own RFLAGS.IF directly.
+// Any context, any locks held. Off when RFLAGS.IF is clear (always so in
+// an interrupt or trap gate) or when the irq pv ops say so (save_fl: no
+// exit on either backend; under irq:shared, this CPU's vcpu_info mask).
 bool IrqsOff() {
-  const uint64_t flags = CurrentCpu() == 0 ? ArchSaveFlags() : cpu::SaveFlags();
-  return (flags & cpu::kRflagsIf) == 0;
+  if ((cpu::SaveFlags() & cpu::kRflagsIf) == 0) return true;
+  return (ArchSaveFlags() & cpu::kRflagsIf) == 0;
 }
 
 const LockCounts& CpuLockCounts(uint32_t cpu) { return g_lock_counts[cpu]; }
@@ -47,10 +48,9 @@ void AppendLockCounts(StrView prefix, uint32_t cpu, TextBuf* out) {
   out->Kv(prefix, "lock_yields", c.yields);
 }
 
-// CPU 0 only (the irq pv ops are its own; another CPU runs with interrupts
-// off and uses Lock). Caller must not hold this lock; interrupts may be on
-// or off. Disables interrupts and returns the flags from before. Never
-// sleeps.
+// Caller must not hold this lock; interrupts may be on or off (on a
+// secondary CPU under irq:shared, after PvSecondaryIrqInit). Disables
+// interrupts and returns the flags from before. Never sleeps.
 uint64_t SpinLock::LockIrqSave() {
   uint64_t f = ArchLocalIrqSave();
   Lock();
@@ -103,7 +103,7 @@ void SpinLock::Lock() {
         goto locked;
       }
       ++c.waits;
-      const int64_t r = SmpHypercall(MVMM_HC_lock_wait, reinterpret_cast<uint64_t>(&locked_), 1);
+      const int64_t r = Hypercall(MVMM_HC_lock_wait, reinterpret_cast<uint64_t>(&locked_), 1);
       GUEST_ASSERT(r >= 0);
       if (r == MVMM_LOCK_WAIT_KICKED) ++c.kicked_wakes;
       __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
@@ -131,7 +131,7 @@ void SpinLock::Unlock() {
       LockCounts& c = g_lock_counts[CurrentCpu()];
       ++c.kicks;
       const int64_t r =
-          SmpHypercall(MVMM_HC_lock_kick, static_cast<uint64_t>(__builtin_ctzll(bit)));
+          Hypercall(MVMM_HC_lock_kick, static_cast<uint64_t>(__builtin_ctzll(bit)));
       GUEST_ASSERT(r == 0);
       return;
     }

@@ -28,8 +28,7 @@ inline constexpr uint64_t kYieldEvery = 128;
 
 class SpinLock {
  public:
-  // spin_lock_irqsave, CPU 0 only: returns the flags to hand back to
-  // UnlockIrqRestore.
+  // spin_lock_irqsave: returns the flags to hand back to UnlockIrqRestore.
   uint64_t LockIrqSave();
   void UnlockIrqRestore(uint64_t flags);
   // Plain lock/unlock, for callers that already run with interrupts off.

@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "kernel/switch.h"
 
 #include "arch/cpu.h"
@@ -12,20 +13,27 @@
 namespace guest {
 namespace {
 
-TlsShadow g_tls_shadow;     // per-CPU: what the VMM was last sent (empty slots at boot)
-Mm* g_active_mm = nullptr;  // per-CPU: the address space CR3 holds
+// Per CPU, each written by its own CPU only.
+struct SwitchState {
+  TlsShadow tls_shadow;  // what the VMM was last sent (empty slots at boot)
+  Mm* active_mm = nullptr;  // the address space CR3 holds (null: the boot tables)
+  bool fpu_ready = false;      // CR0.TS set up for the FPU policy (FpuCpuInit)
+};
+constinit SwitchState g_switch[MVMM_MAX_CPUS];
+
+SwitchState& Mine() { return g_switch[CurrentCpu()]; }
 bool g_ring3_nm_seen = false;
 bool g_probing = true;  // until FpuPolicyInit: #NM is expected under every policy
 
 Variant FpuPolicy() { return PvVariant(PvOp::kFpuSwitch); }
 
 void SaveFpu(Task* t) {
-  ++g_kc.fpu_saves;
+  ++Kc().fpu_saves;
   cpu::Fxsave(t->fxsave);
 }
 
 void RestoreFpu(Task* t) {
-  ++g_kc.fpu_restores;
+  ++Kc().fpu_restores;
   cpu::Fxrstor(t->fxsave);
 }
 
@@ -46,16 +54,16 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
     if (prev->used_math) SaveFpu(prev);
     prev->has_fpu = false;
     if (next->used_math) {
-      ++g_kc.fpu_preloads;
+      ++Kc().fpu_preloads;
       next->has_fpu = true;
       return true;
     }
     return false;
   }
   bool preload = WantPreload(next);
-  if (preload) ++g_kc.fpu_preloads;
+  if (preload) ++Kc().fpu_preloads;
   // The switches where naive pays the stts/clts pair and optimized nothing.
-  if (preload && prev->has_fpu) ++g_kc.fpu_owner_preloads;
+  if (preload && prev->has_fpu) ++Kc().fpu_owner_preloads;
   if (policy == Variant::kNaive) {
     // __unlazy_fpu(prev): save and set TS; then clts for a preload: the
     // stts/clts pair, two CR0 writes when prev owned the FPU.
@@ -90,8 +98,9 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
 // kernel thread (no mm) keeps the loaded one (lazy TLB), so only a switch
 // into a user task of another address space writes CR3.
 void SwitchMm(const Task* next) {
-  if (next->mm == nullptr || next->mm == g_active_mm) return;
-  g_active_mm = next->mm;
+  Mm*& active = Mine().active_mm;
+  if (next->mm == nullptr || next->mm == active) return;
+  active = next->mm;
   WriteCr3(reinterpret_cast<uint64_t>(next->mm->pml4));
 }
 
@@ -100,10 +109,21 @@ void SwitchMm(const Task* next) {
 // is a WriteGdtEntry, counted as desc_updates.
 void LoadTls(const Task* next) {
   unsigned mask = 7;
-  if (PvVariant(PvOp::kTls) != Variant::kNaive) mask = g_tls_shadow.Changed(next->tls);
+  if (PvVariant(PvOp::kTls) != Variant::kNaive) mask = Mine().tls_shadow.Changed(next->tls);
   for (int i = 0; i < kTlsSlots; ++i) {
     if (mask & (1u << i)) WriteGdtEntry(MVMM_GDT_TLS_FIRST + i, next->tls[i]);
   }
+}
+
+// A secondary CPU's first context switch: TS set, as CPU 0 has it, under
+// the lazy policies (nobody owns this CPU's FPU yet); clear (as the VMM
+// entered it) under eager. Done here, not at bring-up, because the CPUs come
+// up before the policy is known, and only CPUs that run tasks pay for it.
+void FpuCpuInit() {
+  SwitchState& s = Mine();
+  if (s.fpu_ready) return;
+  s.fpu_ready = true;
+  if (FpuPolicy() != Variant::kEager) Stts();
 }
 
 }  // namespace
@@ -124,7 +144,8 @@ void ReloadTls(Task* t) {
 }
 
 void SwitchInit() {
-  g_active_mm = KernelMm();
+  g_switch[0].active_mm = KernelMm();  // the others still run on the boot tables
+  g_switch[0].fpu_ready = true;
   Stts();  // nobody owns the FPU yet; the ring-3 #NM probe needs TS set
 }
 
@@ -134,7 +155,8 @@ void FpuPolicyInit() {
 }
 
 void ContextSwitch(Task* prev, Task* next) {
-  ++g_kc.switches;
+  ++Kc().switches;
+  FpuCpuInit();
   GUEST_ASSERT(*prev->kstack_guard == 0x57ac6c0ffee5afe5ull);  // prev's stack did not overflow
   pv_ops.start_context_switch();
   // Kernel mappings are the same in every address space, so the new base
@@ -151,14 +173,14 @@ void ContextSwitch(Task* prev, Task* next) {
     if (FpuPolicy() != Variant::kEager) ++next->fpu_counter;
     RestoreFpu(next);
   }
-  g_current = next;
+  ThisCpu().current = next;
   SwitchStacks(&prev->saved_rsp, next->saved_rsp);
 }
 
 void FpuDeviceNotAvailable(bool from_user) {
-  ++g_kc.nm_traps;
+  ++Kc().nm_traps;
   if (from_user) g_ring3_nm_seen = true;
-  Task* t = g_current;
+  Task* t = Current();
   if (FpuPolicy() == Variant::kEager && !g_probing)
     Panic("#NM with the eager FPU policy (CR0.TS should be clear)");
   GUEST_ASSERT(!t->has_fpu);

@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "kernel/syscall.h"
 
 #include "arch/cpu.h"
@@ -16,7 +17,7 @@ namespace {
 
 constexpr uint64_t kMaxIo = 4096;
 
-File* FdToFile(uint64_t fd) { return fd < kMaxFds ? g_current->fds[fd] : nullptr; }
+File* FdToFile(uint64_t fd) { return fd < kMaxFds ? Current()->fds[fd] : nullptr; }
 
 int64_t SysWrite(uint64_t fd, uint64_t buf, uint64_t len) {
   File* f = FdToFile(fd);
@@ -44,11 +45,11 @@ int64_t SysPipe(uint64_t fds_addr) {
   File* r;
   File* w;
   NewPipe(&r, &w);
-  int64_t rfd = InstallFd(g_current, r);
+  int64_t rfd = InstallFd(Current(), r);
   if (rfd < 0) return rfd;
-  int64_t wfd = InstallFd(g_current, w);
+  int64_t wfd = InstallFd(Current(), w);
   if (wfd < 0) {
-    g_current->fds[rfd] = nullptr;
+    Current()->fds[rfd] = nullptr;
     return wfd;
   }
   int64_t* out = reinterpret_cast<int64_t*>(fds_addr);
@@ -59,7 +60,7 @@ int64_t SysPipe(uint64_t fds_addr) {
 
 int64_t SysSetTls(uint64_t slot, uint64_t desc) {
   if (slot >= kTlsSlots || !IsAcceptableTlsDescriptor(desc)) return -kEInval;
-  Task* t = g_current;
+  Task* t = Current();
   t->tls[slot] = desc;
   ReloadTls(t);
   return 0;
@@ -83,7 +84,7 @@ void SelfCheckFailed(const Task* t, unsigned long id) {
   TextBuf msg(storage, sizeof(storage));
   msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");
   msg.Str(id < sizeof(kChecks) / sizeof(kChecks[0]) ? kChecks[id] : "unknown check");
-  ++g_kc.check_failures;
+  ++Kc().check_failures;
   Fatal(kExitCheckFailed, msg.View());
 }
 
@@ -105,11 +106,11 @@ int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
     case kSysSetTls:
       return SysSetTls(a0, a1);
     case kSysGetPid:
-      return static_cast<int64_t>(g_current->pid);
+      return static_cast<int64_t>(Current()->pid);
     case kSysClock:
       return static_cast<int64_t>(cpu::Rdtsc());
     case kSysCheckFail:
-      SelfCheckFailed(g_current, a0);
+      SelfCheckFailed(Current(), a0);
   }
   return -kENosys;
 }
@@ -117,7 +118,7 @@ int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
 }  // namespace
 
 void SyscallEntry(TrapFrame* f) {
-  ++g_kc.syscalls;
+  ++Kc().syscalls;
   f->rax = static_cast<uint64_t>(Dispatch(f->rax, f->rdi, f->rsi, f->rdx));
 }
 

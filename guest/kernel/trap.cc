@@ -7,6 +7,7 @@
 #include "kernel/counters.h"
 #include "kernel/fpu.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/sched.h"
 #include "kernel/smp.h"
 #include "kernel/syscall.h"
@@ -68,6 +69,8 @@ bool IsInt80(const TrapFrame* f) {
 using namespace guest;
 
 extern "C" void TrapDispatch(TrapFrame* f) {
+  if (!f->FromUser() && (f->vector == MVMM_TIMER_VECTOR || f->vector == MVMM_IPI_VECTOR))
+    RestartIdleWindow(f);
   switch (f->vector) {
     case MVMM_TIMER_VECTOR:
       TimerInterrupt(f);
@@ -81,7 +84,7 @@ extern "C" void TrapDispatch(TrapFrame* f) {
     case kVectorUd:
       if (!IsInt80(f)) UnhandledException(f);
       f->rip += 2;  // as if the gate had been taken: resume after `int 0x80`
-      ++g_kc.syscall_ud_fallbacks;
+      ++Kc().syscall_ud_fallbacks;
       SyscallEntry(f);
       break;
     case kVectorNm:

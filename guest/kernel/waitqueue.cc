@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "kernel/waitqueue.h"
 
 #include "kernel/counters.h"
@@ -14,7 +15,7 @@ namespace guest {
 // retakes `lock` and returns with interrupts off. The caller rechecks its
 // condition in a loop.
 void SleepOn(WaitQueue* wq, SpinLock* lock) {
-  Task* t = g_current;
+  Task* t = Current();
   GUEST_ASSERT(t->waiting_on == nullptr && !t->on_runq);
   t->state = TaskState::kBlocked;
   t->waiting_on = wq;
@@ -41,10 +42,10 @@ void WakeAll(WaitQueue* wq) {
     if (wq->head == nullptr) wq->tail = nullptr;
     t->waiting_on = nullptr;
     t->wait_next = nullptr;
-    ++g_kc.wakeups;
+    ++Kc().wakeups;
     g_rq_lock.Lock();
     t->state = TaskState::kRunnable;
-    RunqPush(t);
+    Enqueue(t);  // on its CPU, which may be another one
     g_rq_lock.Unlock();
   }
 }

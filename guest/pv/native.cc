@@ -5,6 +5,7 @@
 #include "kernel/boot.h"
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
+#include "kernel/percpu.h"
 #include "pv/pv_ops.h"
 
 extern "C" uint64_t PteValCalleeThunk(uint64_t);
@@ -23,11 +24,11 @@ void NativeStts() { cpu::WriteCr0(cpu::ReadCr0() | cpu::kCr0Ts); }
 
 void NativeWriteGdtEntry(unsigned index, uint64_t desc) {
   // One aligned 8-byte store: the VMM's validator applies exactly that form.
-  uint64_t* slot = reinterpret_cast<uint64_t*>(g_boot.gdt_gpa + 8ull * index);
+  uint64_t* slot = reinterpret_cast<uint64_t*>(ThisCpuGdt() + 8ull * index);
   asm volatile("movq %1, %0" : "=m"(*slot) : "r"(desc) : "memory");
 }
 
-void NativeLoadSp0(uint64_t sp0) { g_boot.tss->rsp[0] = sp0; }
+void NativeLoadSp0(uint64_t sp0) { ThisCpuTss()->rsp[0] = sp0; }
 
 void NativeSetPte(uint64_t* ptep, uint64_t val) {
   *reinterpret_cast<volatile uint64_t*>(ptep) = val;

@@ -10,6 +10,7 @@
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "lib/batch.h"
 #include "pv/pv_ops.h"
 
@@ -18,16 +19,30 @@ extern "C" uint64_t XenPteValCalleeThunk(uint64_t);
 namespace guest {
 namespace {
 
-MulticallBatch g_batch;
-int g_lazy_depth = 0;
+// Per CPU: its lazy-mode batch and the argument blocks of its single
+// operations, each used by its own CPU only.
+struct PvCpu {
+  MulticallBatch batch;
+  int lazy_depth = 0;
+  mvmm_mmu_update single_req = {};
+  mvmm_mmuext_op single_ext = {};
+  // pvops irq:shared: this CPU's registered vcpu_info (CPU 0's at boot_info's
+  // vcpu_info_gpa, another CPU's in `own_vcpu_info`), null before.
+  volatile mvmm_vcpu_info* vcpu_info = nullptr;
+  alignas(MVMM_VCPU_INFO_ALIGN) mvmm_vcpu_info own_vcpu_info = {};
+};
+constinit PvCpu g_pv_cpu[MVMM_MAX_CPUS];
 
-bool Queueing() { return g_lazy_depth > 0 && PvBatching(); }
+PvCpu& Mine() { return g_pv_cpu[CurrentCpu()]; }
+
+bool Queueing() { return Mine().lazy_depth > 0 && PvBatching(); }
 
 // A queueable operation: into the batch while in a lazy mode, else direct.
 void Issue(uint64_t nr, uint64_t a0, uint64_t a1 = 0) {
   if (Queueing()) {
-    if (g_batch.full()) FlushBatch(&g_batch);
-    g_batch.Add(nr, a0, a1);
+    MulticallBatch& batch = Mine().batch;
+    if (batch.full()) FlushBatch(&batch);
+    batch.Add(nr, a0, a1);
     return;
   }
   HypercallOrDie(nr, a0, a1);
@@ -35,7 +50,7 @@ void Issue(uint64_t nr, uint64_t a0, uint64_t a1 = 0) {
 
 // A synchronous hypercall whose result is needed now.
 int64_t Sync(uint64_t nr, uint64_t a0, uint64_t a1 = 0) {
-  FlushBatch(&g_batch);
+  FlushBatch(&Mine().batch);
   return HypercallOrDie(nr, a0, a1);
 }
 
@@ -57,23 +72,24 @@ void PvSafeHalt() {
 // while evtchn_upcall_mask is set; RFLAGS.IF stays 1 outside interrupt and
 // trap gates (whose IF=0 keeps the VMM from injecting into a handler, as
 // Xen's mask-on-upcall does). Only unmasking with an event pending exits.
-volatile mvmm_vcpu_info* g_vcpu_info = nullptr;
+volatile mvmm_vcpu_info* VcpuInfo() { return Mine().vcpu_info; }
 
-uint64_t SharedSaveFl() { return g_vcpu_info->evtchn_upcall_mask != 0 ? 0 : cpu::kRflagsIf; }
+uint64_t SharedSaveFl() { return VcpuInfo()->evtchn_upcall_mask != 0 ? 0 : cpu::kRflagsIf; }
 void SharedIrqDisable() {
-  g_vcpu_info->evtchn_upcall_mask = 1;
+  VcpuInfo()->evtchn_upcall_mask = 1;
   asm volatile("" ::: "memory");
 }
 // Clears the mask, then looks at pending: the VMM writes it only while the
 // vCPU is out of the guest, so an interrupt that arrives after this read
 // finds the mask clear and is injected directly.
 void SharedUnmask() {
+  volatile mvmm_vcpu_info* info = VcpuInfo();
   asm volatile("" ::: "memory");
-  g_vcpu_info->evtchn_upcall_mask = 0;
+  info->evtchn_upcall_mask = 0;
   asm volatile("" ::: "memory");
-  ++g_kc.irq_unmasks;
-  if (g_vcpu_info->evtchn_upcall_pending != 0) {
-    ++g_kc.irq_unmasks_pending;
+  ++Kc().irq_unmasks;
+  if (info->evtchn_upcall_pending != 0) {
+    ++Kc().irq_unmasks_pending;
     Sync(MVMM_HC_force_evtchn_callback, 0);
   }
 }
@@ -98,48 +114,46 @@ void PvStts() { Issue(MVMM_HC_fpu_taskswitch, 1); }
 void PvCltsForNm() { Issue(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM); }
 
 void PvWriteGdtEntry(unsigned index, uint64_t desc) {
-  Issue(MVMM_HC_update_descriptor, g_boot.gdt_gpa + 8ull * index, desc);
+  Issue(MVMM_HC_update_descriptor, ThisCpuGdt() + 8ull * index, desc);
 }
 
 void PvLoadSp0(uint64_t sp0) { Issue(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, sp0); }
 
 // Xen's pte_pfn_to_mfn: the frame of a present entry through the p2m.
 uint64_t PvMakePte(uint64_t val) {
-  if (val & kPtePresent) ++g_kc.p2m_lookups;
+  if (val & kPtePresent) ++Kc().p2m_lookups;
   return PhysmapMakePte(g_pv_physmap, val);
 }
 
-mvmm_mmu_update g_single_req;
-
 void PvSetPte(uint64_t* ptep, uint64_t val) {
   uint64_t gpa = reinterpret_cast<uintptr_t>(ptep);
+  PvCpu& me = Mine();
   if (Queueing()) {
-    if (g_batch.full()) FlushBatch(&g_batch);
-    g_batch.AddMmuUpdate(gpa, val);
+    if (me.batch.full()) FlushBatch(&me.batch);
+    me.batch.AddMmuUpdate(gpa, val);
     return;
   }
-  g_single_req = {gpa, val};
-  Sync(MVMM_HC_mmu_update, reinterpret_cast<uintptr_t>(&g_single_req), 1);
+  me.single_req = {gpa, val};
+  Sync(MVMM_HC_mmu_update, reinterpret_cast<uintptr_t>(&me.single_req), 1);
 }
-
-mvmm_mmuext_op g_single_ext;
 
 // Xen's mmuext_op(MMUEXT_NEW_BASEPTR): queued inside a context switch, so
 // the address-space change rides in the switch's multicall.
 void PvWriteCr3(uint64_t base) {
+  PvCpu& me = Mine();
   if (Queueing()) {
-    if (g_batch.full()) FlushBatch(&g_batch);
-    g_batch.AddNewBasePtr(base);
+    if (me.batch.full()) FlushBatch(&me.batch);
+    me.batch.AddNewBasePtr(base);
     return;
   }
-  g_single_ext = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
-  Sync(MVMM_HC_mmuext_op, reinterpret_cast<uintptr_t>(&g_single_ext), 1);
+  me.single_ext = {MVMM_MMUEXT_NEW_BASEPTR, 0, base >> 12, 0};
+  Sync(MVMM_HC_mmuext_op, reinterpret_cast<uintptr_t>(&me.single_ext), 1);
 }
 
 // The vCPU's own TLB is its own affair (a CR3 reload); flush_tlb_others is
 // for the other CPUs' (PvFlushTlbOthers).
 void PvFlushTlb() {
-  FlushBatch(&g_batch);
+  FlushBatch(&Mine().batch);
   FlushTlb();
 }
 
@@ -148,9 +162,10 @@ uint64_t PvFlushTlbOthers(uint64_t mask) {
   return static_cast<uint64_t>(Sync(MVMM_HC_flush_tlb_others, mask));
 }
 
-void PvEnterLazy() { ++g_lazy_depth; }
+void PvEnterLazy() { ++Mine().lazy_depth; }
 void PvLeaveLazy() {
-  if (--g_lazy_depth == 0) FlushBatch(&g_batch);
+  PvCpu& me = Mine();
+  if (--me.lazy_depth == 0) FlushBatch(&me.batch);
 }
 
 }  // namespace
@@ -184,10 +199,11 @@ bool PvBatching() { return PvVariant(PvOp::kBatch) != Variant::kNaive; }
 
 void PvSharedIrqInit(PvOps* ops, uint64_t vcpu_info_gpa) {
   if (vcpu_info_gpa == 0) Panic("pvops irq:shared: boot_info has no vcpu_info_gpa");
-  g_vcpu_info = reinterpret_cast<volatile mvmm_vcpu_info*>(vcpu_info_gpa);
+  PvCpu& me = Mine();
+  me.vcpu_info = reinterpret_cast<volatile mvmm_vcpu_info*>(vcpu_info_gpa);
   // Interrupts stay off (masked) as they were (IF=0), and the flag moves to
   // the mask: from here on RFLAGS.IF is 1 outside gates.
-  g_vcpu_info->evtchn_upcall_mask = 1;
+  me.vcpu_info->evtchn_upcall_mask = 1;
   HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, vcpu_info_gpa);
   ops->save_fl = SharedSaveFl;
   ops->restore_fl = SharedRestoreFl;
@@ -197,12 +213,23 @@ void PvSharedIrqInit(PvOps* ops, uint64_t vcpu_info_gpa) {
   cpu::Sti();
 }
 
+void PvSecondaryIrqInit() {
+  PvCpu& me = Mine();
+  if (!PvIrqShared() || me.vcpu_info != nullptr) return;
+  // This CPU runs with interrupts on (RFLAGS.IF=1 since bring-up): the
+  // mask starts clear, the same state.
+  me.own_vcpu_info.evtchn_upcall_mask = 0;
+  me.vcpu_info = &me.own_vcpu_info;
+  HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, CurrentCpu(),
+                 reinterpret_cast<uint64_t>(&me.own_vcpu_info));
+}
+
 }  // namespace guest
 
 // The C body behind XenPteValCalleeThunk (arch/entry.S), the pv pte_val:
 // Xen's pte_mfn_to_pfn, the frame of a present entry through the m2p. The
 // patched call sites do the same inline (PvPatchCallSites).
 extern "C" uint64_t XenPteValC(uint64_t pte) {
-  if (pte & guest::kPtePresent) ++guest::g_kc.m2p_lookups;
+  if (pte & guest::kPtePresent) ++guest::Kc().m2p_lookups;
   return guest::PhysmapPteVal(guest::g_pv_physmap, pte);
 }

@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "pv/pv_ops.h"
 
 #include "kernel/boot.h"
@@ -41,9 +42,9 @@ Variant PvVariant(PvOp op) { return g_variant[static_cast<int>(op)]; }
 void ArchIrqRestore(uint64_t flags) {
   bool enable = (flags & (1ull << 9)) != 0;
   if (enable) {
-    ++g_kc.irq_restores_if_set;
+    ++Kc().irq_restores_if_set;
   } else {
-    ++g_kc.irq_restores_if_clear;
+    ++Kc().irq_restores_if_clear;
   }
   if (g_variant[static_cast<int>(PvOp::kIrqRestore)] == Variant::kNaive) {
     // Linux before 2017: every restore goes to the backend, even when it
@@ -58,7 +59,7 @@ void ArchIrqRestore(uint64_t flags) {
 
 void SendIpiMask(uint64_t mask) {
   if (mask == 0) return;
-  g_kc.ipis_sent += static_cast<uint64_t>(__builtin_popcountll(mask));
+  Kc().ipis_sent += static_cast<uint64_t>(__builtin_popcountll(mask));
   if (g_variant[static_cast<int>(PvOp::kSendIpi)] != Variant::kNaive) {
     pv_ops.send_ipi(mask);
     return;
@@ -68,12 +69,12 @@ void SendIpiMask(uint64_t mask) {
 
 void FlushTlbOthers(uint64_t mask) {
   if (mask == 0) return;
-  ++g_kc.tlb_shootdowns;
-  g_kc.tlb_flush_targets += static_cast<uint64_t>(__builtin_popcountll(mask));
+  ++Kc().tlb_shootdowns;
+  Kc().tlb_flush_targets += static_cast<uint64_t>(__builtin_popcountll(mask));
   if (g_variant[static_cast<int>(PvOp::kFlushTlb)] == Variant::kNaive) {
     SmpFlushOthersByIpi(mask);
   } else {
-    g_kc.tlb_flushes_kicked += pv_ops.flush_tlb_others(mask);
+    Kc().tlb_flushes_kicked += pv_ops.flush_tlb_others(mask);
   }
 }
 
@@ -93,7 +94,8 @@ struct SiteTemplate {
 // RIP-relative ones, and clobber only RAX and the flags, as the call did.
 // - native: `mov %rdi,%rax`, the identity;
 // - pv: Xen's pte_mfn_to_pfn: a not-present entry as is; otherwise counts
-//   the lookup in m2p_lookups and replaces the frame by its m2p entry when
+//   the lookup in m2p_lookups (CPU 0's counter, with a locked add: the
+//   inline form has no per-CPU address) and replaces the frame by its m2p entry when
 //   it lies in the pool (PhysmapPteVal), saving RDX around it.
 // (noclone: the labels are defined once.)
 __attribute__((noinline, noclone)) void PteValTemplates(SiteTemplate* native, SiteTemplate* pv) {
@@ -104,7 +106,7 @@ __attribute__((noinline, noclone)) void PteValTemplates(SiteTemplate* native, Si
       "3: mov %%rdi, %%rax\n"
       "   test $1, %%al\n"
       "   jz 9f\n"
-      "   incq %c[count]\n"
+      "   lock incq %c[count]\n"
       "   push %%rdx\n"
       "   mov %%rdi, %%rdx\n"
       "   shl $12, %%rdx\n"
@@ -124,7 +126,7 @@ __attribute__((noinline, noclone)) void PteValTemplates(SiteTemplate* native, Si
       "lea 3b(%%rip), %[ps]\n"
       "lea 9b(%%rip), %[pe]\n"
       : [ns] "=r"(native_start), [ne] "=r"(native_end), [ps] "=r"(pv_start), [pe] "=r"(pv_end)
-      : [count] "i"(&g_kc.m2p_lookups), [first] "i"(&g_pv_physmap.pool_first),
+      : [count] "i"(&g_cpus[0].kc.m2p_lookups), [first] "i"(&g_pv_physmap.pool_first),
         [m2p] "i"(&g_pv_physmap.m2p[0]), [mask] "i"(&kFlagsMaskWord),
         [pages] "i"(kPhysmapPoolPages));
   *native = {native_start, native_end};

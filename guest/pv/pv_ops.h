@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kernel/counters.h"
+#include "kernel/percpu.h"
 #include "lib/cmdline.h"
 #include "lib/physmap.h"
 
@@ -79,11 +80,11 @@ Variant PvVariant(PvOp op);
 
 inline uint64_t ArchSaveFlags() { return pv_ops.save_fl(); }
 inline void ArchIrqDisable() {
-  ++g_kc.irq_disables;
+  ++Kc().irq_disables;
   pv_ops.irq_disable();
 }
 inline void ArchIrqEnable() {
-  ++g_kc.irq_enables;
+  ++Kc().irq_enables;
   pv_ops.irq_enable();
 }
 // arch_local_irq_restore: the irq_restore variant lives here.
@@ -96,31 +97,31 @@ inline uint64_t ArchLocalIrqSave() {
 }
 
 inline void Clts() {
-  ++g_kc.cr0_writes;
+  ++Kc().cr0_writes;
   pv_ops.clts();
 }
 inline void CltsForNm() {
-  ++g_kc.cr0_writes;
+  ++Kc().cr0_writes;
   pv_ops.clts_for_nm();
 }
 inline void Stts() {
-  ++g_kc.cr0_writes;
+  ++Kc().cr0_writes;
   pv_ops.stts();
 }
 inline void WriteGdtEntry(unsigned index, uint64_t desc) {
-  ++g_kc.desc_updates;
+  ++Kc().desc_updates;
   pv_ops.write_gdt_entry(index, desc);
 }
 inline void LoadSp0(uint64_t sp0) {
-  ++g_kc.sp0_loads;
+  ++Kc().sp0_loads;
   pv_ops.load_sp0(sp0);
 }
 inline void WriteCr3(uint64_t base) {
-  ++g_kc.cr3_writes;
+  ++Kc().cr3_writes;
   pv_ops.write_cr3(base);
 }
 inline void SetPte(uint64_t* ptep, uint64_t val) {
-  ++g_kc.pte_updates;
+  ++Kc().pte_updates;
   pv_ops.set_pte(ptep, val);
 }
 
@@ -192,7 +193,13 @@ bool PvIrqShared();
 // Registers the vcpu_info at `vcpu_info_gpa` (boot_info) with the VMM and
 // makes `ops` use it for save_fl, restore_fl, irq_disable, irq_enable and
 // safe_halt. Called at boot with interrupts off; they stay off (masked).
+// Every CPU uses its own vcpu_info.
 void PvSharedIrqInit(PvOps* ops, uint64_t vcpu_info_gpa);
+// On a secondary CPU, before its first use of the irq pv ops (its first
+// Schedule): under pvops irq:shared, registers a vcpu_info of its own (one
+// vcpu_op), with the mask clear as its interrupts are on. Does nothing
+// otherwise or when done before.
+void PvSecondaryIrqInit();
 
 }  // namespace guest
 

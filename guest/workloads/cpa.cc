@@ -14,6 +14,7 @@
 #include "arch/cpu.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/sched.h"
 #include "kernel/syscall.h"
 #include "kernel/syscall_abi.h"
@@ -28,7 +29,7 @@ namespace {
 // the flags need no translation.
 template <Variant V>
 uint64_t PteFlags(uint64_t pte) {
-  ++g_kc.pte_flags_calls;
+  ++Kc().pte_flags_calls;
   if constexpr (V == Variant::kOptimized) {
     return pte & kPteFlagsMask;
   } else {
@@ -51,12 +52,12 @@ uint64_t Walk(const Arena& arena, uint64_t pages, bool set_nx) {
     uint64_t pte = *ptep;
     uint64_t flags = PteFlags<V>(pte);
     // Every variant must give the entry's own flags bits.
-    if (flags != (pte & kPteFlagsMask)) SelfCheckFailed(g_current, kCheckPteFlags);
+    if (flags != (pte & kPteFlagsMask)) SelfCheckFailed(Current(), kCheckPteFlags);
     bool has_nx = (flags & kPteNx) != 0;
     if (has_nx != set_nx) {
       // The kernel maps its pages at their pseudo-physical addresses.
       uint64_t pa = PtePhys(pte);
-      if (pa != va) SelfCheckFailed(g_current, kCheckPteVal);
+      if (pa != va) SelfCheckFailed(Current(), kCheckPteVal);
       SetPte(ptep, MakePte(pa | (set_nx ? (flags | kPteNx) : (flags & ~kPteNx))));
       ++changed;
     }
@@ -74,7 +75,7 @@ void CheckWalk(const Arena& arena, uint64_t pages, bool nx) {
     bool has_nx = (*LookupPte(va) & kPteNx) != 0;
     if (has_nx != nx)
       Panic(nx ? "cpa: NX not set after the walk" : "cpa: NX still set after the walk");
-    if (*reinterpret_cast<volatile uint64_t*>(va) != va) SelfCheckFailed(g_current, kCheckPageData);
+    if (*reinterpret_cast<volatile uint64_t*>(va) != va) SelfCheckFailed(Current(), kCheckPageData);
   }
 }
 

@@ -12,6 +12,7 @@
 #include "kernel/console.h"
 #include "kernel/hypercall.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "workloads/probe.h"
 #include "workloads/workload.h"
 
@@ -31,7 +32,7 @@ void RunCustom(const WorkloadArgs& args) {
       msg.Str("custom: hypercall ").Dec(MVMM_HC_USER_FIRST).Str(" (i=").Dec(i).Str(") failed: ");
       AppendResult(rc, &msg);
       if (rc == -MVMM_ENOSYS) msg.Str(": no embedder registered it (see examples/)");
-      ++g_kc.check_failures;
+      ++Kc().check_failures;
       Fatal(kExitCheckFailed, msg.View());
     }
     sum += static_cast<uint64_t>(rc);

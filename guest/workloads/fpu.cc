@@ -4,6 +4,7 @@
 // lazy policies take #NM traps until a thread's fpu_counter passes 5, then
 // preload it: from there on fpu_switch=naive pays the stts/clts pair.
 #include "arch/cpu.h"
+#include "kernel/percpu.h"
 #include "kernel/mem.h"
 #include "kernel/sched.h"
 #include "kernel/syscall.h"
@@ -30,7 +31,7 @@ void FpuThread(uint64_t arg) {
     Yield();
     SseStore8(a->scratch);
     for (int i = 0; i < 128; ++i) {
-      if (a->scratch[i] != a->pattern[i]) SelfCheckFailed(g_current, kCheckFpu);
+      if (a->scratch[i] != a->pattern[i]) SelfCheckFailed(Current(), kCheckFpu);
     }
     ++a->checks;
   }

@@ -13,6 +13,7 @@
 #include "kernel/boot.h"
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
+#include "kernel/percpu.h"
 #include "kernel/smp.h"
 #include "lib/desc.h"
 #include "pv/pv_ops.h"
@@ -290,13 +291,13 @@ void ProbeVcpuInfo(Prober& p, uint64_t mem) {
 // of this CPU itself.
 void ProbeIpis(Prober& p) {
   const uint64_t self = 1ull << CurrentCpu();
-  const uint64_t before = g_kc.ipis;
+  const uint64_t before = Kc().ipis;
   p.Call("send_ipi to itself", kNoTag, 1, MVMM_HC_send_ipi, self, MVMM_IPI_VECTOR);
-  p.Expect("send_ipi: taken right after the call", kNoTag, g_kc.ipis - before, 1);
+  p.Expect("send_ipi: taken right after the call", kNoTag, Kc().ipis - before, 1);
   const uint64_t flags = ArchLocalIrqSave();
   p.Call("send_ipi with interrupts off", kNoTag, 1, MVMM_HC_send_ipi, self, MVMM_IPI_VECTOR);
   p.Call("send_ipi again, pending", kNoTag, 1, MVMM_HC_send_ipi, self, MVMM_IPI_VECTOR);
-  p.Expect("send_ipi: not taken with interrupts off", kNoTag, g_kc.ipis - before, 1);
+  p.Expect("send_ipi: not taken with interrupts off", kNoTag, Kc().ipis - before, 1);
   ArchIrqRestore(flags);
   p.Call("send_ipi empty mask", kNoTag, -MVMM_EINVAL, MVMM_HC_send_ipi, 0, MVMM_IPI_VECTOR);
   p.Call("send_ipi to vCPU 32", kNoTag, -MVMM_EINVAL, MVMM_HC_send_ipi, self | 1ull << 32,
@@ -306,11 +307,11 @@ void ProbeIpis(Prober& p) {
   p.Call("send_ipi timer vector", kNoTag, -MVMM_EINVAL, MVMM_HC_send_ipi, self, MVMM_TIMER_VECTOR);
   p.Call("send_ipi vector with high bits", kNoTag, -MVMM_EINVAL, MVMM_HC_send_ipi, self,
          MVMM_IPI_VECTOR | 1ull << 32);
-  p.Expect("send_ipi: the two pending merged into one", kNoTag, g_kc.ipis - before, 2);
+  p.Expect("send_ipi: the two pending merged into one", kNoTag, Kc().ipis - before, 2);
   p.Call("flush_tlb_others empty mask", kNoTag, -MVMM_EINVAL, MVMM_HC_flush_tlb_others, 0);
   p.Call("flush_tlb_others of itself", kNoTag, -MVMM_EINVAL, MVMM_HC_flush_tlb_others, self);
   p.Call("flush_tlb_others of vCPU 32", kNoTag, -MVMM_EINVAL, MVMM_HC_flush_tlb_others, 1ull << 32);
-  p.Expect("no IPI from a refused call", kNoTag, g_kc.ipis - before, 2);
+  p.Expect("no IPI from a refused call", kNoTag, Kc().ipis - before, 2);
 }
 
 // lock_wait and lock_kick on any number of CPUs: a word that is not the
@@ -322,7 +323,7 @@ void ProbeLocks(Prober& p) {
   static uint32_t word = 7;
   const uint64_t gpa = reinterpret_cast<uint64_t>(&word);
   p.Call("lock_wait on a changed word", kNoTag, MVMM_LOCK_WAIT_CHANGED, MVMM_HC_lock_wait, gpa, 8);
-  const uint64_t before = g_kc.ipis;
+  const uint64_t before = Kc().ipis;
   const uint64_t flags = ArchLocalIrqSave();
   p.Call("send_ipi to itself before lock_wait", kNoTag, 1, MVMM_HC_send_ipi, 1ull << CurrentCpu(),
          MVMM_IPI_VECTOR);
@@ -335,7 +336,7 @@ void ProbeLocks(Prober& p) {
   p.Call("lock_wait outside RAM", kNoTag, -MVMM_EFAULT, MVMM_HC_lock_wait, ~0ull - 3, 7);
   p.Call("lock_kick itself", kNoTag, -MVMM_EINVAL, MVMM_HC_lock_kick, CurrentCpu());
   p.Call("lock_kick vCPU 32", kNoTag, -MVMM_EINVAL, MVMM_HC_lock_kick, 32);
-  p.Expect("lock_wait: the IPI taken once interrupts were back on", kNoTag, g_kc.ipis - before, 1);
+  p.Expect("lock_wait: the IPI taken once interrupts were back on", kNoTag, Kc().ipis - before, 1);
 }
 
 }  // namespace
@@ -344,7 +345,7 @@ void RunHcall(const WorkloadArgs&) {
   const uint64_t mem = g_boot.memory_size;
   const uint64_t cr0 = cpu::ReadCr0();
   WorkloadRecord rec("hcall");
-  g_before = g_hc;
+  g_before = Hc();
   Prober p("hcall", Prober::Mode::kStopAtFirst);
   ProbeMmuUpdate(p, mem);
   ProbeMmuextOp(p, mem);

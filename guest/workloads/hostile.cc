@@ -13,6 +13,7 @@
 #include "kernel/hypercall.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "lib/desc.h"
 #include "pv/pv_ops.h"
 #include "workloads/probe.h"
@@ -405,7 +406,7 @@ void RunHostile(const WorkloadArgs& args) {
   const uint64_t rsp0 = g_boot.tss->rsp[0];
 
   WorkloadRecord rec("hostile");
-  g_before = g_hc;
+  g_before = Hc();
   g_gdt_stores = 0;
   Prober p("hostile", Prober::Mode::kCountAll);
   ProbeNumbers(p);
@@ -424,7 +425,7 @@ void RunHostile(const WorkloadArgs& args) {
   rec.Put("gdt_stores_rejected", g_gdt_stores);
   rec.Put("checks", p.checks());
   rec.Put("failures", p.failures());
-  g_kc.check_failures += p.failures();
+  Kc().check_failures += p.failures();
   rec.Finish(p.checks() - p.failures(), p.failures());
 
   // The kernel still works: a short ring of two ring-3 tasks (its own record).

@@ -13,6 +13,7 @@
 // smp.cpu<n>.lock_*) and the VMM's per-vCPU exits (docs/exit-model.md
 // "SMP"). With one CPU there is no contention: no spin, wait, kick or yield.
 #include "arch/cpu.h"
+#include "kernel/percpu.h"
 #include "kernel/sched.h"
 #include "kernel/smp.h"
 #include "kernel/spinlock.h"
@@ -72,11 +73,11 @@ void RunLock(const WorkloadArgs& args) {
   SmpWaitBlocked(others);
 
   uint64_t checks = 0;
-  if (g_shared.counter != cpus * g_shared.iters) SelfCheckFailed(g_current, kCheckLock);
+  if (g_shared.counter != cpus * g_shared.iters) SelfCheckFailed(Current(), kCheckLock);
   ++checks;
   for (uint64_t rest = others; rest != 0; rest &= rest - 1) {
     if (SmpCallResult(static_cast<uint32_t>(__builtin_ctzll(rest))) != g_shared.iters)
-      SelfCheckFailed(g_current, kCheckLock);
+      SelfCheckFailed(Current(), kCheckLock);
     ++checks;
   }
   rec.Put("cpus", cpus);

@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "workloads/probe.h"
 
 #include "arch/cpu.h"
@@ -56,7 +57,7 @@ bool Prober::Expect(const char* what, uint64_t tag, int64_t got, int64_t want) {
   msg.Str(", got ");
   AppendResult(got, &msg);
   if (mode_ == Mode::kStopAtFirst) {
-    ++g_kc.check_failures;
+    ++Kc().check_failures;
     Fatal(kExitCheckFailed, msg.View());
   }
   ConsoleLine(msg.View());
@@ -68,13 +69,13 @@ void PutHypercallDeltas(WorkloadRecord* rec, const HypercallCounts& before) {
 #define GUEST_HC_DELTA_(n, name)                                                          \
   {                                                                                       \
     TextBuf key(storage, sizeof(storage));                                                \
-    rec->Put(key.Clear().Str(#name ".calls").View(), g_hc.exits[n] - before.exits[n]);    \
-    rec->Put(key.Clear().Str(#name ".ops").View(), g_hc.ops[n] - before.ops[n]);          \
-    rec->Put(key.Clear().Str(#name ".errors").View(), g_hc.errors[n] - before.errors[n]); \
+    rec->Put(key.Clear().Str(#name ".calls").View(), Hc().exits[n] - before.exits[n]);    \
+    rec->Put(key.Clear().Str(#name ".ops").View(), Hc().ops[n] - before.ops[n]);          \
+    rec->Put(key.Clear().Str(#name ".errors").View(), Hc().errors[n] - before.errors[n]); \
   }
   MVMM_HYPERCALL_LIST(GUEST_HC_DELTA_)
 #undef GUEST_HC_DELTA_
-  rec->Put("bad_number", g_hc.bad_number - before.bad_number);
+  rec->Put("bad_number", Hc().bad_number - before.bad_number);
 }
 
 namespace probe {

@@ -1,7 +1,7 @@
 // workload=shootdown,rounds=R: a TLB shootdown across every CPU. One user
 // address space (an Mm like a ctx process's) maps one page at a fixed
 // address, kPrivateBase. CPU 0 and then every other CPU load it once (a
-// write_cr3 each; the others in a CALL IPI, SmpLoadCr3). Then, per round r:
+// write_cr3 each; the others in a CALL IPI). Then, per round r:
 // CPU 0 writes a value of round r into the page the address is not mapped
 // to, remaps the address to it (set_pte: mmu_update under pv), flushes its
 // own TLB, reads the address itself, and has every other CPU flush with the
@@ -16,6 +16,7 @@
 // (docs/exit-model.md "SMP"). With one CPU there are no targets: no IPI and
 // no flush of others at all.
 #include "arch/cpu.h"
+#include "kernel/percpu.h"
 #include "kernel/mem.h"
 #include "kernel/sched.h"
 #include "kernel/smp.h"
@@ -35,12 +36,15 @@ uint64_t RoundValue(uint64_t round) { return 0x5d00000000000000ull | round; }
 uint64_t ReadShared() { return *reinterpret_cast<const volatile uint64_t*>(kSharedVa); }
 
 // On another CPU, in its IPI handler (a CALL).
-uint64_t JoinMm(uint64_t pml4) { return SmpLoadCr3(pml4) ? 1 : 0; }
+uint64_t JoinMm(uint64_t pml4) {
+  WriteCr3(pml4);
+  return 1;
+}
 uint64_t ReadSharedCall(uint64_t) { return ReadShared(); }
 
 // One counted self-check: `got` must be `want`.
 void Check(uint64_t got, uint64_t want, uint64_t* checks) {
-  if (got != want) SelfCheckFailed(g_current, kCheckShootdown);
+  if (got != want) SelfCheckFailed(Current(), kCheckShootdown);
   ++*checks;
 }
 

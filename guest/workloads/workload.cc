@@ -1,3 +1,4 @@
+#include "kernel/percpu.h"
 #include "workloads/workload.h"
 
 #include "arch/cpu.h"
@@ -10,7 +11,7 @@ namespace guest {
 
 uint64_t g_checks_passed = 0;
 
-WorkloadRecord::WorkloadRecord(const char* name) : name_(name), kc_before_(g_kc), hc_before_(g_hc) {
+WorkloadRecord::WorkloadRecord(const char* name) : name_(name), kc_before_(Kc()), hc_before_(Hc()) {
   ReportBuffer().Clear();
 }
 
@@ -26,14 +27,14 @@ void WorkloadRecord::PutTiming(uint64_t ops, uint64_t tsc_total, uint64_t baseli
 
 void WorkloadRecord::Finish(uint64_t checks_passed, uint64_t checks_failed) {
   TextBuf& r = ReportBuffer();
-  AppendCounterDeltas(name_, kc_before_, g_kc, &r);
+  AppendCounterDeltas(name_, kc_before_, Kc(), &r);
   // Hypercalls issued during the workload (the record's own report call
   // comes after and is not included).
   uint64_t exits = 0;
   uint64_t ops = 0;
   for (int i = 0; i < MVMM_HC_MAX; ++i) {
-    exits += g_hc.exits[i] - hc_before_.exits[i];
-    ops += g_hc.ops[i] - hc_before_.ops[i];
+    exits += Hc().exits[i] - hc_before_.exits[i];
+    ops += Hc().ops[i] - hc_before_.ops[i];
   }
   Put("hc_exits", exits);
   Put("hc_ops", ops);

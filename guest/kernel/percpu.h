@@ -1,0 +1,59 @@
+// Per-CPU kernel state (Linux's per_cpu area): the running and idle tasks,
+// the run queue, the scheduler's hand-over slots and the event counters.
+// A CPU finds its own entry from its GDT: minivmm gives CPU n the GDT at
+// MVMM_CPU_GDT_GPA(n), so `sgdt` names the CPU on any stack and in any
+// context (a task's kernel stack says nothing about where the task runs).
+#ifndef GUEST_KERNEL_PERCPU_H_
+#define GUEST_KERNEL_PERCPU_H_
+
+#include <stdint.h>
+
+#include "kernel/counters.h"
+#include "kernel/hypercall.h"
+#include "minivmm_abi/boot.h"
+
+namespace guest {
+
+struct Task;
+
+struct Cpu {
+  uint32_t id;
+  Task* current;  // the task running on this CPU
+  Task* idle;     // its idle task: runs when its run queue is empty
+  // Its run queue: runnable tasks placed on this CPU, not counting the
+  // running one and the idle task. Under g_rq_lock (runqueue.h).
+  Task* runq_head;
+  Task* runq_tail;
+  // A task leaving this CPU for another one (MigrateCurrent): set by
+  // Schedule just before it switches away, queued on its new CPU by
+  // FinishSwitch once its context is saved.
+  Task* leaving;
+  // Set by the timer tick on this CPU: switch on the way back to ring 3.
+  bool need_resched;
+  // This CPU's counts, written by this CPU only (read by CPU 0 for the
+  // report while this CPU is idle).
+  KernelCounters kc;
+  HypercallCounts hc;
+};
+
+extern Cpu g_cpus[MVMM_MAX_CPUS];
+
+// The CPU this code runs on (0 outside minivmm, where there is one).
+uint32_t CurrentCpu();
+inline Cpu& ThisCpu() { return g_cpus[CurrentCpu()]; }
+inline KernelCounters& Kc() { return ThisCpu().kc; }
+inline HypercallCounts& Hc() { return ThisCpu().hc; }
+inline Task* Current() { return ThisCpu().current; }
+
+// This CPU's GDT (its TLS slots) and TSS: CPU n's are the n-th of the VMM's
+// (MVMM_CPU_GDT_GPA, MVMM_CPU_TSS_GPA).
+uint64_t ThisCpuGdt();
+mvmm_tss* ThisCpuTss();
+
+// Every CPU's counters added up, for a workload that runs on several.
+KernelCounters SumKc();
+HypercallCounts SumHc();
+
+}  // namespace guest
+
+#endif  // GUEST_KERNEL_PERCPU_H_
