@@ -1,4 +1,3 @@
-#include "kernel/percpu.h"
 #include "kernel/sched.h"
 
 #include "arch/cpu.h"
@@ -7,6 +6,7 @@
 #include "kernel/counters.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/runqueue.h"
 #include "kernel/smp.h"
 #include "kernel/switch.h"

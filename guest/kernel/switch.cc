@@ -1,4 +1,3 @@
-#include "kernel/percpu.h"
 #include "kernel/switch.h"
 
 #include "arch/cpu.h"
@@ -7,6 +6,7 @@
 #include "kernel/fpu.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "minivmm_abi/boot.h"
 #include "pv/pv_ops.h"
 

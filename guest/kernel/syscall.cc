@@ -1,12 +1,13 @@
-#include "kernel/percpu.h"
 #include "kernel/syscall.h"
 
 #include "arch/cpu.h"
 #include "kernel/console.h"
 #include "kernel/counters.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/pipe.h"
 #include "kernel/sched.h"
+#include "kernel/smp.h"
 #include "kernel/switch.h"
 #include "kernel/syscall_abi.h"
 #include "kernel/user_mem.h"
@@ -79,7 +80,8 @@ void SelfCheckFailed(const Task* t, unsigned long id) {
                                         "cpa: pte_val() is not the page's pseudo-physical frame",
                                         "cpa: a page does not hold its tag after the walk",
                                         "shootdown: a CPU read a stale mapping",
-                                        "lock: the shared counter lost increments"};
+                                        "lock: the shared counter lost increments",
+                                        "migrate: the task is not on the CPU it moved to"};
   char storage[160];
   TextBuf msg(storage, sizeof(storage));
   msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");
@@ -111,6 +113,12 @@ int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
       return static_cast<int64_t>(cpu::Rdtsc());
     case kSysCheckFail:
       SelfCheckFailed(Current(), a0);
+    case kSysGetCpu:
+      return CurrentCpu();
+    case kSysMigrate:
+      if (a0 >= NrCpus()) return -kEInval;
+      MigrateCurrent(static_cast<uint32_t>(a0));
+      return 0;
   }
   return -kENosys;
 }

@@ -16,7 +16,9 @@ enum SyscallNr : unsigned long {
   kSysGetPid = 6,     // getpid() -> pid
   kSysClock = 7,      // clock() -> TSC
   kSysCheckFail = 8,  // check_fail(check id): a self-check failed; shuts down with 1
-  kSysCount = 9,
+  kSysGetCpu = 9,     // getcpu() -> the CPU the caller runs on
+  kSysMigrate = 10,   // migrate(cpu) -> 0 once running there; -EINVAL for no such CPU
+  kSysCount = 11,
 };
 
 // Errors (Linux numbers), returned negated.
@@ -39,6 +41,7 @@ enum CheckId : unsigned long {
   kCheckPageData = 8,
   kCheckShootdown = 9,
   kCheckLock = 10,
+  kCheckMigrate = 11,
 };
 
 }  // namespace guest

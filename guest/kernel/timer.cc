@@ -1,7 +1,7 @@
-#include "kernel/percpu.h"
 #include "kernel/timer.h"
 
 #include "kernel/counters.h"
+#include "kernel/percpu.h"
 #include "kernel/sched.h"
 
 namespace guest {

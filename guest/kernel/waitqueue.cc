@@ -1,8 +1,8 @@
-#include "kernel/percpu.h"
 #include "kernel/waitqueue.h"
 
 #include "kernel/counters.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/runqueue.h"
 #include "kernel/sched.h"
 

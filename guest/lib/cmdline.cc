@@ -34,11 +34,14 @@ constexpr ParamSpec kCtxParams[] = {{"tasks", nullptr, 3, 2, 16},
                                     {"fpu", "none|all", 1, 0, 0},
                                     {"preempt", nullptr, 0, 0, 1},
                                     {"mm", "process|thread", 0, 0, 0},
-                                    {"ws", nullptr, 0, 0, kMaxWorkingSetKib}};
+                                    {"ws", nullptr, 0, 0, kMaxWorkingSetKib},
+                                    {"spread", nullptr, 0, 0, 1},
+                                    {"migrate", nullptr, 0, 0, kBig}};
 constexpr ParamSpec kPipeParams[] = {
     {"rounds", nullptr, 20, 1, kBig},  {"tls", "same|one|all", 2, 0, 0},
     {"fpu", "none|all", 1, 0, 0},      {"preempt", nullptr, 0, 0, 1},
-    {"mm", "process|thread", 0, 0, 0}, {"ws", nullptr, 0, 0, kMaxWorkingSetKib}};
+    {"mm", "process|thread", 0, 0, 0}, {"ws", nullptr, 0, 0, kMaxWorkingSetKib},
+    {"spread", nullptr, 0, 0, 1},      {"migrate", nullptr, 0, 0, kBig}};
 constexpr ParamSpec kIrqParams[] = {
     {"loops", nullptr, 50, 1, kBig}, {"depth", nullptr, 2, 1, 8}, {"pending", nullptr, 0, 0, 1}};
 constexpr ParamSpec kCpaParams[] = {{"pages", nullptr, 16, 1, 512},

@@ -1,9 +1,9 @@
-#include "kernel/percpu.h"
 #include "pv/pv_ops.h"
 
 #include "kernel/boot.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/smp.h"
 
 extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];

@@ -58,6 +58,16 @@ USER_INLINE void ProbeErrors(RingTaskArgs* a) {
   ++a->checks;
 }
 
+// Moves to the next CPU and checks that it runs there; the caller then
+// checks its TLS and FPU state (CheckState), which the new CPU's context
+// switch loaded.
+USER_INLINE void MigrateToNextCpu(RingTaskArgs* a) {
+  const uint64_t to = (static_cast<uint64_t>(Syscall(kSysGetCpu)) + 1) % a->cpus;
+  if (Syscall(kSysMigrate, to) != 0 || static_cast<uint64_t>(Syscall(kSysGetCpu)) != to)
+    CheckFail(kCheckMigrate);
+  ++a->checks;
+}
+
 }  // namespace
 
 extern "C" USER_TEXT void RingTaskMain(RingTaskArgs* a) {
@@ -77,6 +87,10 @@ extern "C" USER_TEXT void RingTaskMain(RingTaskArgs* a) {
     }
     if (got != token) CheckFail(kCheckPipeData);
     CheckState(a);
+    if (a->migrate != 0 && a->cpus > 1 && (r + 1) % a->migrate == 0 && r + 1 < a->rounds) {
+      MigrateToNextCpu(a);
+      CheckState(a);
+    }
   }
   Exit(a->checks);
 }

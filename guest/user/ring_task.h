@@ -21,6 +21,8 @@ struct RingTaskArgs {
   uint64_t private_va;    // this task's private pages: a tag page, then the working set
   uint64_t private_tag;   // the value the kernel put at private_va (unique per task)
   uint64_t ws_bytes;      // working set after the tag page, touched every pass
+  uint64_t cpus;          // CPUs in the machine
+  uint64_t migrate;       // every `migrate` rounds, moves to the next CPU (0: never)
   uint64_t checks;        // self-checks passed (also the exit value)
   alignas(16) uint8_t pattern[128];
   alignas(16) uint8_t scratch[128];

@@ -1,4 +1,3 @@
-#include "kernel/percpu.h"
 #include "workloads/probe.h"
 
 #include "arch/cpu.h"
@@ -7,6 +6,7 @@
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "workloads/workload.h"
 
 namespace guest {

@@ -12,6 +12,7 @@
 #include "kernel/mem.h"
 #include "kernel/pipe.h"
 #include "kernel/sched.h"
+#include "kernel/smp.h"
 #include "kernel/switch.h"
 #include "lib/desc.h"
 #include "user/ring_task.h"
@@ -41,6 +42,8 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   uint64_t ws_bytes = args.Get("ws") * 1024;
   uint64_t ws_pages = (ws_bytes + kPageSize - 1) / kPageSize;
   uint64_t private_pages = 1 + ws_pages;  // the tag page, then the working set
+  const bool spread = args.Get("spread") == 1;
+  const uint64_t migrate = args.Get("migrate");
   SetPreemption(args.Get("preempt") == 1);
 
   // All allocation happens before the record starts, so that the record
@@ -67,6 +70,10 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
     a->private_va = va;
     a->private_tag = pages[0];
     a->ws_bytes = ws_bytes;
+    a->cpus = NrCpus();
+    a->migrate = migrate;
+    // lat_ctx across CPUs: task i starts on CPU i mod N.
+    if (spread) t[i]->cpu = static_cast<uint32_t>(i % NrCpus());
     uint64_t own_tls = tls_mode == 0 ? shared_tls : NewTlsPage(t[i]->pid);
     uint64_t base[3] = {own_tls, tls_mode == 2 ? own_tls + 64 : shared_tls + 64,
                         tls_mode == 2 ? own_tls + 128 : shared_tls + 128};
@@ -103,6 +110,7 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   rec.Put("passes", tasks * rounds);
   rec.Put("address_spaces", processes ? tasks : 1);
   rec.Put("ws_bytes", ws_bytes);
+  rec.Put("cpus", spread || migrate != 0 ? NrCpus() : 1);
   rec.PutTiming(tasks * rounds, elapsed, EmptyLoopTsc(tasks * rounds));
   rec.Finish(checks);
 }

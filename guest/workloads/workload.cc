@@ -1,10 +1,10 @@
-#include "kernel/percpu.h"
 #include "workloads/workload.h"
 
 #include "arch/cpu.h"
 #include "kernel/boot.h"
 #include "kernel/console.h"
 #include "kernel/panic.h"
+#include "kernel/percpu.h"
 #include "kernel/report.h"
 
 namespace guest {
