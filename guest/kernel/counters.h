@@ -44,6 +44,7 @@ namespace guest {
   X(tlb_shootdowns)           \
   X(tlb_flush_targets)        \
   X(tlb_flushes_kicked)       \
+  X(remote_enqueues)          \
   X(resched_ipis)             \
   X(migrations)               \
   X(idle_restarts)            \

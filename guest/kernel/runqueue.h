@@ -23,9 +23,9 @@ void RunqPush(Task* t);
 Task* RunqPop();
 // True when no task waits to run on this CPU. Interrupts must be off.
 bool RunqEmpty();
-// RunqPush, then makes t's CPU look at its queue: an IPI (send_ipi pv op,
-// counted as resched_ipis) when that CPU is another one and idle. Caller
-// holds g_rq_lock.
+// RunqPush, then makes t's CPU look at its queue: when that CPU is another
+// one (counted as remote_enqueues), an IPI (send_ipi pv op, counted as
+// resched_ipis) if it is idle. Caller holds g_rq_lock.
 void Enqueue(Task* t);
 
 }  // namespace guest

@@ -64,7 +64,7 @@ struct ParamSpec {
   uint64_t max;
 };
 
-inline constexpr int kMaxParams = 8;
+inline constexpr int kMaxParams = 10;
 
 struct WorkloadSpec {
   const char* name;
