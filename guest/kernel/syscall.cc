@@ -81,7 +81,8 @@ void SelfCheckFailed(const Task* t, unsigned long id) {
                                         "cpa: a page does not hold its tag after the walk",
                                         "shootdown: a CPU read a stale mapping",
                                         "lock: the shared counter lost increments",
-                                        "migrate: the task is not on the CPU it moved to"};
+                                        "migrate: the task is not on the CPU it moved to",
+                                        "aim: a job of the mix got a wrong result"};
   char storage[160];
   TextBuf msg(storage, sizeof(storage));
   msg.Str("self-check failed: task ").Str(t->name).Str(" (pid ").Dec(t->pid).Str("): ");

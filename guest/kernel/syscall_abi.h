@@ -42,6 +42,7 @@ enum CheckId : unsigned long {
   kCheckShootdown = 9,
   kCheckLock = 10,
   kCheckMigrate = 11,
+  kCheckMix = 12,
 };
 
 }  // namespace guest

@@ -57,6 +57,9 @@ constexpr ParamSpec kHostProbeParams[] = {{"loops", nullptr, 10000, 1, kBig},
 constexpr ParamSpec kShootdownParams[] = {{"rounds", nullptr, 20, 1, kBig}};
 constexpr ParamSpec kLockParams[] = {{"iters", nullptr, 200, 1, kBig},
                                      {"cs", nullptr, 20, 0, kBig}};
+constexpr ParamSpec kAimParams[] = {{"tasks", nullptr, 4, 1, 16},
+                                    {"iters", nullptr, 10, 1, kBig},
+                                    {"migrate", nullptr, 0, 0, kBig}};
 
 #define GUEST_SPEC_(name, params) \
   { name, params, sizeof(params) / sizeof(params[0]) }
@@ -77,6 +80,7 @@ constexpr WorkloadSpec kWorkloads[] = {
     GUEST_SPEC_("exitcost", kExitCostParams),
     GUEST_SPEC_("shootdown", kShootdownParams),
     GUEST_SPEC_("lock", kLockParams),
+    GUEST_SPEC_("aim", kAimParams),
     {nullptr, nullptr, 0},
 };
 #undef GUEST_SPEC_
@@ -229,7 +233,7 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
         .Str(name)
         .Str(
             "' (none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe|exitcost|"
-            "shootdown|lock)");
+            "shootdown|lock|aim)");
     return false;
   }
   WorkloadArgs args;

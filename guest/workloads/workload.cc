@@ -63,6 +63,7 @@ void RunWorkload(const Config& config) {
   if (name == "fpu") return RunFpu(a);
   if (name == "shootdown") return RunShootdown(a);
   if (name == "lock") return RunLock(a);
+  if (name == "aim") return RunAim(a);
   if (name == "custom" || name == "hcall" || name == "hostile" || name == "hostprobe" ||
       name == "exitcost") {
     // They exist to talk to minivmm (or an embedder of it): nothing to do

@@ -52,6 +52,7 @@ void RunHostProbe(const WorkloadArgs& args);
 void RunExitCost(const WorkloadArgs& args);
 void RunShootdown(const WorkloadArgs& args);
 void RunLock(const WorkloadArgs& args);
+void RunAim(const WorkloadArgs& args);
 
 }  // namespace guest
 

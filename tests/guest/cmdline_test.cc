@@ -193,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"workload=nope",
                 "unknown workload 'nope' "
                 "(none|hello|fault|ctx|pipe|irq|cpa|fpu|all|custom|hcall|hostile|hostprobe|"
-                "exitcost|shootdown|lock)"},
+                "exitcost|shootdown|lock|aim)"},
         BadCase{"pvops=send_ipi:eager",
                 "unknown variant 'eager' for pvops op send_ipi (naive|optimized)"},
         BadCase{"pvops=flush_tlb:on",
