@@ -1,5 +1,6 @@
-// Whole-VM tests of the ring workloads across CPUs (workload=ctx|pipe with
-// spread= and migrate=, docs/exit-model.md "SMP: lat_ctx across CPUs").
+// Whole-VM tests of tasks across CPUs: the ring workloads (workload=ctx|pipe
+// with spread= and migrate=) and the AIM7-like mix (workload=aim;
+// docs/exit-model.md "SMP: lat_ctx across CPUs").
 // Which CPU is idle when a token arrives depends on timing, so these tests
 // assert what holds on every run: every per-vCPU hypercall and cause the
 // VMM counts equals the same CPU's own count in the guest, the guest's
@@ -51,6 +52,55 @@ std::string Prefix(uint32_t cpu) {
   return cpu == 0 ? "kernel." : "smp.cpu" + std::to_string(cpu) + ".";
 }
 
+// The guest's counts added over its CPUs.
+struct Sums {
+  uint64_t migrations = 0, remote = 0, resched = 0, sent = 0, taken = 0;
+};
+
+// Per vCPU, every hypercall and cause the VMM counted equals the guest's own
+// count on that CPU.
+Sums ExpectPerVcpuCountsEqualTheGuests(const GuestRun& run, const std::string& backend) {
+  Sums sums;
+  const uint64_t pv = backend == "pv" ? 1 : 0;
+  for (uint32_t cpu = 0; cpu < run.result.per_vcpu.size(); ++cpu) {
+    SCOPED_TRACE(::testing::Message() << "vCPU " << cpu);
+    const std::string p = Prefix(cpu);
+    const ExitStats& s = run.result.per_vcpu[cpu];
+    for (const HcName& hc : kAbiHypercalls) {
+      SCOPED_TRACE(hc.name);
+      EXPECT_EQ(s.hc_exits[hc.nr], run.ReportOr0(p + "hc_exits." + hc.name));
+      EXPECT_EQ(s.hc_errors[hc.nr], 0u);
+    }
+    EXPECT_EQ(CauseOf(s, Cause::kDescriptorUpdate).ops, run.ReportOr0(p + "desc_updates"));
+    EXPECT_EQ(CauseOf(s, Cause::kCr0Write).ops, pv * run.ReportOr0(p + "cr0_writes"));
+    EXPECT_EQ(CauseOf(s, Cause::kCr3Write).ops, pv * run.ReportOr0(p + "cr3_writes"));
+    EXPECT_EQ(CauseOf(s, Cause::kMulticall).exits, run.ReportOr0(p + "multicalls"));
+    EXPECT_EQ(CauseOf(s, Cause::kMulticall).ops, run.ReportOr0(p + "multicall_entries"));
+    EXPECT_EQ(CauseOf(s, Cause::kIpi).ops, run.ReportOr0(p + "ipis_sent"));
+    EXPECT_EQ(s.ipi_injections, run.ReportOr0(p + "ipis"));
+    EXPECT_EQ(CauseOf(s, Cause::kLockWait).exits, run.ReportOr0(p + "lock_waits"));
+    EXPECT_EQ(CauseOf(s, Cause::kLockKick).exits, run.ReportOr0(p + "lock_kicks"));
+    EXPECT_EQ(CauseOf(s, Cause::kYield).exits, run.ReportOr0(p + "lock_yields"));
+    EXPECT_EQ(CauseOf(s, Cause::kTlbFlush).ops, 0u);
+    sums.migrations += run.ReportOr0(p + "migrations");
+    sums.remote += run.ReportOr0(p + "remote_enqueues");
+    sums.resched += run.ReportOr0(p + "resched_ipis");
+    sums.sent += run.ReportOr0(p + "ipis_sent");
+    sums.taken += run.ReportOr0(p + "ipis");
+  }
+  return sums;
+}
+
+// The only IPIs are reschedule IPIs to idle CPUs, at most one per task
+// queued on another CPU; two sent to one CPU before it takes them are one
+// interrupt.
+void ExpectIpiBounds(const GuestRun& run, const Sums& sums) {
+  EXPECT_EQ(sums.sent, sums.resched);
+  EXPECT_LE(sums.resched, sums.remote);
+  EXPECT_LE(sums.taken, sums.sent);
+  EXPECT_EQ(run.result.stats.ipi_injections, sums.taken);
+}
+
 class RingSmpTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(RingSmpTest, EveryPerVcpuCountEqualsTheGuestsAndTheChecksPassed) {
@@ -73,49 +123,16 @@ TEST_P(RingSmpTest, EveryPerVcpuCountEqualsTheGuestsAndTheChecksPassed) {
   EXPECT_EQ(run.Report("check.failed"), 0u);
   EXPECT_EQ(run.Report(name + ".cpus"), c.spread || c.migrate != 0 ? c.cpus : 1);
 
-  uint64_t migrations = 0, remote = 0, resched = 0, sent = 0, taken = 0;
-  for (uint32_t cpu = 0; cpu < c.cpus; ++cpu) {
-    SCOPED_TRACE(::testing::Message() << "vCPU " << cpu);
-    const std::string p = Prefix(cpu);
-    const ExitStats& s = run.result.per_vcpu[cpu];
-    // Every hypercall: the VMM's count for this vCPU is the guest's for this CPU.
-    for (const HcName& hc : kAbiHypercalls) {
-      SCOPED_TRACE(hc.name);
-      EXPECT_EQ(s.hc_exits[hc.nr], run.ReportOr0(p + "hc_exits." + hc.name));
-      EXPECT_EQ(s.hc_errors[hc.nr], 0u);
-    }
-    // Every cause, from the guest's counters of what it did.
-    const uint64_t pv = c.backend == "pv" ? 1 : 0;
-    EXPECT_EQ(CauseOf(s, Cause::kDescriptorUpdate).ops, run.ReportOr0(p + "desc_updates"));
-    EXPECT_EQ(CauseOf(s, Cause::kCr0Write).ops, pv * run.ReportOr0(p + "cr0_writes"));
-    EXPECT_EQ(CauseOf(s, Cause::kCr3Write).ops, pv * run.ReportOr0(p + "cr3_writes"));
-    EXPECT_EQ(CauseOf(s, Cause::kMulticall).exits, run.ReportOr0(p + "multicalls"));
-    EXPECT_EQ(CauseOf(s, Cause::kMulticall).ops, run.ReportOr0(p + "multicall_entries"));
-    EXPECT_EQ(CauseOf(s, Cause::kIpi).ops, run.ReportOr0(p + "ipis_sent"));
-    EXPECT_EQ(s.ipi_injections, run.ReportOr0(p + "ipis"));
-    EXPECT_EQ(CauseOf(s, Cause::kLockWait).exits, run.ReportOr0(p + "lock_waits"));
-    EXPECT_EQ(CauseOf(s, Cause::kLockKick).exits, run.ReportOr0(p + "lock_kicks"));
-    EXPECT_EQ(CauseOf(s, Cause::kYield).exits, run.ReportOr0(p + "lock_yields"));
-    EXPECT_EQ(CauseOf(s, Cause::kTlbFlush).ops, 0u);
-    // A CPU that got a task at the start ran it: it switched.
-    if (c.spread && cpu < c.tasks) EXPECT_GT(run.ReportOr0(p + "switches"), 0u);
-    migrations += run.ReportOr0(p + "migrations");
-    remote += run.ReportOr0(p + "remote_enqueues");
-    resched += run.ReportOr0(p + "resched_ipis");
-    sent += run.ReportOr0(p + "ipis_sent");
-    taken += run.ReportOr0(p + "ipis");
-  }
-  // The moves asked for, and the only IPIs are reschedule IPIs to idle CPUs
-  // (two sent to one CPU before it takes them are one interrupt).
-  EXPECT_EQ(migrations, c.tasks * moves_per_task);
-  EXPECT_EQ(sent, resched);
-  EXPECT_LE(resched, remote);
-  EXPECT_LE(taken, sent);
-  EXPECT_EQ(run.result.stats.ipi_injections, taken);
+  const Sums sums = ExpectPerVcpuCountsEqualTheGuests(run, c.backend);
+  // A CPU that got a task at the start ran it: it switched.
+  for (uint32_t cpu = 0; c.spread && cpu < c.cpus && cpu < c.tasks; ++cpu)
+    EXPECT_GT(run.ReportOr0(Prefix(cpu) + "switches"), 0u) << "vCPU " << cpu;
+  ExpectIpiBounds(run, sums);
+  EXPECT_EQ(sums.migrations, c.tasks * moves_per_task);
   if (c.cpus > 1 && (c.spread || moves_per_task > 0)) {
-    EXPECT_GE(remote, 1u);
+    EXPECT_GE(sums.remote, 1u);
   } else {
-    EXPECT_EQ(remote, 0u);
+    EXPECT_EQ(sums.remote, 0u);
   }
 }
 
@@ -146,6 +163,53 @@ TEST(RingSmpOneCpuTest, SpreadAndMigrateChangeNoCountWithOneCpu) {
   EXPECT_EQ(moved.Report("kernel.switches"), plain.Report("kernel.switches"));
   EXPECT_EQ(moved.Report("kernel.migrations"), 0u);
 }
+
+// workload=aim: the job mix on every CPU, every job self-checked, the
+// moves asked for, and the per-vCPU identities.
+struct AimCase {
+  uint32_t cpus;
+  std::string backend;
+  std::string pvops;
+  uint64_t tasks, iters, migrate;
+};
+
+class AimTest : public ::testing::TestWithParam<AimCase> {};
+
+TEST_P(AimTest, EveryJobPassesAndEveryPerVcpuCountEqualsTheGuests) {
+  REQUIRE_KVM();
+  const AimCase& c = GetParam();
+  const GuestRun run =
+      RunGuest(BuiltinGuest(),
+               "backend=" + c.backend + " pvops=" + c.pvops +
+                   " workload=aim,tasks=" + std::to_string(c.tasks) +
+                   ",iters=" + std::to_string(c.iters) + ",migrate=" + std::to_string(c.migrate),
+               absl::Seconds(200), 0, false, c.cpus);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  // Five checked jobs per iteration, one more per move.
+  const uint64_t moves = c.migrate != 0 && c.cpus > 1 ? (c.iters - 1) / c.migrate : 0;
+  EXPECT_EQ(run.Report("check.aim.passed"), c.tasks * (5 * c.iters + moves));
+  EXPECT_EQ(run.Report("check.failed"), 0u);
+  EXPECT_EQ(run.Report("aim.jobs"), c.tasks * c.iters);
+  const Sums sums = ExpectPerVcpuCountsEqualTheGuests(run, c.backend);
+  ExpectIpiBounds(run, sums);
+  EXPECT_EQ(sums.migrations, c.tasks * moves);
+  // Every task's CPU ran it: it switched there.
+  for (uint32_t cpu = 0; cpu < c.cpus && cpu < c.tasks; ++cpu)
+    EXPECT_GT(run.ReportOr0(Prefix(cpu) + "switches"), 0u) << "vCPU " << cpu;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpus, AimTest,
+                         ::testing::Values(AimCase{4, "pv", "naive", 4, 8, 3},
+                                           AimCase{4, "pv", "optimized", 5, 8, 0},
+                                           AimCase{2, "pv", "xen", 4, 8, 2},
+                                           AimCase{3, "native", "optimized", 3, 8, 2},
+                                           AimCase{1, "pv", "naive", 3, 8, 2}),
+                         [](const ::testing::TestParamInfo<AimCase>& info) {
+                           std::string name = std::to_string(info.param.cpus) + "cpus_" +
+                                              info.param.backend + "_" + info.param.pvops;
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace minivmm::testing
