@@ -6,7 +6,9 @@
  *        exit code nr_cpus - 1;
  *   'f': the last CPU, instead of idling, waits until every other secondary
  *        CPU is idle and triple-faults (no IDT): one exit; CPU 0 spins (with
- *        one CPU, CPU 0 is the last and faults at once);
+ *        one CPU, CPU 0 is the last and faults at once). Before it faults it
+ *        puts its GDTR (sgdt, no exit) in R15 (base) and R14 (limit), so
+ *        the stop's register dump shows the GDT it was given;
  *   'S': as 'f', but the last CPU shuts down with exit code nr_cpus - 1
  *        (one exit, the sched_op) instead of faulting;
  *   else: CPU 0 waits until every other CPU is idle, says so with one
@@ -74,6 +76,10 @@ last:
   HYPERCALL(SCHED_OP)               /* shutdown(nr_cpus - 1) from the last CPU */
   jmp spin
 fault:
+  sub $16, %rsp
+  sgdt (%rsp)
+  movzwl (%rsp), %r14d              /* GDTR limit */
+  mov 2(%rsp), %r15                 /* GDTR base */
   ud2
 2:
   mov $VCPUOP_REGISTER_RUNSTATE_AREA, %edi
