@@ -63,10 +63,11 @@
  * which the first MVMM_GDT_ENTRIES are used and the rest are zero; blocks of
  * CPUs the VM does not have are zero. */
 #define MVMM_GDT_GPA 0xC0000000ull
-#define MVMM_GDT_STRIDE 128ull
-#define MVMM_CPU_GDT_GPA(n) (MVMM_GDT_GPA + (uint64_t)(n)*MVMM_GDT_STRIDE)
 #define MVMM_MEMORY_MIN (8ull << 20)
 #define MVMM_MEMORY_MAX MVMM_GDT_GPA
+/* Per-CPU GDTs: CPU n's is the MVMM_GDT_STRIDE bytes at MVMM_CPU_GDT_GPA(n). */
+#define MVMM_GDT_STRIDE 128ull
+#define MVMM_CPU_GDT_GPA(n) (MVMM_GDT_GPA + (uint64_t)(n)*MVMM_GDT_STRIDE)
 
 /* GDT entries and selectors. */
 #define MVMM_GDT_NULL 0u
