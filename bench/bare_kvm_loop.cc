@@ -58,7 +58,7 @@ absl::StatusOr<BareRun> RunBareLoop(const std::string& kernel) {
   GuestMemory memory(ram->span());
   auto loaded = LoadElf(*image, memory);
   if (!loaded.ok()) return loaded.status();
-  WriteInitialGdt(gdt->span());
+  WriteInitialGdt(gdt->span(), 1);
   auto cr3 = WriteIdentityPageTables(memory);
   if (!cr3.ok()) return cr3.status();
   if (auto s = WriteTss(memory); !s.ok()) return s;

@@ -11,7 +11,7 @@ void GdtTrap::Read(uint64_t offset, std::span<uint8_t> data, ExitContext&) {
 }
 
 void GdtTrap::Write(uint64_t offset, std::span<const uint8_t> data, ExitContext& ctx) {
-  const GdtStoreResult result = ApplyGdtStore(gdt_, offset, data);
+  const GdtStoreResult result = ApplyGdtStore(gdt_, offset, data, cpus_);
   CountTrappedGdtStore(ctx.stats, result);
   if (result.applied()) {
     NoteOp(ctx.waste, kTrappedStore, Cause::kDescriptorUpdate,

@@ -18,8 +18,9 @@ namespace minivmm {
 
 class GdtTrap final : public IoDevice {
  public:
-  // `gdt` is the host view of the GDT page; it must outlive the trap.
-  explicit GdtTrap(std::span<uint8_t> gdt) : gdt_(gdt) {}
+  // `gdt` is the host view of the GDT page; it must outlive the trap. `cpus`
+  // is the VM's vCPU count: stores into the GDT of a vCPU it lacks are dropped.
+  GdtTrap(std::span<uint8_t> gdt, uint32_t cpus) : gdt_(gdt), cpus_(cpus) {}
 
   std::string_view Name() const override { return "gdt"; }
   // Only reached when KVM emulates an access (reads normally do not exit).
@@ -32,6 +33,7 @@ class GdtTrap final : public IoDevice {
 
  private:
   std::span<uint8_t> gdt_;
+  uint32_t cpus_;
   std::array<bool, static_cast<int>(GdtStoreKind::kCount)> logged_{};
   std::vector<std::string> notes_;
 };

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "minivmm_abi/boot.h"
+
 namespace minivmm {
 
 std::string_view GdtStoreKindName(GdtStoreKind kind) {
@@ -24,8 +26,8 @@ std::string_view GdtStoreKindName(GdtStoreKind kind) {
   return "?";
 }
 
-GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
-                             std::span<const uint8_t> data) {
+GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset, std::span<const uint8_t> data,
+                             uint32_t cpus) {
   if (data.size() != sizeof(uint64_t)) {
     GdtStoreResult result;
     result.kind = GdtStoreKind::kWrongSize;
@@ -34,10 +36,11 @@ GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
   uint64_t desc;
   // Safety: data.size() == 8 was checked just above; the copy is what is validated and stored.
   std::memcpy(&desc, data.data(), sizeof(desc));
-  return ApplyGdtDescriptorStore(gdt, offset, desc);
+  return ApplyGdtDescriptorStore(gdt, offset, desc, cpus);
 }
 
-GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, uint64_t desc) {
+GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, uint64_t desc,
+                                       uint32_t cpus) {
   GdtStoreResult result;
   if (offset % sizeof(uint64_t) != 0) {
     result.kind = GdtStoreKind::kMisaligned;
@@ -48,8 +51,10 @@ GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, 
     result.kind = GdtStoreKind::kOutsideTable;
     return result;
   }
-  result.slot = static_cast<uint32_t>(offset / sizeof(uint64_t));
-  if (!IsTlsSlot(result.slot)) {
+  // offset < gdt.size(): both fit in 32 bits.
+  result.cpu = static_cast<uint32_t>(offset / MVMM_GDT_STRIDE);
+  result.slot = static_cast<uint32_t>(offset % MVMM_GDT_STRIDE / sizeof(uint64_t));
+  if (result.cpu >= cpus || !IsTlsSlot(result.slot)) {
     result.kind = GdtStoreKind::kReservedSlot;
     return result;
   }

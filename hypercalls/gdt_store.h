@@ -19,7 +19,7 @@ enum class GdtStoreKind : uint8_t {
   kWrongSize,      // not an 8-byte store
   kMisaligned,     // offset not a multiple of 8
   kOutsideTable,   // beyond the GDT page (or beyond `gdt` as given)
-  kReservedSlot,   // a slot other than 7, 8, 9
+  kReservedSlot,   // a slot other than 7, 8, 9, or the GDT of a CPU the VM lacks
   kBadDescriptor,  // refused by CheckTlsDescriptor (see `verdict`)
   kCount
 };
@@ -28,7 +28,8 @@ std::string_view GdtStoreKindName(GdtStoreKind kind);
 
 struct GdtStoreResult {
   GdtStoreKind kind = GdtStoreKind::kApplied;
-  uint32_t slot = 0;       // the addressed slot (offset / 8) when known
+  uint32_t cpu = 0;        // whose GDT: offset / MVMM_GDT_STRIDE, when known
+  uint32_t slot = 0;       // the entry in that GDT: offset % MVMM_GDT_STRIDE / 8, when known
   uint64_t stored = 0;     // the value written (accessed bit forced) when applied
   bool unchanged = false;  // applied, and the slot already held `stored`
   DescriptorVerdict verdict = DescriptorVerdict::kOk;  // for kBadDescriptor
@@ -37,19 +38,22 @@ struct GdtStoreResult {
 };
 
 // Applies one guest store of `data` at byte `offset` into the GDT page `gdt`
-// (the host view of the whole page). Checks, in this fixed order: size == 8,
-// offset % 8 == 0, offset + 8 <= gdt.size(), slot is a TLS slot, descriptor
+// (the host view of the whole page, one GDT per vCPU every MVMM_GDT_STRIDE
+// bytes) of a VM with `cpus` vCPUs. Checks, in this fixed order: size == 8,
+// offset % 8 == 0, offset + 8 <= gdt.size(), the entry is a TLS slot of the
+// GDT of a vCPU the VM has (cpu < `cpus`; kReservedSlot otherwise), descriptor
 // accepted; the first failure is returned and `gdt` is untouched. On success
 // exactly one 8-byte store of TlsDescriptorToStore(desc) is made. `data` is
 // little-endian (x86). Pure apart from that store; not thread-safe against
 // other writers of the same slot (one vCPU handles one exit at a time).
-GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset,
-                             std::span<const uint8_t> data);
+GdtStoreResult ApplyGdtStore(std::span<uint8_t> gdt, uint64_t offset, std::span<const uint8_t> data,
+                             uint32_t cpus);
 
 // The same for a store already known to be 8 bytes, `desc`: every check of
 // ApplyGdtStore after the size, in the same order. update_descriptor calls
 // this; ApplyGdtStore calls it once the size is checked.
-GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, uint64_t desc);
+GdtStoreResult ApplyGdtDescriptorStore(std::span<uint8_t> gdt, uint64_t offset, uint64_t desc,
+                                       uint32_t cpus);
 
 // Counts a trapped (MMIO) GDT store as docs/design.md "GDT" asks: applied stores are
 // gdt_stores_applied and one descriptor-update operation and exit; all others

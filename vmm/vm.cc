@@ -100,14 +100,14 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
         "%s: entry point 0x%x is not identity-mapped (physical 0x%x); the direct boot needs "
         "p_vaddr == p_paddr",
         config.kernel_path, loaded->entry, loaded->entry_gpa));
-  WriteInitialGdt(state->gdt_page.span());
+  WriteInitialGdt(state->gdt_page.span(), config.cpus);
   ASSIGN_OR_RETURN(uint64_t cr3, WriteIdentityPageTables(memory));
   RETURN_IF_ERROR(WriteTss(memory, config.cpus));
   RETURN_IF_ERROR(
       WriteBootInfo(memory, {config.cmdline, loaded->end_gpa, config.timer_hz, config.cpus}));
 
   // Every vCPU enters at the same point, told its number in RSI, with its
-  // own stack and TSS (minivmm_abi/boot.h).
+  // own stack, GDT and TSS (minivmm_abi/boot.h).
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
     ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,
                      state->vm.CreateVcpu(state->kvm, static_cast<int>(cpu)));
@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
     boot.rdi = MVMM_BOOT_INFO_GPA;
     boot.rsi = cpu;
     boot.cr3 = cr3;
-    boot.gdt_base = MVMM_GDT_GPA;
+    boot.gdt_base = MVMM_CPU_GDT_GPA(cpu);
     boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
     boot.tss_base = MVMM_CPU_TSS_GPA(cpu);
     RETURN_IF_ERROR(vcpu->SetLongModeBoot(boot));

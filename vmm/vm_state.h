@@ -66,7 +66,7 @@ struct Vm::State {
         vm(std::move(kvm_vm)),
         console(cfg.console),
         uart(&console),
-        gdt_trap(gdt_page.span()),
+        gdt_trap(gdt_page.span(), cfg.cpus),
         timer([this] { signals[0]->RaiseInterrupt(); },
               [this] {
                 for (const auto& s : signals) s->TimeOut();

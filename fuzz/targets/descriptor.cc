@@ -1,11 +1,12 @@
 // Fuzzes the TLS descriptor policy (CheckTlsDescriptor, TlsDescriptorToStore,
 // IsTlsSlot) against an independent model written from docs/design.md "GDT", and
-// ApplyGdtStore (the trapped-GDT-store path) with any table size, offset and
-// store width; an 8-byte store must be decided alike by ApplyGdtDescriptorStore
-// (update_descriptor's path).
+// ApplyGdtStore (the trapped-GDT-store path) with any table size, vCPU count,
+// offset and store width; an 8-byte store must be decided alike by
+// ApplyGdtDescriptorStore (update_descriptor's path).
 //
 // Input: u64 descriptor, then up to 4 stores: u16 table size (% 4200),
-// u8 offset mode + operand, u8 width (% 17), width bytes of data.
+// u8 offset mode (% 5; the vCPU count is mode / 5 % MVMM_MAX_CPUS + 1) +
+// operand, u8 width (% 17), width bytes of data.
 #include "hypercalls/descriptor.h"
 
 #include <cstddef>
@@ -55,10 +56,14 @@ void CheckStore(Input& in, uint64_t desc_hint) {
 
   uint64_t offset;
   const uint8_t mode = in.U8();
+  const uint32_t cpus = mode / 5 % MVMM_MAX_CPUS + 1;
   switch (mode % 5) {
-    case 0:
-      offset = 8 * (MVMM_GDT_TLS_FIRST + in.U8() % 4);
+    case 0: {  // near a TLS slot of one of the page's GDT blocks, or just past the page
+      const uint8_t operand = in.U8();
+      offset = operand / 4 % (MVMM_MAX_CPUS + 1) * MVMM_GDT_STRIDE +
+               8 * (MVMM_GDT_TLS_FIRST + operand % 4);
       break;
+    }
     case 1:
       offset = in.U16();
       break;
@@ -80,7 +85,7 @@ void CheckStore(Input& in, uint64_t desc_hint) {
   // Safety: `data` holds exactly 8 bytes here; desc_hint is a u64.
   if (width == 8 && bytes.size() < 8) std::memcpy(data.data(), &desc_hint, 8);
 
-  const GdtStoreResult result = ApplyGdtStore(gdt, offset, data);
+  const GdtStoreResult result = ApplyGdtStore(gdt, offset, data, cpus);
   FUZZ_CHECK(GdtStoreKindName(result.kind) != "?");
 
   // The expected kind, in the documented order.
@@ -94,7 +99,7 @@ void CheckStore(Input& in, uint64_t desc_hint) {
     want = GdtStoreKind::kMisaligned;
   } else if (table < 8 || offset > table - 8) {
     want = GdtStoreKind::kOutsideTable;
-  } else if (!IsTlsSlot(offset / 8)) {
+  } else if (offset / MVMM_GDT_STRIDE >= cpus || !IsTlsSlot(offset % MVMM_GDT_STRIDE / 8)) {
     want = GdtStoreKind::kReservedSlot;
   } else if (Model(desc) != DescriptorVerdict::kOk) {
     want = GdtStoreKind::kBadDescriptor;
@@ -117,14 +122,19 @@ void CheckStore(Input& in, uint64_t desc_hint) {
     // Safety: an applied store had offset + 8 <= gdt.size().
     std::memcpy(&stored, gdt.data() + offset, 8);
     FUZZ_CHECK(stored == TlsDescriptorToStore(desc) && stored == result.stored);
-    FUZZ_CHECK(result.slot == offset / 8);
+  }
+  if (want == GdtStoreKind::kApplied || want == GdtStoreKind::kReservedSlot ||
+      want == GdtStoreKind::kBadDescriptor) {
+    FUZZ_CHECK(result.cpu == offset / MVMM_GDT_STRIDE);
+    FUZZ_CHECK(result.slot == offset % MVMM_GDT_STRIDE / 8);
   }
   // update_descriptor's entry point decides an 8-byte store exactly the same.
   if (width == 8) {
     std::vector<uint8_t> again = before;
-    const GdtStoreResult direct = ApplyGdtDescriptorStore(again, offset, desc);
-    FUZZ_CHECK(direct.kind == result.kind && direct.slot == result.slot &&
-               direct.verdict == result.verdict && direct.stored == result.stored);
+    const GdtStoreResult direct = ApplyGdtDescriptorStore(again, offset, desc, cpus);
+    FUZZ_CHECK(direct.kind == result.kind && direct.cpu == result.cpu &&
+               direct.slot == result.slot && direct.verdict == result.verdict &&
+               direct.stored == result.stored);
     FUZZ_CHECK(again == gdt);
   }
   ExitStats stats;

@@ -43,11 +43,12 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
         }
         break;
       case MVMM_HC_update_descriptor: {
-        const uint64_t slot = (args[0] - MVMM_GDT_GPA) / 8;
-        FUZZ_CHECK(IsTlsSlot(slot));
+        const uint64_t offset = args[0] - MVMM_GDT_GPA;
+        FUZZ_CHECK(offset / MVMM_GDT_STRIDE < vm.cpus.count());
+        FUZZ_CHECK(IsTlsSlot(offset % MVMM_GDT_STRIDE / 8));
         uint64_t stored;
         // Safety: an applied update_descriptor wrote this TLS slot, so it is inside vm.gdt.
-        std::memcpy(&stored, vm.gdt.data() + slot * 8, 8);
+        std::memcpy(&stored, vm.gdt.data() + offset, 8);
         FUZZ_CHECK(stored == TlsDescriptorToStore(args[1]));
         break;
       }

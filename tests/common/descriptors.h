@@ -26,8 +26,10 @@ inline uint64_t MakeDesc(const DescFields& f) {
 // A typical Linux TLS descriptor: flat 4 GiB user data, DPL 3, read/write.
 inline constexpr uint64_t kUserTlsDesc = 0x00CFF2000000FFFFull;
 
-// The guest-physical address of TLS slot `i` (0-2) of the GDT page.
-inline constexpr uint64_t TlsSlotGpa(int i) { return MVMM_GDT_GPA + 8 * (MVMM_GDT_TLS_FIRST + i); }
+// The guest-physical address of TLS slot `i` (0-2) of CPU `cpu`'s GDT.
+inline constexpr uint64_t TlsSlotGpa(int i, uint32_t cpu = 0) {
+  return MVMM_CPU_GDT_GPA(cpu) + 8 * (MVMM_GDT_TLS_FIRST + i);
+}
 
 }  // namespace minivmm::testing
 

@@ -142,16 +142,16 @@ struct FakeVm {
     std::vector<uint8_t>(bytes).swap(gdt);
     env.gdt = gdt;
   }
-  // The GDT as the VMM writes it at boot (WriteInitialGdt: entries 0-6, TLS
-  // slots empty), cut to the fake's GDT size. Needs vmm/boot/boot_layout.cc
-  // linked in.
+  // The GDT as the VMM writes it at boot for `cpus.cpus` vCPUs
+  // (WriteInitialGdt: one block per vCPU, entries 0-6, TLS slots empty), cut
+  // to the fake's GDT size. Needs vmm/boot/boot_layout.cc linked in.
   void LayOutGdtAsVmm() {
     if (gdt.size() == kGdtPageSize) {
-      WriteInitialGdt(gdt);
+      WriteInitialGdt(gdt, cpus.cpus);
       return;
     }
     std::array<uint8_t, kGdtPageSize> page;
-    WriteInitialGdt(page);
+    WriteInitialGdt(page, cpus.cpus);
     if (gdt.empty()) return;
     std::memcpy(gdt.data(), page.data(), std::min(gdt.size(), page.size()));
     if (gdt.size() > page.size())

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "tests/common/descriptors.h"
@@ -62,6 +63,41 @@ TEST_F(UpdateDescriptorTest, ReservedSlotIsEperm) {
     EXPECT_EQ(Update(MVMM_GDT_GPA + 8 * slot, kUserTlsDesc), -MVMM_EPERM) << slot;
   }
   EXPECT_STREQ(Refusal(MVMM_GDT_GPA + 8, kUserTlsDesc), "slot is not a TLS slot");
+  EXPECT_TRUE(GdtUntouched());
+}
+
+// Any vCPU may write any vCPU's TLS slots, the VM's own vCPUs' only: the
+// GDT of a vCPU the VM lacks is as reserved as entries 0-6.
+TEST_F(UpdateDescriptorTest, EachVcpusTlsSlotsAreWritableAndNoOthers) {
+  vm_.cpus.cpus = 3;
+  vm_.exit.vcpu_id = 1;
+  for (uint32_t cpu = 0; cpu < MVMM_MAX_CPUS; ++cpu) {
+    for (int i = 0; i < 3; ++i) {
+      SCOPED_TRACE(::testing::Message() << "cpu " << cpu << " slot " << i);
+      const int64_t want = cpu < 3 ? 0 : -MVMM_EPERM;
+      EXPECT_EQ(Update(TlsSlotGpa(i, cpu), kUserTlsDesc), want);
+      uint64_t stored;
+      std::memcpy(&stored, vm_.gdt.data() + (TlsSlotGpa(i, cpu) - MVMM_GDT_GPA), 8);
+      EXPECT_EQ(stored, cpu < 3 ? kUserTlsDesc | MVMM_DESC_ACCESSED : 0);
+    }
+  }
+  EXPECT_STREQ(Refusal(TlsSlotGpa(0, 3), kUserTlsDesc), "slot is not a TLS slot");
+  for (int i = 0; i < 3; ++i) {
+    for (uint32_t cpu = 0; cpu < 3; ++cpu) ASSERT_EQ(Update(TlsSlotGpa(i, cpu), 0), 0);
+  }
+  EXPECT_TRUE(GdtUntouched());
+}
+
+// With one vCPU (and with no vCPU directory at all) only entries 7-9 of the
+// page take a store.
+TEST_F(UpdateDescriptorTest, OneVcpuAcceptsOnlyEntriesSevenToNine) {
+  for (bool directory : {true, false}) {
+    if (!directory) vm_.env.cpus = nullptr;
+    for (uint64_t entry = 0; entry < 512; ++entry) {
+      const bool tls = entry >= 7 && entry <= 9;
+      EXPECT_EQ(Update(MVMM_GDT_GPA + 8 * entry, 0), tls ? 0 : -MVMM_EPERM) << entry;
+    }
+  }
   EXPECT_TRUE(GdtUntouched());
 }
 

@@ -205,6 +205,33 @@ TEST_P(SmpStopTest, TripleFaultOnTheLastCpuStopsEveryCpuAndNamesIt) {
   ExpectStopByLastCpu(RunSmp(TinyGuest("smp"), "f", GetParam()), GetParam(), /*fault=*/true);
 }
 
+uint64_t Register(const RunResult& r, const std::string& name) {
+  for (const auto& [n, v] : r.registers)
+    if (n == name) return v;
+  ADD_FAILURE() << "no register " << name;
+  return 0;
+}
+
+// Each vCPU runs on a GDT and a TSS of its own (minivmm_abi/boot.h): the last
+// CPU, which shuts the VM down in mode "S", saw its own GDT with sgdt (R15,
+// R14), and KVM's state of it at the stop says the same, with TR on its own
+// TSS. (Not mode "f": after a triple fault kvm_amd dumps a reset vCPU.)
+TEST_P(SmpStopTest, TheLastCpuRunsOnItsOwnGdtAndTss) {
+  REQUIRE_KVM();
+  const SmpRun run = RunSmp(TinyGuest("smp"), "S", GetParam());
+  const RunResult& r = run.result;
+  const uint32_t last = GetParam() - 1;
+  ASSERT_EQ(r.reason, StopReason::kGuestShutdown) << r.detail;
+  ASSERT_EQ(r.stopped_by_vcpu, static_cast<int>(last));
+  EXPECT_EQ(Register(r, "r15"), MVMM_CPU_GDT_GPA(last));  // the guest's sgdt
+  EXPECT_EQ(Register(r, "r14"), MVMM_GDT_ENTRIES * 8 - 1);
+  EXPECT_EQ(Register(r, "gdt_base"), MVMM_CPU_GDT_GPA(last));  // KVM's sregs
+  EXPECT_EQ(Register(r, "gdt_limit"), MVMM_GDT_ENTRIES * 8 - 1);
+  EXPECT_EQ(Register(r, "tr"), MVMM_SEL_TSS);
+  EXPECT_EQ(Register(r, "tr_base"), MVMM_CPU_TSS_GPA(last));
+  EXPECT_EQ((Register(r, "gdt_base") - MVMM_GDT_GPA) / MVMM_GDT_STRIDE, last);
+}
+
 TEST_P(SmpStopTest, GuestShutdownFromTheLastCpuStopsEveryCpuAndNamesIt) {
   REQUIRE_KVM();
   ExpectStopByLastCpu(RunSmp(TinyGuest("smp"), "S", GetParam()), GetParam(), /*fault=*/false);

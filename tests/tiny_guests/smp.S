@@ -9,6 +9,9 @@
  *        one CPU, CPU 0 is the last and faults at once);
  *   'S': as 'f', but the last CPU shuts down with exit code nr_cpus - 1
  *        (one exit, the sched_op) instead of faulting;
+ *   in 'f' and 'S' the last CPU first puts its GDTR (sgdt, no exit) in R15
+ *   (base) and R14 (limit), so the stop's register dump shows the GDT it
+ *   was given (after a triple fault some KVMs dump a reset vCPU);
  *   else: CPU 0 waits until every other CPU is idle, says so with one
  *        sched_op(yield) (an exit an observer sees) and spins with no more
  *        exits: only the timeout or a stop request ends the run. */
@@ -67,7 +70,12 @@ secondary:
   jne 2f
   call wait_idle
 last:
-  cmp $'S', %r14d
+  sub $16, %rsp
+  sgdt (%rsp)
+  mov 2(%rsp), %r15                 /* GDTR base */
+  movzwl (%rsp), %eax               /* GDTR limit */
+  cmpb $'S', CMDLINE_GPA
+  mov %rax, %r14
   jne fault
   mov $2, %edi
   lea -1(%r13), %esi

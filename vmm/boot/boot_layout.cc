@@ -29,17 +29,21 @@ uint64_t TssDescriptorLow(uint64_t base, uint32_t limit) {
 
 }  // namespace
 
-void WriteInitialGdt(std::span<uint8_t> gdt_page) {
+void WriteInitialGdt(std::span<uint8_t> gdt_page, uint32_t cpus) {
+  std::memset(gdt_page.data(), 0, gdt_page.size());
   uint64_t gdt[MVMM_GDT_ENTRIES] = {};
   gdt[MVMM_GDT_KERNEL_CODE] = kKernelCode;
   gdt[MVMM_GDT_KERNEL_DATA] = kKernelData;
   gdt[MVMM_GDT_USER_DATA] = kUserData;
   gdt[MVMM_GDT_USER_CODE] = kUserCode;
-  gdt[MVMM_GDT_TSS] = TssDescriptorLow(MVMM_TSS_GPA, sizeof(mvmm_tss) - 1);
-  gdt[MVMM_GDT_TSS + 1] = MVMM_TSS_GPA >> 32;
-  std::memset(gdt_page.data(), 0, gdt_page.size());
-  // Safety: gdt_page is the host's 4096-byte GDT page (caller's contract), the table 80 bytes.
-  std::memcpy(gdt_page.data(), gdt, sizeof(gdt));
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    const uint64_t offset = MVMM_CPU_GDT_GPA(cpu) - MVMM_GDT_GPA;
+    if (offset + sizeof(gdt) > gdt_page.size()) return;
+    gdt[MVMM_GDT_TSS] = TssDescriptorLow(MVMM_CPU_TSS_GPA(cpu), sizeof(mvmm_tss) - 1);
+    gdt[MVMM_GDT_TSS + 1] = MVMM_CPU_TSS_GPA(cpu) >> 32;
+    // Safety: offset + 80 <= gdt_page.size(), checked just above.
+    std::memcpy(gdt_page.data() + offset, gdt, sizeof(gdt));
+  }
 }
 
 absl::StatusOr<uint64_t> WriteIdentityPageTables(const GuestMemory& memory) {

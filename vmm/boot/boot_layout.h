@@ -15,10 +15,13 @@
 
 namespace minivmm {
 
-// Entries 0-9 of the GDT (docs/design.md "GDT"). Present descriptors carry the
-// accessed bit: the GDT is read-only to the guest, and a segment load whose
-// descriptor lacks it never completes (docs/hosts.md).
-void WriteInitialGdt(std::span<uint8_t> gdt_page);
+// One GDT per vCPU (docs/design.md "GDT"): for each cpu < `cpus`, entries 0-9
+// at MVMM_CPU_GDT_GPA(cpu), alike but for the TSS descriptor, which describes
+// that CPU's TSS (MVMM_CPU_TSS_GPA(cpu)); every other byte of the page is
+// zero. Present descriptors carry the accessed bit: the GDT is read-only to
+// the guest, and a segment load whose descriptor lacks it never completes
+// (docs/hosts.md). A block that does not fit in `gdt_page` is not written.
+void WriteInitialGdt(std::span<uint8_t> gdt_page, uint32_t cpus);
 
 // PML4 at MVMM_PAGE_TABLES_GPA, one PDPT, and 2 MiB pages mapping
 // [0, RAM size rounded up to 2 MiB) and the GDT page's 2 MiB region

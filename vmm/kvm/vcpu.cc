@@ -228,13 +228,20 @@ void KvmVcpu::MarkSregsDirty() {
 std::vector<std::pair<std::string, uint64_t>> KvmVcpu::DumpRegisters() const {
   const kvm_regs& r = run_->s.regs.regs;
   const kvm_sregs& s = run_->s.regs.sregs;
-  return {{{"rip", r.rip},       {"rflags", r.rflags}, {"rsp", r.rsp},   {"rbp", r.rbp},
-           {"rax", r.rax},       {"rbx", r.rbx},       {"rcx", r.rcx},   {"rdx", r.rdx},
-           {"rsi", r.rsi},       {"rdi", r.rdi},       {"r8", r.r8},     {"r9", r.r9},
-           {"r10", r.r10},       {"r11", r.r11},       {"r12", r.r12},   {"r13", r.r13},
-           {"r14", r.r14},       {"r15", r.r15},       {"cr0", s.cr0},   {"cr2", s.cr2},
-           {"cr3", s.cr3},       {"cr4", s.cr4},       {"efer", s.efer}, {"cs", s.cs.selector},
-           {"ss", s.ss.selector}}};
+  std::vector<std::pair<std::string, uint64_t>> regs = {
+      {{"rip", r.rip},       {"rflags", r.rflags}, {"rsp", r.rsp},   {"rbp", r.rbp},
+       {"rax", r.rax},       {"rbx", r.rbx},       {"rcx", r.rcx},   {"rdx", r.rdx},
+       {"rsi", r.rsi},       {"rdi", r.rdi},       {"r8", r.r8},     {"r9", r.r9},
+       {"r10", r.r10},       {"r11", r.r11},       {"r12", r.r12},   {"r13", r.r13},
+       {"r14", r.r14},       {"r15", r.r15},       {"cr0", s.cr0},   {"cr2", s.cr2},
+       {"cr3", s.cr3},       {"cr4", s.cr4},       {"efer", s.efer}, {"cs", s.cs.selector},
+       {"ss", s.ss.selector}}};
+  // Which GDT and TSS the vCPU runs on (each vCPU has its own, minivmm_abi/boot.h).
+  regs.insert(regs.end(), {{"tr", s.tr.selector},
+                           {"tr_base", s.tr.base},
+                           {"gdt_base", s.gdt.base},
+                           {"gdt_limit", s.gdt.limit}});
+  return regs;
 }
 
 uint64_t KvmVcpu::TscKhz() const {

@@ -10,8 +10,13 @@
  * same entry point at the same time, in that same state except for:
  *   RSI = its CPU number (0 for the boot CPU),
  *   RSP = MVMM_CPU_STACK_TOP(cpu): a stack of its own below 1 MiB,
- *   TR's base = MVMM_CPU_TSS_GPA(cpu): a TSS of its own (the GDT's TSS
- *     descriptor describes CPU 0's; a CPU that reloads TR gets CPU 0's).
+ *   GDTR base = MVMM_CPU_GDT_GPA(cpu): a GDT of its own (limit
+ *     MVMM_GDT_ENTRIES * 8 - 1), the same entries as CPU 0's except that
+ *     its TSS descriptor describes this CPU's TSS,
+ *   TR's base = MVMM_CPU_TSS_GPA(cpu): that TSS (a CPU that reloads TR
+ *     from its own GDT gets its own TSS back).
+ * A CPU may find its number from its GDTR base (sgdt):
+ * (base - MVMM_GDT_GPA) / MVMM_GDT_STRIDE. boot_info.gdt_gpa is CPU 0's.
  * There is no INIT/SIPI and no "up" call: a secondary CPU runs from the
  * start, like a Xen vCPU after VCPUOP_initialise + VCPUOP_up. Timer
  * interrupts (periodic and set_timer_op) go to CPU 0 only; any vCPU reaches
@@ -53,7 +58,10 @@
 #define MVMM_KERNEL_MIN_GPA 0x100000ull /* PT_LOAD segments start here or above */
 
 /* The GDT page: one page in a read-only memslot outside RAM, so that every
- * guest store into it exits to the VMM. Guest RAM ends below it. */
+ * guest store into it exits to the VMM. Guest RAM ends below it. It holds one
+ * GDT per CPU, CPU n's at MVMM_CPU_GDT_GPA(n), each a block of 16 entries of
+ * which the first MVMM_GDT_ENTRIES are used and the rest are zero; blocks of
+ * CPUs the VM does not have are zero. */
 #define MVMM_GDT_GPA 0xC0000000ull
 #define MVMM_MEMORY_MIN (8ull << 20)
 #define MVMM_MEMORY_MAX MVMM_GDT_GPA
@@ -176,6 +184,8 @@ MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_boot_info, reserved) == 88, "
 MVMM_STATIC_ASSERT_(MVMM_AP_STACKS_END <= MVMM_KERNEL_MIN_GPA, "abi");
 MVMM_STATIC_ASSERT_(MVMM_BOOT_STACK_TOP <= MVMM_AP_STACKS_GPA, "abi");
 MVMM_STATIC_ASSERT_(MVMM_MAX_CPUS* MVMM_TSS_STRIDE <= 4096, "abi");
+MVMM_STATIC_ASSERT_(MVMM_MAX_CPUS* MVMM_GDT_STRIDE <= 4096, "abi");
+MVMM_STATIC_ASSERT_(MVMM_GDT_ENTRIES * 8 <= MVMM_GDT_STRIDE, "abi");
 MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_runstate) == 8, "runstate size");
 MVMM_STATIC_ASSERT_(__builtin_offsetof(struct mvmm_vcpu_runstate, flags) == 4, "abi");
 MVMM_STATIC_ASSERT_(sizeof(struct mvmm_vcpu_info) == MVMM_VCPU_INFO_ALIGN, "vcpu_info size");
