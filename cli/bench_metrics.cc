@@ -100,6 +100,7 @@ WorkloadOps OpsFor(std::string_view w) {
   if (w == "cpa") return {"PTE changed", p + ".ptes_changed", "pte_flags call"};
   if (w == "fpu") return {"yield", p + ".yields", "yield"};
   if (w == "hello") return {"line", p + ".lines", "line"};
+  if (w == "aim") return {"job", p + ".jobs", "job"};
   return {"op", "", "op"};
 }
 
