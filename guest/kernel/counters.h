@@ -48,6 +48,8 @@ namespace guest {
   X(resched_ipis)             \
   X(migrations)               \
   X(idle_restarts)            \
+  X(tick_starts)              \
+  X(tick_stops)               \
   X(check_failures)
 
 struct KernelCounters {

@@ -237,6 +237,7 @@ void ApIdleLoop() {
       Schedule();
       continue;
     }
+    TickIdle();
     IdleBlock(&me.runq_head);
   }
 }

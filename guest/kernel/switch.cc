@@ -157,6 +157,7 @@ void FpuPolicyInit() {
 void ContextSwitch(Task* prev, Task* next) {
   ++Kc().switches;
   FpuCpuInit();
+  TickSwitchIn(next);
   GUEST_ASSERT(*prev->kstack_guard == 0x57ac6c0ffee5afe5ull);  // prev's stack did not overflow
   pv_ops.start_context_switch();
   // Kernel mappings are the same in every address space, so the new base

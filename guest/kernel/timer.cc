@@ -1,6 +1,8 @@
 #include "kernel/timer.h"
 
+#include "kernel/boot.h"
 #include "kernel/counters.h"
+#include "kernel/hypercall.h"
 #include "kernel/percpu.h"
 #include "kernel/sched.h"
 
@@ -8,6 +10,7 @@ namespace guest {
 namespace {
 
 bool g_preempt = false;
+bool g_tick_running[MVMM_MAX_CPUS];  // a secondary CPU's own tick; its own
 
 }  // namespace
 
@@ -15,7 +18,8 @@ bool g_preempt = false;
 // and never sleeps (it only sets a flag; kernel code is not preempted).
 void TimerInterrupt(TrapFrame*) {
   ++Kc().timer_irqs;
-  if (g_preempt && !IsIdle(Current())) ThisCpu().need_resched = true;
+  if (__atomic_load_n(&g_preempt, __ATOMIC_RELAXED) && !IsIdle(Current()))
+    ThisCpu().need_resched = true;
 }
 
 // Called by TrapDispatch on the way back to ring 3: interrupts off, no lock
@@ -30,6 +34,28 @@ void ReturnToUserWork() {
 }
 
 // Task context, no lock needed (a plain flag the timer reads). Never sleeps.
-void SetPreemption(bool on) { g_preempt = on; }
+void SetPreemption(bool on) { __atomic_store_n(&g_preempt, on, __ATOMIC_RELAXED); }
+
+// A secondary CPU, in its context switch (g_rq_lock held, interrupts off).
+// One hypercall when it starts the tick; never sleeps.
+void TickSwitchIn(const Task* next) {
+  const uint32_t cpu = CurrentCpu();
+  if (cpu == 0 || !next->user || g_tick_running[cpu] || g_boot.timer_hz == 0) return;
+  if (!__atomic_load_n(&g_preempt, __ATOMIC_RELAXED)) return;
+  g_tick_running[cpu] = true;
+  ++Kc().tick_starts;
+  HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_SET_PERIODIC_TIMER, cpu,
+                 1'000'000'000ull / g_boot.timer_hz);
+}
+
+// A secondary CPU's idle loop, interrupts on, no lock held. One hypercall
+// when it stops the tick; never sleeps.
+void TickIdle() {
+  const uint32_t cpu = CurrentCpu();
+  if (!g_tick_running[cpu] || __atomic_load_n(&g_preempt, __ATOMIC_RELAXED)) return;
+  g_tick_running[cpu] = false;
+  ++Kc().tick_stops;
+  HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_STOP_PERIODIC_TIMER, cpu, 0);
+}
 
 }  // namespace guest
