@@ -11,10 +11,10 @@
 #include "absl/strings/str_format.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
-#include "vmm/memory/mapped_memory.h"
 #include "vmm/elf/elf_loader.h"
 #include "vmm/kvm/fd.h"
 #include "vmm/kvm/flex_ioctls.h"
+#include "vmm/memory/mapped_memory.h"
 
 namespace minivmm::bench {
 namespace {

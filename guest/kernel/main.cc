@@ -73,7 +73,8 @@ extern "C" [[noreturn]] void KernelMain(const mvmm_boot_info* bi) {
   // 0 from a VMM older than the field: one CPU.
   const uint32_t nr_cpus = bi->nr_cpus == 0 ? 1 : bi->nr_cpus;
   if (nr_cpus > MVMM_MAX_CPUS) BadBootInfo("boot_info nr_cpus above MVMM_MAX_CPUS");
-  if (!SmpBoot(nr_cpus)) BadBootInfo("a secondary CPU could not come up (its own GDT, its runstate area)");
+  if (!SmpBoot(nr_cpus))
+    BadBootInfo("a secondary CPU could not come up (its own GDT, its runstate area)");
   uint64_t len = bi->cmdline_len;
   if (len > MVMM_CMDLINE_MAX) len = MVMM_CMDLINE_MAX;
   StrView line =

@@ -71,7 +71,6 @@ struct Task {
   File* fds[kMaxFds];
 };
 
-
 // Turns the boot context into task 0 ("init") and creates CPU 0's idle
 // task; gives every other CPU an idle task for its boot context (which is
 // idling in ApMain).

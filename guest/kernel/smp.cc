@@ -79,8 +79,8 @@ __attribute__((noinline, noclone)) bool IdleBlockWindow(Task* const* head) {
       "mov $1, %[blocked]\n"
       "1:\n"
       : "+a"(rax), [blocked] "+r"(blocked)
-      : [head] "r"(head), "D"(static_cast<uint64_t>(MVMM_SCHEDOP_BLOCK)),
-        [port] "i"(MVMM_HYPERCALL_PORT)
+      : [head] "r"(head),
+        "D"(static_cast<uint64_t>(MVMM_SCHEDOP_BLOCK)), [port] "i"(MVMM_HYPERCALL_PORT)
       : "memory", "cc");
   return blocked != 0;
 }
@@ -239,9 +239,9 @@ void AppendSmpReport(TextBuf* out) {
     out->Kv(p.View(), "idle_blocks", kc.idle_blocks);
     out->Kv(p.View(), "ipis", kc.ipis);
     out->Kv(p.View(), "cr3_writes", kc.cr3_writes);
-#define GUEST_SMP_KC_(name)                                                     \
+#define GUEST_SMP_KC_(name)                                                          \
   if (kc.name != 0 && StrView(#name) != "idle_blocks" && StrView(#name) != "ipis" && \
-      StrView(#name) != "cr3_writes")                                           \
+      StrView(#name) != "cr3_writes")                                                \
     out->Kv(p.View(), #name, kc.name);
     GUEST_COUNTER_LIST(GUEST_SMP_KC_)
 #undef GUEST_SMP_KC_

@@ -130,8 +130,7 @@ void SpinLock::Unlock() {
     if (before & bit) {
       LockCounts& c = g_lock_counts[CurrentCpu()];
       ++c.kicks;
-      const int64_t r =
-          Hypercall(MVMM_HC_lock_kick, static_cast<uint64_t>(__builtin_ctzll(bit)));
+      const int64_t r = Hypercall(MVMM_HC_lock_kick, static_cast<uint64_t>(__builtin_ctzll(bit)));
       GUEST_ASSERT(r == 0);
       return;
     }

@@ -15,9 +15,9 @@ namespace {
 
 // Per CPU, each written by its own CPU only.
 struct SwitchState {
-  TlsShadow tls_shadow;  // what the VMM was last sent (empty slots at boot)
+  TlsShadow tls_shadow;     // what the VMM was last sent (empty slots at boot)
   Mm* active_mm = nullptr;  // the address space CR3 holds (null: the boot tables)
-  bool fpu_ready = false;      // CR0.TS set up for the FPU policy (FpuCpuInit)
+  bool fpu_ready = false;   // CR0.TS set up for the FPU policy (FpuCpuInit)
 };
 constinit SwitchState g_switch[MVMM_MAX_CPUS];
 

@@ -12,7 +12,9 @@ USER_INLINE void Check(bool ok, MixTaskArgs* a) {
   ++a->checks;
 }
 
-USER_INLINE uint8_t Token(uint64_t iter, uint64_t id) { return static_cast<uint8_t>(iter * 7 + id); }
+USER_INLINE uint8_t Token(uint64_t iter, uint64_t id) {
+  return static_cast<uint8_t>(iter * 7 + id);
+}
 
 }  // namespace
 

@@ -54,7 +54,8 @@ void RunAim(const WorkloadArgs& args) {
     auto* tls = static_cast<uint64_t*>(AllocUserPages(1));
     for (int k = 0; k < 2; ++k) {
       tls[k * 8] = 0x7150000000000000ull | (t[i]->pid << 8) | static_cast<uint64_t>(k);
-      a->tls_desc[k] = MakeTlsDescriptor(static_cast<uint32_t>(reinterpret_cast<uint64_t>(tls + k * 8)), 0xfff);
+      a->tls_desc[k] =
+          MakeTlsDescriptor(static_cast<uint32_t>(reinterpret_cast<uint64_t>(tls + k * 8)), 0xfff);
       a->tls_value[k] = tls[k * 8];
     }
     const uint64_t initial[3] = {a->tls_desc[0], 0, 0};

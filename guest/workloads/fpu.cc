@@ -4,8 +4,8 @@
 // lazy policies take #NM traps until a thread's fpu_counter passes 5, then
 // preload it: from there on fpu_switch=naive pays the stts/clts pair.
 #include "arch/cpu.h"
-#include "kernel/percpu.h"
 #include "kernel/mem.h"
+#include "kernel/percpu.h"
 #include "kernel/sched.h"
 #include "kernel/syscall.h"
 #include "kernel/syscall_abi.h"

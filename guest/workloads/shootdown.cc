@@ -16,8 +16,8 @@
 // (docs/exit-model.md "SMP"). With one CPU there are no targets: no IPI and
 // no flush of others at all.
 #include "arch/cpu.h"
-#include "kernel/percpu.h"
 #include "kernel/mem.h"
+#include "kernel/percpu.h"
 #include "kernel/sched.h"
 #include "kernel/smp.h"
 #include "kernel/syscall.h"

@@ -201,7 +201,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"workload=shootdown,rounds=0",
                 "bad value '0' for shootdown.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,bogus=1",
-                "unknown parameter 'bogus' for workload ctx (tasks|rounds|tls|fpu|preempt|mm|ws|spread|migrate)"},
+                "unknown parameter 'bogus' for workload ctx "
+                "(tasks|rounds|tls|fpu|preempt|mm|ws|spread|migrate)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
         BadCase{"workload=ctx,rounds=0", "bad value '0' for ctx.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,tasks=17", "bad value '17' for ctx.tasks (integer 2..16)"},
