@@ -50,21 +50,31 @@ uint64_t* Split(uint64_t* pd, uint64_t va, uint64_t extra) {
 
 }  // namespace
 
+namespace {
+
+// Bump allocators, safe on any CPU: a compare-and-swap claims the range (no
+// lock, so no interrupt-flag op and no exit). Nothing is ever freed.
+uint64_t Claim(uint64_t* next, uint64_t limit, size_t count, const char* exhausted) {
+  const uint64_t bytes = count * kPageSize;
+  uint64_t p = __atomic_load_n(next, __ATOMIC_RELAXED);
+  do {
+    if (count == 0 || bytes / kPageSize != count || p + bytes > limit || p + bytes < p)
+      Panic(exhausted);
+  } while (!__atomic_compare_exchange_n(next, &p, p + bytes, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+  ZeroQwords(reinterpret_cast<void*>(p), bytes / 8);
+  return p;
+}
+
+}  // namespace
+
 void* AllocPages(size_t count) {
-  uint64_t p = g_next;
-  if (count == 0 || p + count * kPageSize > g_end || p + count * kPageSize < p)
-    Panic("out of memory");
-  g_next += count * kPageSize;
-  ZeroQwords(reinterpret_cast<void*>(p), count * kPageSize / 8);
-  return reinterpret_cast<void*>(p);
+  return reinterpret_cast<void*>(Claim(&g_next, g_end, count, "out of memory"));
 }
 
 void* AllocUserPages(size_t count) {
-  uint64_t p = g_user_next;
-  if (p + count * kPageSize > g_user_arena.start + g_user_arena.size) Panic("user arena exhausted");
-  g_user_next += count * kPageSize;
-  ZeroQwords(reinterpret_cast<void*>(p), count * kPageSize / 8);
-  return reinterpret_cast<void*>(p);
+  return reinterpret_cast<void*>(Claim(&g_user_next, g_user_arena.start + g_user_arena.size,
+                                       count, "user arena exhausted"));
 }
 
 bool UserRangeOk(uint64_t addr, uint64_t len) {

@@ -1,10 +1,12 @@
 #include "kernel/timer.h"
 
+#include "arch/cpu.h"
 #include "kernel/boot.h"
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
 #include "kernel/percpu.h"
 #include "kernel/sched.h"
+#include "kernel/smp.h"
 
 namespace guest {
 namespace {
@@ -34,15 +36,27 @@ void ReturnToUserWork() {
 }
 
 // Task context, no lock needed (a plain flag the timer reads). Never sleeps.
-void SetPreemption(bool on) { __atomic_store_n(&g_preempt, on, __ATOMIC_RELAXED); }
+// Task context on CPU 0, no lock held. Turning preemption off waits,
+// reading memory only, until every other CPU has stopped its tick (it does
+// at its next idle pass, at most one tick away), so that no timer interrupt
+// reaches a CPU after the workload: its counts are final.
+void SetPreemption(bool on) {
+  __atomic_store_n(&g_preempt, on, __ATOMIC_RELAXED);
+  if (on) return;
+  for (uint32_t cpu = 1; cpu < NrCpus(); ++cpu) {
+    while (__atomic_load_n(&g_tick_running[cpu], __ATOMIC_ACQUIRE)) cpu::Pause();
+  }
+}
 
 // A secondary CPU, in its context switch (g_rq_lock held, interrupts off).
 // One hypercall when it starts the tick; never sleeps.
 void TickSwitchIn(const Task* next) {
   const uint32_t cpu = CurrentCpu();
-  if (cpu == 0 || !next->user || g_tick_running[cpu] || g_boot.timer_hz == 0) return;
+  if (cpu == 0 || !next->user || g_boot.timer_hz == 0 ||
+      __atomic_load_n(&g_tick_running[cpu], __ATOMIC_RELAXED))
+    return;
   if (!__atomic_load_n(&g_preempt, __ATOMIC_RELAXED)) return;
-  g_tick_running[cpu] = true;
+  __atomic_store_n(&g_tick_running[cpu], true, __ATOMIC_RELAXED);
   ++Kc().tick_starts;
   HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_SET_PERIODIC_TIMER, cpu,
                  1'000'000'000ull / g_boot.timer_hz);
@@ -52,10 +66,13 @@ void TickSwitchIn(const Task* next) {
 // when it stops the tick; never sleeps.
 void TickIdle() {
   const uint32_t cpu = CurrentCpu();
-  if (!g_tick_running[cpu] || __atomic_load_n(&g_preempt, __ATOMIC_RELAXED)) return;
-  g_tick_running[cpu] = false;
+  if (!__atomic_load_n(&g_tick_running[cpu], __ATOMIC_RELAXED) ||
+      __atomic_load_n(&g_preempt, __ATOMIC_RELAXED))
+    return;
   ++Kc().tick_stops;
   HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_STOP_PERIODIC_TIMER, cpu, 0);
+  // A tick raised before the stop was taken right after the hypercall.
+  __atomic_store_n(&g_tick_running[cpu], false, __ATOMIC_RELEASE);
 }
 
 }  // namespace guest

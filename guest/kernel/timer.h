@@ -17,7 +17,8 @@ struct Task;
 void TimerInterrupt(TrapFrame* f);
 // The preemption point on the way back to ring 3: reschedules if marked.
 void ReturnToUserWork();
-// Turns preemption of ring-3 tasks by the timer on or off.
+// Turns preemption of ring-3 tasks by the timer on or off (CPU 0; off
+// waits until every other CPU has stopped its own tick).
 void SetPreemption(bool on);
 // Context switch into `next` on a secondary CPU: starts this CPU's tick if
 // preemption is on, `next` is a ring-3 task and the tick is not running

@@ -211,5 +211,33 @@ INSTANTIATE_TEST_SUITE_P(Cpus, AimTest,
                            return name;
                          });
 
+// Preemption with a timer: every CPU that runs ring-3 tasks runs its own
+// tick (vcpu_op set_periodic_timer on the secondary CPUs) and stops it when
+// the workload ends, so every timer interrupt the VMM injected into a vCPU
+// is one that CPU counted.
+TEST(RingSmpTimerTest, EveryCpuTicksOnItsOwnAndCountsEveryTimerInterrupt) {
+  REQUIRE_KVM();
+  const uint32_t cpus = 3;
+  const GuestRun run = RunGuest(BuiltinGuest(),
+                                "backend=pv pvops=optimized workload=ctx,tasks=6,spread=1,preempt=1,"
+                                "rounds=" + std::to_string(kRounds),
+                                absl::Seconds(200), 100, false, cpus);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  ASSERT_EQ(run.result.exit_code, 0) << run.console;
+  EXPECT_EQ(run.Report("check.failed"), 0u);
+  const Sums sums = ExpectPerVcpuCountsEqualTheGuests(run, "pv");
+  ExpectIpiBounds(run, sums);
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    SCOPED_TRACE(::testing::Message() << "vCPU " << cpu);
+    const std::string p = Prefix(cpu);
+    EXPECT_EQ(run.result.per_vcpu[cpu].timer_injections, run.ReportOr0(p + "timer_irqs"));
+    if (cpu == 0) continue;
+    // Started once (when it first ran a ring-3 task), stopped once.
+    EXPECT_EQ(run.ReportOr0(p + "tick_starts"), 1u);
+    EXPECT_EQ(run.ReportOr0(p + "tick_stops"), 1u);
+    EXPECT_EQ(run.ReportOr0(p + "hc_exits.vcpu_op"), 1u + 2u);  // run state, start, stop
+  }
+}
+
 }  // namespace
 }  // namespace minivmm::testing
