@@ -50,6 +50,28 @@ TEST_F(VmTimerTest, DeadlineInThePastFiresOnceAndDisarms) {
   EXPECT_EQ(interrupts_.load(), 1);
 }
 
+// The one-shot is disarmed before its interrupt is raised, outside the
+// timer's lock: until on_interrupt has returned, CanFire() must still say
+// yes, or the halted-forever rule could stop a run about to be woken.
+TEST(VmTimerFiringTest, CanFireUntilTheOneShotsInterruptIsRaised) {
+  std::atomic<int> raised{0};
+  std::atomic<int> could_fire_while_raising{0};
+  VmTimer* self = nullptr;
+  VmTimer timer(
+      [&] {
+        if (self->CanFire()) ++could_fire_while_raising;
+        ++raised;
+      },
+      [] {});
+  self = &timer;
+  timer.Start(0, std::nullopt);
+  timer.SetOneShot(1);
+  ASSERT_TRUE(Eventually(raised, 1));
+  timer.Stop();
+  EXPECT_EQ(could_fire_while_raising.load(), 1);
+  EXPECT_FALSE(timer.CanFire());
+}
+
 TEST_F(VmTimerTest, HugeDeadlineDoesNotOverflow) {
   timer_.Start(0, std::nullopt);
   timer_.SetOneShot(~uint64_t{0});

@@ -18,8 +18,11 @@ bool VmCpus::NothingCanWakeAny(bool timer_can_fire) const {
         [[fallthrough]];
       case Sleep::kBlocked:
         if (c.signals == nullptr) return false;
-        if ((c.signals->Raised() & VmSignals::kAnyInterrupt) != 0) return false;
+        // The timer before the pending bits: a timer stops being able to
+        // fire only after it has raised its last interrupt (VmTimer::CanFire),
+        // so "cannot fire" read first means that interrupt is visible below.
         if (cpu == 0 && timer_can_fire) return false;
+        if ((c.signals->Raised() & VmSignals::kAnyInterrupt) != 0) return false;
         break;
       case Sleep::kHalted:
         break;

@@ -49,7 +49,7 @@ void VmTimer::SetOneShot(uint64_t deadline_ns) {
 
 bool VmTimer::CanFire() const {
   std::lock_guard lock(mu_);
-  return next_periodic_.has_value() || one_shot_.has_value();
+  return next_periodic_.has_value() || one_shot_.has_value() || firing_ > 0;
 }
 
 void VmTimer::EnsureThread() {
@@ -84,10 +84,15 @@ void VmTimer::Loop() {
       timeout = true;
       watchdog_.reset();
     }
+    // The one-shot is already disarmed: count the interrupt as still to come
+    // until it is raised, or CanFire() would say nothing can fire while the
+    // lock is released.
+    if (fire) ++firing_;
     lock.unlock();
     if (fire) on_interrupt_();
     if (timeout) on_timeout_();
     lock.lock();
+    if (fire) --firing_;
   }
 }
 

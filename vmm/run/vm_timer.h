@@ -34,7 +34,9 @@ class VmTimer final : public TimerControl {
   // Stops the thread; nothing fires afterwards. Idempotent.
   void Stop();
 
-  // True while something (periodic or one-shot) can still raise an interrupt.
+  // True while something (periodic or one-shot) can still raise an interrupt,
+  // and while one that fired is being raised: it turns false only after
+  // on_interrupt has returned, so whoever sees false next sees the interrupt.
   bool CanFire() const;
 
  private:
@@ -51,6 +53,8 @@ class VmTimer final : public TimerControl {
   Clock::duration period_{0};
   std::optional<Clock::time_point> next_periodic_;
   std::optional<Clock::time_point> one_shot_;
+  // Interrupts taken off the timers and not yet raised by on_interrupt.
+  uint32_t firing_ = 0;
   std::optional<Clock::time_point> watchdog_;
 };
 
