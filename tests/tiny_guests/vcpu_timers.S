@@ -11,7 +11,7 @@
  *   (to take one: sched_op(block), which returns once one is pending, then
  *   set_if(1), which lets it in, then cli; more may come in before the cli,
  *   and the handler counts them too)
- *   4. report("vt.cpuN.ticks=DDD"): the interrupts its handler counted;
+ *   4. report("vt.cpuN.ticks=<count>"): the interrupts its handler counted;
  *   5. the last CPU (nr_cpus - 1) waits until every other secondary CPU has
  *      reported and shuts down with code 0; the others halt with IF=0.
  * While a secondary CPU blocks, CPU 0 is halted for good: only that CPU's
@@ -29,7 +29,7 @@
 #define TICKS 5
 #define EINVAL 22
 #define BOOT_INFO_NR_CPUS 80
-#define LINE_LEN 18 /* "vt.cpuN.ticks=DDD\n" */
+#define KEY_LEN 14 /* "vt.cpuN.ticks=" */
 
 .globl _start
 _start:
@@ -90,18 +90,20 @@ secondary:
   test %rax, %rax
   jnz fault
 
-  /* The line "vt.cpuN.ticks=DDD\n" in this CPU's own buffer. */
+  /* The line "vt.cpuN.ticks=D...\n" in this CPU's own buffer, the count
+   * (below 1000) in decimal without leading zeros. */
   lea line(%rip), %rsi
   lea buffers(%rip), %rdi
   mov %r12, %rax
   shl $5, %rax
   add %rax, %rdi                    /* buffers + 32 * cpu */
   mov %rdi, %rbx
-  mov $LINE_LEN, %ecx
-  rep movsb
+  mov $KEY_LEN, %ecx
+  rep movsb                         /* RDI: where the digits go */
   lea '0'(%r12), %eax
   mov %al, 6(%rbx)
-  mov %r13d, %eax                   /* below 1000: three digits */
+  mov %r13d, %eax
+  xor %r8d, %r8d                    /* a digit written yet */
   mov $'0', %ecx
 3:
   cmp $100, %eax
@@ -110,20 +112,34 @@ secondary:
   inc %ecx
   jmp 3b
 4:
-  mov %cl, 14(%rbx)
-  mov $'0', %ecx
+  cmp $'0', %ecx
+  je 5f
+  mov %cl, (%rdi)
+  inc %rdi
+  inc %r8d
 5:
+  mov $'0', %ecx
+6:
   cmp $10, %eax
-  jb 6f
+  jb 7f
   sub $10, %eax
   inc %ecx
-  jmp 5b
-6:
-  mov %cl, 15(%rbx)
+  jmp 6b
+7:
+  test %r8d, %r8d
+  jnz 8f
+  cmp $'0', %ecx
+  je 9f
+8:
+  mov %cl, (%rdi)
+  inc %rdi
+9:
   add $'0', %eax
-  mov %al, 16(%rbx)
+  mov %al, (%rdi)
+  movb $10, 1(%rdi)                 /* '\n' */
+  lea 2(%rdi), %rsi
+  sub %rbx, %rsi                    /* length */
   mov %rbx, %rdi
-  mov $LINE_LEN, %esi
   HYPERCALL(REPORT)
   test %rax, %rax
   js fault
@@ -135,17 +151,17 @@ secondary:
   jne halt
   /* The last CPU: wait for every secondary CPU before it. */
   mov $1, %ecx
-7:
+10:
   cmp %eax, %ecx
-  jae 8f
+  jae 12f
   cmpl $0, (%rdx,%rcx,4)
-  jne 9f
+  jne 11f
   pause
-  jmp 7b
-9:
+  jmp 10b
+11:
   inc %ecx
-  jmp 7b
-8:
+  jmp 10b
+12:
   SHUTDOWN(0)
   jmp halt
 
@@ -167,7 +183,7 @@ timer_handler:
   iretq
 
 line:
-  .ascii "vt.cpuN.ticks=DDD\n"
+  .ascii "vt.cpuN.ticks="
 
 .data
 .balign 16
