@@ -80,7 +80,7 @@ bool VmTimer::CanFire(uint32_t vcpu) const {
   std::lock_guard lock(mu_);
   if (vcpu >= vcpus_.size()) return false;
   const VcpuTimers& t = vcpus_[vcpu];
-  return t.next_periodic.has_value() || t.one_shot.has_value() || t.firing > 0;
+  return t.next_periodic.has_value() || t.one_shot.has_value();
 }
 
 void VmTimer::EnsureThread() {
@@ -89,8 +89,6 @@ void VmTimer::EnsureThread() {
 
 void VmTimer::Loop() {
   std::unique_lock lock(mu_);
-  std::vector<uint32_t> due;
-  due.reserve(vcpus_.size());
   while (!stopping_) {
     std::optional<Clock::time_point> next = watchdog_;
     for (const VcpuTimers& v : vcpus_) {
@@ -104,7 +102,6 @@ void VmTimer::Loop() {
     }
     if (cv_.wait_until(lock, *next) != std::cv_status::timeout && Clock::now() < *next) continue;
     const Clock::time_point now = Clock::now();
-    due.clear();
     for (uint32_t cpu = 0; cpu < vcpus_.size(); ++cpu) {
       VcpuTimers& v = vcpus_[cpu];
       bool fire = false;
@@ -118,24 +115,21 @@ void VmTimer::Loop() {
         fire = true;
         v.one_shot.reset();
       }
-      // A one-shot is already disarmed: count the interrupt as still to come
-      // until it is raised, or CanFire() would say nothing can fire while
-      // the lock is released.
-      if (fire) {
-        ++v.firing;
-        due.push_back(cpu);
-      }
+      // Raised under the lock, in the same step as a one-shot is disarmed:
+      // whoever sees CanFire() false after this sees the interrupt pending,
+      // and nobody sees a timer that can fire once its last interrupt is out.
+      if (fire) on_interrupt_(cpu);
     }
     bool timeout = false;
     if (watchdog_ && *watchdog_ <= now) {
       timeout = true;
       watchdog_.reset();
     }
-    lock.unlock();
-    for (uint32_t cpu : due) on_interrupt_(cpu);
-    if (timeout) on_timeout_();
-    lock.lock();
-    for (uint32_t cpu : due) --vcpus_[cpu].firing;
+    if (timeout) {
+      lock.unlock();
+      on_timeout_();
+      lock.lock();
+    }
   }
 }
 

@@ -26,7 +26,9 @@ class VmTimer final : public TimerControl {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Timers for `cpus` vCPUs (numbered from 0), none armed.
+  // Timers for `cpus` vCPUs (numbered from 0), none armed. `on_interrupt`
+  // is called with the timer's lock held (see CanFire): it must not call
+  // back into the timer, and must not block.
   VmTimer(uint32_t cpus, std::function<void(uint32_t cpu)> on_interrupt,
           std::function<void()> on_timeout);
   ~VmTimer() override;
@@ -45,9 +47,11 @@ class VmTimer final : public TimerControl {
   void Stop();
 
   // True while one of vCPU `vcpu`'s timers (periodic or one-shot) can still
-  // raise an interrupt, and while one that fired is being raised: it turns
-  // false only after on_interrupt has returned, so whoever sees false next
-  // sees the interrupt. False for a vCPU out of range.
+  // raise an interrupt. A one-shot is disarmed and its interrupt raised in
+  // one step under the lock, so whoever sees false here and then looks at
+  // the vCPU's pending interrupts sees the last one the timer raised (the
+  // halted-forever rule reads them in that order). False for a vCPU out of
+  // range.
   bool CanFire(uint32_t vcpu) const;
 
  private:
@@ -55,8 +59,6 @@ class VmTimer final : public TimerControl {
     Clock::duration period{0};
     std::optional<Clock::time_point> next_periodic;
     std::optional<Clock::time_point> one_shot;
-    // Interrupts taken off the timers and not yet raised by on_interrupt.
-    uint32_t firing = 0;
   };
 
   void Loop();
