@@ -66,7 +66,8 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_option("--pvops", o.pvops, "naive | optimized | op:variant,...");
   app.add_option("--workload", o.workload, "Guest workload NAME[,k=v...]");
   app.add_option("--cmdline", o.cmdline, "Extra guest command-line words");
-  app.add_option("--timer-hz", o.timer_hz, "Periodic timer interrupts per second (0 = off)")
+  app.add_option("--timer-hz", o.timer_hz,
+                 "vCPU 0's periodic timer interrupts per second (0 = off)")
       ->check(CLI::Range(0, 10000));
   app.add_option("--cpus", o.cpus,
                  "vCPUs, each on a host thread of its own; the workload runs on vCPU 0")

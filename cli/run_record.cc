@@ -87,6 +87,7 @@ json VcpuCounts(const RunResult& r, size_t v) {
           {"hypercalls", HypercallCalls(r, s)},
           {"causes", CauseCounts(s)},
           {"wasted", WastedCounts(r, s)},
+          {"timer_injections", s.timer_injections},
           {"ipi_injections", s.ipi_injections},
           {"tlb_flushes_deferred", s.tlb_flushes_deferred},
           {"lock_waits_slept", s.lock_waits_slept},

@@ -232,6 +232,7 @@ py::dict ResultToDict(const RunResult& r, const std::string& cmdline, const std:
     one["hypercalls"] = HypercallDict(r, r.per_vcpu[v]);
     one["causes"] = CauseDict(r.per_vcpu[v]);
     one["wasted"] = WastedDict(r, r.per_vcpu[v]);
+    one["timer_injections"] = r.per_vcpu[v].timer_injections;
     per_vcpu.append(one);
   }
   exits["per_vcpu"] = per_vcpu;

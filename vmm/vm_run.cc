@@ -57,7 +57,8 @@ absl::StatusOr<RunResult> Vm::Run() {
   VmCpus directory(std::move(signals));
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     runs[cpu].loop = std::make_unique<RunLoop>(RunLoopParts{
-        *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu], [&s] { return s.timer.CanFire(); },
+        *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu],
+        [&s](uint32_t vcpu) { return s.timer.CanFire(vcpu); },
         HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory});
   }

@@ -45,7 +45,7 @@ struct Vm::State {
   ExitObserver observer;
 
   // One per vCPU, fixed once Create returns (RequestStop reads the vector
-  // from signal handlers). The timer's interrupts go to vCPU 0's.
+  // from signal handlers). Each vCPU's timer interrupts go to its own.
   std::vector<std::unique_ptr<VmSignals>> signals;
   // Held while an exit is handled when there are several vCPUs (run_loop.h).
   // A std::mutex (pthread), which ThreadSanitizer sees: Debian's Abseil is
@@ -67,10 +67,11 @@ struct Vm::State {
         console(cfg.console),
         uart(&console),
         gdt_trap(gdt_page.span(), cfg.cpus),
-        timer([this] { signals[0]->RaiseInterrupt(); },
-              [this] {
-                for (const auto& s : signals) s->TimeOut();
-              }) {
+        timer(
+            cfg.cpus, [this](uint32_t cpu) { signals[cpu]->RaiseInterrupt(); },
+            [this] {
+              for (const auto& s : signals) s->TimeOut();
+            }) {
     for (uint32_t i = 0; i < cfg.cpus; ++i) signals.push_back(std::make_unique<VmSignals>());
   }
 };

@@ -222,7 +222,7 @@ struct Snapshot {
     report_bytes = vm.reports.bytes;
     request = vm.control.request;
     exit_code = vm.control.exit_code;
-    timer_sets = vm.timer.armed.size();
+    timer_sets = vm.timer.armed.size() + vm.timer.periods.size();
     vcpu_info_gpa = vm.control.vcpu_info_gpa;
     ipis_sent = vm.cpus.sent.size();
     kicks_sent = vm.cpus.kicks.size();
@@ -234,7 +234,8 @@ struct Snapshot {
            rflags == vm.vcpu.regs[static_cast<int>(Reg::kRflags)] &&
            console_total == vm.console.total && report_entries == vm.reports.entries.size() &&
            report_bytes == vm.reports.bytes && request == vm.control.request &&
-           exit_code == vm.control.exit_code && timer_sets == vm.timer.armed.size() &&
+           exit_code == vm.control.exit_code &&
+           timer_sets == vm.timer.armed.size() + vm.timer.periods.size() &&
            vcpu_info_gpa == vm.control.vcpu_info_gpa && ipis_sent == vm.cpus.sent.size() &&
            kicks_sent == vm.cpus.kicks.size();
   }

@@ -77,11 +77,26 @@ void CheckCall(FuzzVm& vm, const Snapshot& before, uint64_t nr, const HypercallA
         break;
       case MVMM_HC_vcpu_op:
         // Registered exactly what was asked, once: a vcpu_info with nothing
-        // held back, or a run-state area that says the vCPU runs.
+        // held back, or a run-state area that says the vCPU runs; or set
+        // the caller's own periodic timer.
         if (args[0] == MVMM_VCPUOP_REGISTER_VCPU_INFO) {
           FUZZ_CHECK(!before.vcpu_info_gpa.has_value());
           FUZZ_CHECK(vm.control.vcpu_info_gpa == std::optional<uint64_t>(args[2]));
           FUZZ_CHECK(vm.ram[args[2] + offsetof(mvmm_vcpu_info, evtchn_upcall_pending)] == 0);
+        } else if (args[0] == MVMM_VCPUOP_SET_PERIODIC_TIMER ||
+                   args[0] == MVMM_VCPUOP_STOP_PERIODIC_TIMER) {
+          // The caller's own periodic timer, set to a period in range or
+          // stopped, and nothing else.
+          const bool set = args[0] == MVMM_VCPUOP_SET_PERIODIC_TIMER;
+          FUZZ_CHECK(args[1] == vm.exit.vcpu_id);
+          if (set)
+            FUZZ_CHECK(args[2] >= MVMM_PERIODIC_TIMER_MIN_NS &&
+                       args[2] <= MVMM_PERIODIC_TIMER_MAX_NS);
+          FUZZ_CHECK(vm.timer.armed.size() + vm.timer.periods.size() == before.timer_sets + 1);
+          FUZZ_CHECK(vm.timer.periods.back() ==
+                     (testing::RecordingTimer::Period{vm.exit.vcpu_id, set ? args[2] : 0}));
+          FUZZ_CHECK(
+              std::equal(before.ram.begin(), before.ram.end(), vm.ram.begin(), vm.ram.end()));
         } else {
           FUZZ_CHECK(args[0] == MVMM_VCPUOP_REGISTER_RUNSTATE_AREA);
           FUZZ_CHECK(vm.control.runstate_gpa == std::optional<uint64_t>(args[2]));

@@ -69,8 +69,9 @@ struct SchedOpArgs {
 struct VcpuOpArgs {
   uint64_t cmd;
   uint64_t vcpu;
-  GuestAddress gpa;  // register_vcpu_info: the struct mvmm_vcpu_info
-  static VcpuOpArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2])}; }
+  GuestAddress gpa;    // register_*: the struct mvmm_vcpu_info or mvmm_vcpu_runstate
+  uint64_t period_ns;  // set_periodic_timer: the same register as `gpa`
+  static VcpuOpArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2]), a[2]}; }
 };
 
 struct SetIfArgs {

@@ -1,6 +1,8 @@
-// set_timer_op(deadline_ns): arm the vCPU's one-shot timer at guest time
-// `deadline_ns` (0 cancels; a past deadline fires at once: TimerControl's
-// contract). -ENOSYS when no timer is wired. Returns 0.
+// set_timer_op(deadline_ns): arm the calling vCPU's own one-shot timer at
+// guest time `deadline_ns` (0 cancels it; a past deadline fires at once:
+// TimerControl's contract). It interrupts that vCPU only. -ENOSYS when no
+// timer is wired, or the one wired has no one-shot for this vCPU (an
+// embedder's that only knows SetOneShot: vCPU 0 only). Returns 0.
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
@@ -9,7 +11,8 @@ namespace minivmm::hc {
 HypercallResult set_timer_op(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = SetTimerOpArgs::From(raw);
   if (env.timer == nullptr) return Refuse(MVMM_ENOSYS, "no timer wired");
-  env.timer->SetOneShot(args.deadline_ns);
+  if (!env.timer->SetVcpuOneShot(env.exit.vcpu_id, args.deadline_ns))
+    return Refuse(MVMM_ENOSYS, "no one-shot timer for this vCPU");
   return Done(0);
 }
 

@@ -1,4 +1,4 @@
-// vcpu_op(cmd, vcpu, gpa): per-vCPU operations, each for the calling vCPU.
+// vcpu_op(cmd, vcpu, arg): per-vCPU operations, each for the calling vCPU.
 //
 // MVMM_VCPUOP_REGISTER_VCPU_INFO makes the struct mvmm_vcpu_info at
 // guest-physical `gpa` the calling vCPU's shared interrupt flag
@@ -16,6 +16,14 @@
 // address; the run loop updates the state when the vCPU blocks and wakes,
 // another vCPU's flush_tlb_others sets MVMM_RUNSTATE_FLUSH_TLB in the flags.
 // Returns 0.
+//
+// MVMM_VCPUOP_SET_PERIODIC_TIMER sets the calling vCPU's periodic timer to
+// interrupt it every `arg` ns from now on; MVMM_VCPUOP_STOP_PERIODIC_TIMER
+// stops it (`arg` ignored). Order, after cmd: vcpu is the calling vCPU
+// (-EINVAL, as Xen's check that the target is the current vCPU), a set's
+// period within [MVMM_PERIODIC_TIMER_MIN_NS, MVMM_PERIODIC_TIMER_MAX_NS]
+// (-EINVAL), a timer wired that has a periodic timer for this vCPU
+// (-ENOSYS). Every check comes before the timer is touched. Returns 0.
 #include <cstddef>
 #include <optional>
 
@@ -49,10 +57,25 @@ HypercallResult Register(HypercallEnv& env, GuestAddress gpa, uint64_t align,
   return Done(0);
 }
 
+// set_periodic_timer (a period) and stop_periodic_timer (none).
+HypercallResult PeriodicTimer(HypercallEnv& env, uint64_t vcpu, std::optional<uint64_t> period_ns) {
+  if (vcpu != env.exit.vcpu_id) return Refuse(MVMM_EINVAL, "not the calling vCPU");
+  if (period_ns &&
+      (*period_ns < MVMM_PERIODIC_TIMER_MIN_NS || *period_ns > MVMM_PERIODIC_TIMER_MAX_NS))
+    return Refuse(MVMM_EINVAL, "period outside 1 ms to 1 hour");
+  if (env.timer == nullptr || !env.timer->SetPeriodic(env.exit.vcpu_id, period_ns.value_or(0)))
+    return Refuse(MVMM_ENOSYS, "no periodic timer for this vCPU");
+  return Done(0);
+}
+
 }  // namespace
 
 HypercallResult vcpu_op(HypercallEnv& env, const HypercallArgs& raw) {
   const auto args = VcpuOpArgs::From(raw);
+  if (args.cmd == MVMM_VCPUOP_SET_PERIODIC_TIMER)
+    return PeriodicTimer(env, args.vcpu, args.period_ns);
+  if (args.cmd == MVMM_VCPUOP_STOP_PERIODIC_TIMER)
+    return PeriodicTimer(env, args.vcpu, std::nullopt);
   if (args.cmd != MVMM_VCPUOP_REGISTER_VCPU_INFO && args.cmd != MVMM_VCPUOP_REGISTER_RUNSTATE_AREA)
     return Refuse(MVMM_EINVAL, "unknown cmd");
   if (args.vcpu != env.exit.vcpu_id) return Refuse(MVMM_ENOENT, "no such vCPU");

@@ -19,8 +19,9 @@ struct VmConfig {
   // The guest's command line (docs/design.md "Guest command line"), at most
   // MVMM_CMDLINE_MAX bytes.
   std::string cmdline;
-  // Periodic timer interrupts per second (vector 0x20); 0 = off, which keeps
-  // runs deterministic. At most 10000.
+  // vCPU 0's periodic timer interrupts per second (vector 0x20); 0 = off,
+  // which keeps runs deterministic. At most 10000. Other vCPUs have no
+  // periodic timer until the guest sets one (vcpu_op(set_periodic_timer)).
   uint32_t timer_hz = 0;
   // Wall-clock limit for Run(); absl::InfiniteDuration() for none.
   absl::Duration timeout = absl::InfiniteDuration();

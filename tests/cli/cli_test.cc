@@ -324,6 +324,36 @@ std::vector<uint64_t> TableRow(const std::string& out, const std::string& what) 
   return numbers;
 }
 
+// Per-vCPU timers (tiny guest vcpu_timers): each secondary vCPU's timer
+// injections, in the record and in the exit table's per-vCPU rows, equal
+// what its own handler counted.
+TEST(CliTest, TimerInjectionsPerVcpuInTheRecordAndTheTable) {
+  REQUIRE_KVM();
+  std::string record_path = ::testing::TempDir() + "/vcpu_timers.run.json";
+  Outcome o = Minivmm("run --cpus 3 --kernel " + Tiny("vcpu_timers") + " --json " + record_path);
+  ASSERT_EQ(o.status, 0) << o.out;
+  json record = ReadJson(record_path);
+  ASSERT_FALSE(record.is_discarded());
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  ASSERT_EQ(per_vcpu.size(), 3u);
+  const json& reports = record["guest"]["reports"];
+  std::vector<uint64_t> row;
+  uint64_t total = 0;
+  for (uint32_t cpu = 0; cpu < 3; ++cpu) {
+    const uint64_t n = per_vcpu[cpu]["timer_injections"].get<uint64_t>();
+    if (cpu == 0) {
+      EXPECT_EQ(n, 0u);
+    } else {
+      EXPECT_EQ(n, reports["vt.cpu" + std::to_string(cpu) + ".ticks"].get<uint64_t>());
+    }
+    row.push_back(n);
+    total += n;
+  }
+  row.push_back(total);
+  EXPECT_EQ(record["causes"]["timer_injections"], total);
+  EXPECT_EQ(TableRow(o.out, "timer_injections"), row) << o.out;
+}
+
 // Every vCPU in the record, the exit table and the timeline; the stop line
 // names the vCPU that stopped the run and the idle ones.
 TEST(CliSmpTest, FourCpusAreEachInTheRecordTableAndTimeline) {

@@ -55,13 +55,33 @@ class RecordingConsole final : public ConsoleSink {
   uint64_t writes = 0;
 };
 
-// A clock that stands still at `now` and records every deadline armed.
+// A clock that stands still at `now` and records every one-shot deadline
+// armed (and by which vCPU) and every periodic timer set, for `cpus` vCPUs.
 class RecordingTimer final : public TimerControl {
  public:
+  struct Period {
+    uint32_t vcpu;
+    uint64_t period_ns;  // 0: stopped
+    bool operator==(const Period&) const = default;
+  };
   uint64_t NowNs() const override { return now; }
-  void SetOneShot(uint64_t deadline_ns) override { armed.push_back(deadline_ns); }
+  void SetOneShot(uint64_t deadline_ns) override { SetVcpuOneShot(0, deadline_ns); }
+  bool SetVcpuOneShot(uint32_t vcpu, uint64_t deadline_ns) override {
+    if (vcpu >= cpus) return false;
+    armed.push_back(deadline_ns);
+    armed_by.push_back(vcpu);
+    return true;
+  }
+  bool SetPeriodic(uint32_t vcpu, uint64_t period_ns) override {
+    if (vcpu >= cpus) return false;
+    periods.push_back({vcpu, period_ns});
+    return true;
+  }
   uint64_t now = 0;
+  uint32_t cpus = MVMM_MAX_CPUS;
   std::vector<uint64_t> armed;
+  std::vector<uint32_t> armed_by;
+  std::vector<Period> periods;
 };
 
 // The other vCPUs as the IPI hypercalls see them: `cpus` of them (1 by

@@ -64,13 +64,18 @@ class ScriptedVcpu final : public Vcpu {
   void SetCr3(uint64_t value) override { state.SetCr3(value); }
 };
 
+// vCPU 0's timer can fire (`can_fire`) or not; no other vCPU has one.
+std::function<bool(uint32_t)> VcpuZeroTimer(bool can_fire) {
+  return [can_fire](uint32_t cpu) { return cpu == 0 && can_fire; };
+}
+
 class RunLoopTest : public ::testing::Test {
  protected:
   RunLoopTest() { EXPECT_TRUE(pio_.Register(MVMM_HYPERCALL_PORT, 4, &port_).ok()); }
 
   RunStop Run(bool timer_can_fire = false) {
     RunLoop loop(
-        RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; }, Hypercalls()});
+        RunLoopParts{vcpu_, pio_, mmio_, signals_, VcpuZeroTimer(timer_can_fire), Hypercalls()});
     RunStop stop = loop.Loop();
     stats_ = loop.stats();
     notes_ = loop.notes();
@@ -81,7 +86,7 @@ class RunLoopTest : public ::testing::Test {
   // among the vCPUs of `cpus` when given.
   RunStop RunAs(uint32_t vcpu_id, std::mutex* big_lock = nullptr, bool timer_can_fire = false,
                 VmCpus* cpus = nullptr) {
-    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, [=] { return timer_can_fire; },
+    RunLoop loop(RunLoopParts{vcpu_, pio_, mmio_, signals_, VcpuZeroTimer(timer_can_fire),
                               Hypercalls(), nullptr, false, vcpu_id, big_lock, cpus});
     RunStop stop = loop.Loop();
     stats_ = loop.stats();
@@ -102,7 +107,7 @@ class RunLoopTest : public ::testing::Test {
   // Run() with an exit observer, which also sees the report store.
   RunStop RunObserved(const ExitObserver& observer) {
     RunLoop loop(
-        RunLoopParts{vcpu_, pio_, mmio_, signals_, [] { return false; }, Hypercalls(), &observer});
+        RunLoopParts{vcpu_, pio_, mmio_, signals_, VcpuZeroTimer(false), Hypercalls(), &observer});
     RunStop stop = loop.Loop();
     stats_ = loop.stats();
     return stop;
@@ -523,20 +528,20 @@ TEST_F(RunLoopTest, BlockWithAnIpiPendingReturnsAndTheIpiIsTaken) {
 TEST(VmCpusTest, NothingCanWakeAnyOnlyWhenEveryVcpuSleepsWithNothingPending) {
   VmSignals s0, s1;
   VmCpus cpus({&s0, &s1});
-  EXPECT_FALSE(cpus.NothingCanWakeAny(false));
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
   cpus.SetSleep(1, VmCpus::Sleep::kBlocked);
-  EXPECT_FALSE(cpus.NothingCanWakeAny(false));  // vCPU 0 is awake
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));  // vCPU 0 is awake
   EXPECT_TRUE(cpus.Blocked(1));
   EXPECT_FALSE(cpus.Blocked(0));
   cpus.SetSleep(0, VmCpus::Sleep::kBlocked);
-  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
-  EXPECT_FALSE(cpus.NothingCanWakeAny(true));  // the timer reaches vCPU 0
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(true)));  // vCPU 0's own timer
   s1.raised = VmSignals::kIpi;
-  EXPECT_FALSE(cpus.NothingCanWakeAny(false));  // vCPU 1 is about to wake
-  cpus.SetSleep(1, VmCpus::Sleep::kHalted);     // HLT with IF=0: the IPI cannot end it
-  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));  // vCPU 1 is about to wake
+  cpus.SetSleep(1, VmCpus::Sleep::kHalted);  // HLT with IF=0: the IPI cannot end it
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
   cpus.SetSleep(0, VmCpus::Sleep::kHalted);
-  EXPECT_TRUE(cpus.NothingCanWakeAny(true));  // not even the timer ends vCPU 0's HLT
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(true)));  // not even its timer ends vCPU 0's HLT
 }
 
 TEST(VmCpusTest, SendIpiRaisesTheBitAndMergesWithOnePending) {
@@ -552,6 +557,22 @@ TEST(VmCpusTest, SendIpiRaisesTheBitAndMergesWithOnePending) {
   cpus.Attach(1, &control);
   EXPECT_EQ(cpus.RunstateGpa(1), std::optional<uint64_t>(0x5000));
   EXPECT_EQ(cpus.count(), 2u);
+}
+
+// Each blocked vCPU's own timers count, and only its own: vCPU 0's timer
+// cannot wake a blocked vCPU 1.
+TEST(VmCpusTest, ABlockedVcpusOwnTimerCanWakeIt) {
+  VmSignals s0, s1;
+  VmCpus cpus({&s0, &s1});
+  cpus.SetSleep(0, VmCpus::Sleep::kHalted);
+  cpus.SetSleep(1, VmCpus::Sleep::kBlocked);
+  EXPECT_TRUE(cpus.NothingCanWakeAny(nullptr));
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(true)));
+  EXPECT_FALSE(cpus.NothingCanWakeAny([](uint32_t cpu) { return cpu == 1; }));
+  cpus.SetSleep(0, VmCpus::Sleep::kBlocked);
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(true)));
+  s1.raised.fetch_or(VmSignals::kInterrupt);
+  EXPECT_FALSE(cpus.NothingCanWakeAny(nullptr));
 }
 
 TEST_F(RunLoopTest, LastVcpuToBlockWithNothingToWakeAnyStopsTheRun) {
@@ -681,7 +702,7 @@ TEST_F(LockWaitTest, SleepsUntilKicked) {
       },
       [&] {
         seen_blocked = cpus_.Blocked(1);
-        EXPECT_FALSE(cpus_.NothingCanWakeAny(false));  // vCPU 0 is awake
+        EXPECT_FALSE(cpus_.NothingCanWakeAny(VcpuZeroTimer(false)));  // vCPU 0 is awake
         cpus_.LockKick(0, 1);
       });
   EXPECT_TRUE(seen_blocked);
@@ -718,21 +739,21 @@ TEST(VmCpusTest, AVcpuInLockWaitCanBeWokenByAKickOrAnInterrupt) {
   cpus.SetSleep(0, VmCpus::Sleep::kBlocked);
   cpus.SetSleep(1, VmCpus::Sleep::kLockWait);
   EXPECT_TRUE(cpus.Blocked(1));
-  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
   cpus.LockKick(0, 1);
   EXPECT_TRUE(s1.lock_kicked);
   EXPECT_FALSE(s0.lock_kicked);
   EXPECT_EQ(s1.Raised(), 0u);  // no interrupt
-  EXPECT_FALSE(cpus.NothingCanWakeAny(false));
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
   EXPECT_TRUE(s1.TakeLockKick());
-  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
   s1.raised = VmSignals::kIpi;
-  EXPECT_FALSE(cpus.NothingCanWakeAny(false));
+  EXPECT_FALSE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
   // A kick to a vCPU blocked in sched_op(block) does not wake it.
   s1.raised = 0;
   cpus.SetSleep(1, VmCpus::Sleep::kBlocked);
   cpus.LockKick(0, 1);
-  EXPECT_TRUE(cpus.NothingCanWakeAny(false));
+  EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
 }
 
 }  // namespace

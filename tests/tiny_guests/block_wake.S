@@ -8,15 +8,7 @@
 #include "tiny.h"
 .globl _start
 _start:
-  lea idt(%rip), %rdi
-  lea timer_handler(%rip), %rax
-  mov %ax, 0x20*16(%rdi)            /* offset 15:0 */
-  movw $0x08, 0x20*16+2(%rdi)       /* kernel CS */
-  movw $0x8e00, 0x20*16+4(%rdi)     /* present, DPL 0, 64-bit interrupt gate */
-  shr $16, %rax
-  mov %ax, 0x20*16+6(%rdi)          /* offset 31:16 */
-  shr $16, %rax
-  mov %eax, 0x20*16+8(%rdi)         /* offset 63:32 */
+  IDT_GATE(idt, 0x20, timer_handler)
   lidt idtr(%rip)
   xor %r13d, %r13d
 

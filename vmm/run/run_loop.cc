@@ -260,7 +260,7 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
   cpus_->SetSleep(p_.vcpu_id, lock_wait ? VmCpus::Sleep::kLockWait
                               : halted  ? VmCpus::Sleep::kHalted
                                         : VmCpus::Sleep::kBlocked);
-  if (cpus_->NothingCanWakeAny(p_.timer_can_fire && p_.timer_can_fire())) {
+  if (cpus_->NothingCanWakeAny(p_.timer_can_fire)) {
     cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
     return StopWith(StopReason::kHaltedForever, HaltedForeverDetail(from_hlt, halted, lock_wait));
   }

@@ -57,14 +57,16 @@ struct RunLoopParts {
   const Bus& pio_bus;
   const Bus& mmio_bus;
   VmSignals& signals;
-  // True while a timer could still raise an interrupt (periodic or armed).
-  std::function<bool()> timer_can_fire;
+  // True while one of vCPU `cpu`'s timers could still raise an interrupt on
+  // it (periodic or armed); empty: no timer.
+  std::function<bool(uint32_t cpu)> timer_can_fire;
   HypercallParts hypercalls;
   const ExitObserver* observer = nullptr;  // null or empty: none
   // The wasted-exit analysis (hypercalls/waste.h): ExitStats::wasted_* and
   // ExitEvent::wasted.
   bool analyse_waste = false;
-  // The vCPU's number. Number 0 is the boot CPU, the one the timer reaches.
+  // The vCPU's number. Number 0 is the boot CPU, whose periodic timer
+  // --timer-hz starts.
   uint32_t vcpu_id = 0;
   // Non-null when other vCPUs share the VM: every exit is handled holding it.
   std::mutex* big_lock = nullptr;

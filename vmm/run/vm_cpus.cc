@@ -6,7 +6,7 @@ VmCpus::VmCpus(std::vector<VmSignals*> signals) : cpus_(signals.size()) {
   for (size_t i = 0; i < signals.size(); ++i) cpus_[i].signals = signals[i];
 }
 
-bool VmCpus::NothingCanWakeAny(bool timer_can_fire) const {
+bool VmCpus::NothingCanWakeAny(const std::function<bool(uint32_t)>& timer_can_fire) const {
   for (size_t cpu = 0; cpu < cpus_.size(); ++cpu) {
     const Cpu& c = cpus_[cpu];
     switch (c.sleep) {
@@ -18,8 +18,11 @@ bool VmCpus::NothingCanWakeAny(bool timer_can_fire) const {
         [[fallthrough]];
       case Sleep::kBlocked:
         if (c.signals == nullptr) return false;
+        // The timers before the pending bits: a timer stops being able to
+        // fire only after it has raised its last interrupt (VmTimer::CanFire),
+        // so "cannot fire" read first means that interrupt is visible below.
+        if (timer_can_fire && timer_can_fire(static_cast<uint32_t>(cpu))) return false;
         if ((c.signals->Raised() & VmSignals::kAnyInterrupt) != 0) return false;
-        if (cpu == 0 && timer_can_fire) return false;
         break;
       case Sleep::kHalted:
         break;

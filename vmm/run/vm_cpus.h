@@ -12,6 +12,7 @@
 #define MINIVMM_VMM_RUN_VM_CPUS_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -40,10 +41,10 @@ class VmCpus final : public VcpuDirectory {
   void SetSleep(uint32_t cpu, Sleep sleep) { cpus_[cpu].sleep = sleep; }
 
   // True when no vCPU is awake and none can be woken: no interrupt pending
-  // on a blocked one, no kick pending on one in lock_wait, and no timer
-  // that could fire (`timer_can_fire`) for vCPU 0, which the timer reaches,
-  // while it is blocked.
-  bool NothingCanWakeAny(bool timer_can_fire) const;
+  // on a blocked one, no kick pending on one in lock_wait, and none of a
+  // blocked one's own timers that could fire (`timer_can_fire(cpu)`; empty:
+  // no timers).
+  bool NothingCanWakeAny(const std::function<bool(uint32_t cpu)>& timer_can_fire) const;
 
   uint32_t count() const override { return static_cast<uint32_t>(cpus_.size()); }
   std::optional<uint64_t> RunstateGpa(uint32_t cpu) const override;

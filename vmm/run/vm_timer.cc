@@ -3,9 +3,18 @@
 #include <algorithm>
 
 namespace minivmm {
+namespace {
 
-VmTimer::VmTimer(std::function<void()> on_interrupt, std::function<void()> on_timeout)
-    : on_interrupt_(std::move(on_interrupt)), on_timeout_(std::move(on_timeout)) {}
+// Caps a guest-chosen duration so that a time point after it cannot overflow.
+std::chrono::nanoseconds Capped(uint64_t ns) {
+  return std::chrono::nanoseconds(std::min<uint64_t>(ns, uint64_t{1} << 62));
+}
+
+}  // namespace
+
+VmTimer::VmTimer(uint32_t cpus, std::function<void(uint32_t)> on_interrupt,
+                 std::function<void()> on_timeout)
+    : on_interrupt_(std::move(on_interrupt)), on_timeout_(std::move(on_timeout)), vcpus_(cpus) {}
 
 VmTimer::~VmTimer() { Stop(); }
 
@@ -21,12 +30,16 @@ void VmTimer::Stop() {
 void VmTimer::Start(uint32_t periodic_hz, std::optional<Clock::duration> timeout) {
   std::lock_guard lock(mu_);
   start_ = Clock::now();
-  if (periodic_hz > 0) {
-    period_ = std::chrono::nanoseconds(1'000'000'000 / periodic_hz);
-    next_periodic_ = start_ + period_;
+  if (periodic_hz > 0 && !vcpus_.empty()) {
+    VcpuTimers& boot = vcpus_[0];
+    boot.period = std::chrono::nanoseconds(1'000'000'000 / periodic_hz);
+    boot.next_periodic = start_ + boot.period;
+    EnsureThread();
   }
-  if (timeout) watchdog_ = start_ + *timeout;
-  if (next_periodic_ || watchdog_) EnsureThread();
+  if (timeout) {
+    watchdog_ = start_ + *timeout;
+    EnsureThread();
+  }
   cv_.notify_all();
 }
 
@@ -34,22 +47,40 @@ uint64_t VmTimer::NowNs() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count();
 }
 
-void VmTimer::SetOneShot(uint64_t deadline_ns) {
+bool VmTimer::SetVcpuOneShot(uint32_t vcpu, uint64_t deadline_ns) {
   std::lock_guard lock(mu_);
+  if (vcpu >= vcpus_.size()) return false;
   if (deadline_ns == 0) {
-    one_shot_.reset();
+    vcpus_[vcpu].one_shot.reset();
   } else {
-    // Clamp so that a huge guest deadline cannot overflow the time point.
-    uint64_t capped = std::min<uint64_t>(deadline_ns, uint64_t{1} << 62);
-    one_shot_ = start_ + std::chrono::nanoseconds(capped);
+    vcpus_[vcpu].one_shot = start_ + Capped(deadline_ns);
     EnsureThread();
   }
   cv_.notify_all();
+  return true;
 }
 
-bool VmTimer::CanFire() const {
+bool VmTimer::SetPeriodic(uint32_t vcpu, uint64_t period_ns) {
   std::lock_guard lock(mu_);
-  return next_periodic_.has_value() || one_shot_.has_value();
+  if (vcpu >= vcpus_.size()) return false;
+  VcpuTimers& t = vcpus_[vcpu];
+  if (period_ns == 0) {
+    t.period = Clock::duration{0};
+    t.next_periodic.reset();
+  } else {
+    t.period = Capped(period_ns);
+    t.next_periodic = Clock::now() + t.period;
+    EnsureThread();
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool VmTimer::CanFire(uint32_t vcpu) const {
+  std::lock_guard lock(mu_);
+  if (vcpu >= vcpus_.size()) return false;
+  const VcpuTimers& t = vcpus_[vcpu];
+  return t.next_periodic.has_value() || t.one_shot.has_value();
 }
 
 void VmTimer::EnsureThread() {
@@ -59,35 +90,46 @@ void VmTimer::EnsureThread() {
 void VmTimer::Loop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    std::optional<Clock::time_point> next;
-    for (const auto& t : {next_periodic_, one_shot_, watchdog_}) {
-      if (t && (!next || *t < *next)) next = t;
+    std::optional<Clock::time_point> next = watchdog_;
+    for (const VcpuTimers& v : vcpus_) {
+      for (const auto& t : {v.next_periodic, v.one_shot}) {
+        if (t && (!next || *t < *next)) next = t;
+      }
     }
     if (!next) {
       cv_.wait(lock);
       continue;
     }
     if (cv_.wait_until(lock, *next) != std::cv_status::timeout && Clock::now() < *next) continue;
-    Clock::time_point now = Clock::now();
-    bool fire = false, timeout = false;
-    if (next_periodic_ && *next_periodic_ <= now) {
-      fire = true;
-      // Skip missed periods rather than bursting: a timer tick is a level,
-      // not a count, for this guest.
-      while (*next_periodic_ <= now) *next_periodic_ += period_;
+    const Clock::time_point now = Clock::now();
+    for (uint32_t cpu = 0; cpu < vcpus_.size(); ++cpu) {
+      VcpuTimers& v = vcpus_[cpu];
+      bool fire = false;
+      if (v.next_periodic && *v.next_periodic <= now) {
+        fire = true;
+        // Skip missed periods rather than bursting: a timer tick is a level,
+        // not a count, for this guest.
+        while (*v.next_periodic <= now) *v.next_periodic += v.period;
+      }
+      if (v.one_shot && *v.one_shot <= now) {
+        fire = true;
+        v.one_shot.reset();
+      }
+      // Raised under the lock, in the same step as a one-shot is disarmed:
+      // whoever sees CanFire() false after this sees the interrupt pending,
+      // and nobody sees a timer that can fire once its last interrupt is out.
+      if (fire) on_interrupt_(cpu);
     }
-    if (one_shot_ && *one_shot_ <= now) {
-      fire = true;
-      one_shot_.reset();
-    }
+    bool timeout = false;
     if (watchdog_ && *watchdog_ <= now) {
       timeout = true;
       watchdog_.reset();
     }
-    lock.unlock();
-    if (fire) on_interrupt_();
-    if (timeout) on_timeout_();
-    lock.lock();
+    if (timeout) {
+      lock.unlock();
+      on_timeout_();
+      lock.lock();
+    }
   }
 }
 

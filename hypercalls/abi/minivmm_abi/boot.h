@@ -18,12 +18,15 @@
  * A CPU may find its number from its GDTR base (sgdt):
  * (base - MVMM_GDT_GPA) / MVMM_GDT_STRIDE. boot_info.gdt_gpa is CPU 0's.
  * There is no INIT/SIPI and no "up" call: a secondary CPU runs from the
- * start, like a Xen vCPU after VCPUOP_initialise + VCPUOP_up. Timer
- * interrupts (periodic and set_timer_op) go to CPU 0 only; any vCPU reaches
- * any other with send_ipi (MVMM_IPI_VECTOR). A vCPU that blocks
- * (sched_op(block) or HLT) sleeps until an interrupt is pending; the run
- * stops as "halted forever" only when every vCPU sleeps and nothing can wake
- * any of them (no timer armed, no interrupt pending). */
+ * start, like a Xen vCPU after VCPUOP_initialise + VCPUOP_up. Each CPU
+ * has its own timers, which interrupt it only (MVMM_TIMER_VECTOR): a
+ * one-shot (set_timer_op) and a periodic one (vcpu_op(set_periodic_timer));
+ * CPU 0's periodic timer starts at boot_info.timer_hz, a secondary CPU has
+ * none until it sets one. Any vCPU reaches any other with send_ipi
+ * (MVMM_IPI_VECTOR). A vCPU that blocks (sched_op(block) or HLT) sleeps
+ * until an interrupt is pending; the run stops as "halted forever" only when
+ * every vCPU sleeps and nothing can wake any of them (none of a blocked
+ * vCPU's own timers armed, no interrupt pending). */
 #ifndef MINIVMM_ABI_BOOT_H_
 #define MINIVMM_ABI_BOOT_H_
 
@@ -110,7 +113,7 @@ struct mvmm_boot_info {
   uint64_t first_free_gpa; /* page-aligned; RAM from here to memory_size is free */
   uint32_t hypercall_port; /* MVMM_HYPERCALL_PORT */
   uint32_t timer_vector;   /* MVMM_TIMER_VECTOR */
-  uint32_t timer_hz;       /* periodic timer rate, 0 when off */
+  uint32_t timer_hz;       /* CPU 0's periodic timer rate at boot, 0 when off */
   uint32_t flags;          /* MVMM_BOOT_FLAG_* */
   uint64_t vcpu_info_gpa;  /* MVMM_VCPU_INFO_GPA: where vCPU 0 may register its vcpu_info */
   uint32_t nr_cpus;        /* vCPUs entering at the entry point, 1..MVMM_MAX_CPUS */

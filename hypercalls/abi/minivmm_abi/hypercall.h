@@ -66,7 +66,7 @@ enum mvmm_hypercall_nr {
 /* block: returns once an interrupt is pending, without changing IF and
  * without delivering it; the guest then sets IF (set_if(1)) to take it. So
  * `block; set_if(1)` has no lost-wakeup window, like Xen's SCHEDOP_block.
- * Another vCPU's send_ipi or the timer (CPU 0 only) ends it. When every vCPU
+ * Another vCPU's send_ipi or one of the caller's own timers ends it. When every vCPU
  * is blocked or halted and nothing can ever wake any of them (no timer
  * armed, no interrupt pending) the VM stops as "halted forever". */
 #define MVMM_SCHEDOP_BLOCK 1u
@@ -78,6 +78,10 @@ enum mvmm_hypercall_nr {
  * counts the yield (cause `yield`). */
 #define MVMM_SCHEDOP_YIELD_TO 3u
 
+/* set_timer_op(deadline_ns): arms the calling vCPU's own one-shot timer at
+ * guest time `deadline_ns` (0 cancels it; a past deadline fires at once). It
+ * interrupts that vCPU only. */
+
 /* vcpu_op(cmd, vcpu, gpa): register_vcpu_info makes the 64-byte-aligned
  * struct mvmm_vcpu_info (boot.h) at guest-physical `gpa` vCPU `vcpu`'s shared
  * interrupt flag, once per vCPU (Xen's VCPUOP_register_vcpu_info, with the
@@ -88,6 +92,19 @@ enum mvmm_hypercall_nr {
  * VCPUOP_register_runstate_memory_area, with the address passed directly).
  * `vcpu` must be the calling vCPU in both commands. */
 #define MVMM_VCPUOP_REGISTER_RUNSTATE_AREA 5u
+/* vcpu_op(set_periodic_timer, vcpu, period_ns): the calling vCPU's periodic
+ * timer interrupts it (MVMM_TIMER_VECTOR) every `period_ns` from now on,
+ * replacing its previous period (on CPU 0 also the one boot_info.timer_hz
+ * started). vcpu_op(stop_periodic_timer, vcpu, 0) stops it (the third
+ * argument is ignored). Xen's VCPUOP_set_periodic_timer and
+ * VCPUOP_stop_periodic_timer, with the period passed directly. -EINVAL,
+ * nothing changed, for `vcpu` not the calling vCPU (as Xen) or a period
+ * outside [MVMM_PERIODIC_TIMER_MIN_NS, MVMM_PERIODIC_TIMER_MAX_NS]; -ENOSYS
+ * when the VMM has no timer for that vCPU. */
+#define MVMM_VCPUOP_SET_PERIODIC_TIMER 6u
+#define MVMM_VCPUOP_STOP_PERIODIC_TIMER 7u
+#define MVMM_PERIODIC_TIMER_MIN_NS 1000000ull       /* 1 ms, Xen's minimum */
+#define MVMM_PERIODIC_TIMER_MAX_NS 3600000000000ull /* 1 hour */
 
 /* force_evtchn_callback(): no arguments (ignored), returns 0. Xen's
  * xen_version hypercall, which Linux's xen_force_evtchn_callback issues to
