@@ -58,8 +58,10 @@ void TickSwitchIn(const Task* next) {
   if (!__atomic_load_n(&g_preempt, __ATOMIC_RELAXED)) return;
   __atomic_store_n(&g_tick_running[cpu], true, __ATOMIC_RELAXED);
   ++Kc().tick_starts;
-  HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_SET_PERIODIC_TIMER, cpu,
-                 1'000'000'000ull / g_boot.timer_hz);
+  // CPU 0's rate, but no faster than the shortest period the VMM allows.
+  uint64_t period = 1'000'000'000ull / g_boot.timer_hz;
+  if (period < MVMM_PERIODIC_TIMER_MIN_NS) period = MVMM_PERIODIC_TIMER_MIN_NS;
+  HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_SET_PERIODIC_TIMER, cpu, period);
 }
 
 // A secondary CPU's idle loop, interrupts on, no lock held. One hypercall
