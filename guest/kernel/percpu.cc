@@ -1,7 +1,6 @@
 #include "kernel/percpu.h"
 
 #include "kernel/boot.h"
-#include "kernel/smp.h"
 
 namespace guest {
 
@@ -25,30 +24,6 @@ uint64_t ThisCpuGdt() { return g_boot.gdt_gpa + CurrentCpu() * MVMM_GDT_STRIDE; 
 mvmm_tss* ThisCpuTss() {
   return reinterpret_cast<mvmm_tss*>(reinterpret_cast<uint64_t>(g_boot.tss) +
                                      CurrentCpu() * MVMM_TSS_STRIDE);
-}
-
-KernelCounters SumKc() {
-  KernelCounters sum = {};
-  for (uint32_t cpu = 0; cpu < NrCpus(); ++cpu) {
-#define GUEST_COUNTER_ADD_(name) sum.name += g_cpus[cpu].kc.name;
-    GUEST_COUNTER_LIST(GUEST_COUNTER_ADD_)
-#undef GUEST_COUNTER_ADD_
-  }
-  return sum;
-}
-
-HypercallCounts SumHc() {
-  HypercallCounts sum = {};
-  for (uint32_t cpu = 0; cpu < NrCpus(); ++cpu) {
-    const HypercallCounts& c = g_cpus[cpu].hc;
-    for (int i = 0; i < MVMM_HC_MAX; ++i) {
-      sum.ops[i] += c.ops[i];
-      sum.exits[i] += c.exits[i];
-      sum.errors[i] += c.errors[i];
-    }
-    sum.bad_number += c.bad_number;
-  }
-  return sum;
 }
 
 }  // namespace guest

@@ -50,10 +50,6 @@ inline Task* Current() { return ThisCpu().current; }
 uint64_t ThisCpuGdt();
 mvmm_tss* ThisCpuTss();
 
-// Every CPU's counters added up, for a workload that runs on several.
-KernelCounters SumKc();
-HypercallCounts SumHc();
-
 }  // namespace guest
 
 #endif  // GUEST_KERNEL_PERCPU_H_

@@ -116,10 +116,10 @@ void RequestWait(uint64_t mask, uint64_t Mailbox::*acks, uint64_t Mailbox::*want
 bool SmpBoot(uint32_t nr_cpus) {
   g_nr_cpus = nr_cpus;
   if (nr_cpus <= 1) return true;
+  for (uint32_t cpu = 1; cpu < nr_cpus; ++cpu) g_cpus[cpu].id = cpu;
   __atomic_store_n(&g_smp_released, 1, __ATOMIC_RELEASE);
   bool ok = true;
   for (uint32_t cpu = 1; cpu < nr_cpus; ++cpu) {
-    g_cpus[cpu].id = cpu;
     CpuState& ap = g_cpu[cpu];
     while (__atomic_load_n(&ap.registered, __ATOMIC_ACQUIRE) == 0) cpu::Pause();
     if (ap.register_result < 0) {

@@ -38,10 +38,7 @@ extern "C" USER_TEXT void MixTaskMain(MixTaskArgs* a) {
     bool same = true;
     for (int b = 0; b < 128; ++b) same = same && a->scratch[b] == a->pattern[b];
     Check(same, a);
-    if (a->migrate != 0 && a->cpus > 1 && (i + 1) % a->migrate == 0 && i + 1 < a->iters) {
-      const uint64_t to = (static_cast<uint64_t>(Syscall(kSysGetCpu)) + 1) % a->cpus;
-      Check(Syscall(kSysMigrate, to) == 0 && static_cast<uint64_t>(Syscall(kSysGetCpu)) == to, a);
-    }
+    if (MoveDue(i + 1, a->iters, a->migrate, a->cpus)) Check(MoveToNextCpu(a->cpus), a);
   }
   Exit(a->checks);
 }

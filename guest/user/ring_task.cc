@@ -62,9 +62,7 @@ USER_INLINE void ProbeErrors(RingTaskArgs* a) {
 // checks its TLS and FPU state (CheckState), which the new CPU's context
 // switch loaded.
 USER_INLINE void MigrateToNextCpu(RingTaskArgs* a) {
-  const uint64_t to = (static_cast<uint64_t>(Syscall(kSysGetCpu)) + 1) % a->cpus;
-  if (Syscall(kSysMigrate, to) != 0 || static_cast<uint64_t>(Syscall(kSysGetCpu)) != to)
-    CheckFail(kCheckMigrate);
+  if (!MoveToNextCpu(a->cpus)) CheckFail(kCheckMigrate);
   ++a->checks;
 }
 
@@ -87,7 +85,7 @@ extern "C" USER_TEXT void RingTaskMain(RingTaskArgs* a) {
     }
     if (got != token) CheckFail(kCheckPipeData);
     CheckState(a);
-    if (a->migrate != 0 && a->cpus > 1 && (r + 1) % a->migrate == 0 && r + 1 < a->rounds) {
+    if (MoveDue(r + 1, a->rounds, a->migrate, a->cpus)) {
       MigrateToNextCpu(a);
       CheckState(a);
     }

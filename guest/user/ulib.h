@@ -35,6 +35,17 @@ USER_INLINE int64_t Write(int64_t fd, const void* buf, uint64_t len) {
 }
 USER_INLINE void CheckFail(uint64_t id) { Syscall(kSysCheckFail, id); }
 
+// After `done` of `total` passes: is it time to move to the next CPU, every
+// `every` passes (0: never) on a machine of `cpus`? Never after the last.
+USER_INLINE bool MoveDue(uint64_t done, uint64_t total, uint64_t every, uint64_t cpus) {
+  return every != 0 && cpus > 1 && done % every == 0 && done < total;
+}
+// Moves the caller to the next CPU; true when it then runs there.
+USER_INLINE bool MoveToNextCpu(uint64_t cpus) {
+  const uint64_t to = (static_cast<uint64_t>(Syscall(kSysGetCpu)) + 1) % cpus;
+  return Syscall(kSysMigrate, to) == 0 && static_cast<uint64_t>(Syscall(kSysGetCpu)) == to;
+}
+
 USER_INLINE uint64_t ReadFs0() {
   uint64_t v;
   asm volatile("movq %%fs:0, %0" : "=r"(v));
