@@ -101,5 +101,9 @@ void guest::KernelRun(StrView cmdline) {
   ArchIrqEnable();
 
   RunWorkload(g_boot.config);
+  // Tasks that ran on other CPUs leave them still counting (a last switch
+  // to idle, the block): wait, reading memory only, until each is blocked
+  // in its idle loop, so that the counts it reports are final.
+  SmpWaitBlocked(OtherCpusMask());
   Shutdown(kExitOk);
 }
