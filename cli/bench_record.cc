@@ -92,14 +92,16 @@ std::string FormatStats(const Stats& s, MetricKind kind) {
   return Approx(s.median);
 }
 
+bool WithinSpread(const Stats& before, const Stats& after) {
+  const double pct = ChangePct(before.median, after.median);
+  return !std::isnan(pct) && std::fabs(pct) <= std::max(before.spread_pct, after.spread_pct) &&
+         before.median != after.median;
+}
+
 std::string FormatTimeChange(const Stats& before, const Stats& after) {
   std::string cell = FormatChange(before.median, after.median);
-  double pct = ChangePct(before.median, after.median);
   // A change inside the runs' own spread is marked: it may be noise.
-  if (!std::isnan(pct) && std::fabs(pct) <= std::max(before.spread_pct, after.spread_pct) &&
-      before.median != after.median) {
-    cell += " ~";
-  }
+  if (WithinSpread(before, after)) cell += " ~";
   return cell;
 }
 

@@ -55,8 +55,10 @@ std::string RenderConfigurations(const std::string& title,
 // "3.83M ±2%" for timings (3 significant digits, spread when there are
 // several runs), the exact median for counts.
 std::string FormatStats(const Stats& s, MetricKind kind);
-// FormatChange of the medians, with " ~" appended when the change is within
-// the larger of the two spreads (it may be noise).
+// True when the medians differ by no more than the larger of the two
+// spreads (the change may be noise).
+bool WithinSpread(const Stats& before, const Stats& after);
+// FormatChange of the medians, with " ~" appended when WithinSpread.
 std::string FormatTimeChange(const Stats& before, const Stats& after);
 
 }  // namespace minivmm::cli

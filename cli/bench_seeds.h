@@ -31,13 +31,32 @@ struct SeedDef {
 // irq_restore.
 const std::vector<SeedDef>& SeedDefs();
 
+// The exit-cost model, from workload=exitcost: guest TSC per null
+// hypercall, bare (one `out`, no wrapper: what an exit costs) and through
+// the kernel's counted Hypercall() wrapper (the exit plus its bookkeeping).
+struct ExitCost {
+  Stats bare_tsc;
+  Stats wrapper_tsc;
+};
+
 // One seed, before and after, against one baseline.
 struct SeedComparison {
   std::string baseline;  // "xen" or "naive"
   std::string before_config, after_config;
-  Stats before, after;               // in the seed's unit
-  double exits_saved_per_unit = 0;   // exits per unit, before - after
-  std::optional<double> exit_share;  // modelled / measured saving; none when it saved no time
+  Stats before, after;              // in the seed's unit
+  bool within_spread = false;       // the change is inside the runs' spread
+  double exits_saved_per_unit = 0;  // exits per unit, before - after
+  // Exits saved x the bare exit's cost / time saved: only for a change
+  // outside the spread that saved time (otherwise there is nothing to
+  // explain); above 1 the exits saved cost more than the time saved.
+  std::optional<double> exit_share;
+  // Exits saved x what the kernel's Hypercall() wrapper adds to each (its
+  // counting; wrapper - bare) / time saved, under the same conditions: the
+  // part of the saving that is the guest's own bookkeeping around the exits.
+  std::optional<double> wrapper_share;
+  // KVM's emulated instructions per unit (kvm_pvm), before and after; none
+  // where the host does not count them.
+  std::optional<double> insns_before, insns_after;
 };
 
 struct SeedResult {
@@ -45,13 +64,13 @@ struct SeedResult {
   std::vector<SeedComparison> comparisons;  // xen first, when run
 };
 
-// The seeds whose workload ran under pv. `exit_cost_tsc`: guest TSC per
-// exit (workload=exitcost); `tsc_khz`: the guest TSC rate (0: no time units,
-// the seeds are left out).
+// The seeds whose workload ran under pv. `exit_cost`: the exit-cost model
+// (its bare cost turns exits into time); `tsc_khz`: the guest TSC rate (0:
+// no time units, the seeds are left out).
 std::vector<SeedResult> SeedResults(const std::vector<ConfigResult>& results,
-                                    const Stats& exit_cost_tsc, uint64_t tsc_khz);
+                                    const ExitCost& exit_cost, uint64_t tsc_khz);
 
-std::string RenderSeeds(const std::vector<SeedResult>& seeds, const Stats& exit_cost_tsc,
+std::string RenderSeeds(const std::vector<SeedResult>& seeds, const ExitCost& exit_cost,
                         uint64_t tsc_khz, int repeat);
 nlohmann::json SeedsToJson(const std::vector<SeedResult>& seeds);
 

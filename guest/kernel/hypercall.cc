@@ -28,23 +28,25 @@ bool IsAbiHypercall(uint64_t nr) {
   return false;
 }
 
-void CountHypercallOp(uint64_t nr, int64_t result, bool direct) {
+void CountHypercallOp(HypercallCounts& hc, uint64_t nr, int64_t result, bool direct) {
   if (nr >= MVMM_HC_MAX || (!IsAbiHypercall(nr) && result == -MVMM_ENOSYS)) {
-    ++Hc().bad_number;
+    ++hc.bad_number;
     return;
   }
-  ++Hc().ops[nr];
-  if (direct) ++Hc().exits[nr];
-  if (result < 0) ++Hc().errors[nr];
+  ++hc.ops[nr];
+  if (direct) ++hc.exits[nr];
+  if (result < 0) ++hc.errors[nr];
 }
 
 int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4) {
   // Elsewhere (QEMU/PVH) port 0xEC is nobody's: a hypercall there is a bug.
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
   int64_t rc = RawHypercall(nr, a0, a1, a2, a3, a4);
-  // Counted after the call (the result decides errors and bad numbers); the
-  // final report adds its own report and shutdown calls itself.
-  CountHypercallOp(nr & 0xFFFFFFFFu, rc, /*direct=*/true);
+  // Counted after the call (the result decides errors and bad numbers) on
+  // the CPU that made it, found once (a hypercall returns on the vCPU that
+  // made it); the final report adds its own report and shutdown calls
+  // itself.
+  CountHypercallOp(Hc(), nr & 0xFFFFFFFFu, rc, /*direct=*/true);
   return rc;
 }
 
@@ -55,7 +57,8 @@ static uint64_t g_issued_ops[MVMM_MAX_CPUS][MVMM_MULTICALL_MAX_ENTRIES];
 
 int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
-  uint64_t* issued = g_issued_ops[CurrentCpu()];
+  const uint32_t me = CurrentCpu();
+  uint64_t* issued = g_issued_ops[me];
   const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
   // Only a list the VMM can accept is read: within the count bound and wholly
   // in RAM (a probe's list outside RAM gets -EFAULT and is never touched).
@@ -66,11 +69,12 @@ int64_t Multicall(uint64_t list_gpa, uint64_t count) {
     for (uint64_t i = 0; i < count; ++i) issued[i] = e[i].op;
   }
   int64_t rc = RawHypercall(MVMM_HC_multicall, list_gpa, count);
+  HypercallCounts& hc = g_cpus[me].hc;
   if (rc >= 0 && countable) {
     for (uint64_t i = 0; i < count; ++i)
-      CountHypercallOp(issued[i], static_cast<int64_t>(e[i].result), false);
+      CountHypercallOp(hc, issued[i], static_cast<int64_t>(e[i].result), false);
   }
-  CountHypercallOp(MVMM_HC_multicall, rc, /*direct=*/true);
+  CountHypercallOp(hc, MVMM_HC_multicall, rc, /*direct=*/true);
   return rc;
 }
 

@@ -26,13 +26,13 @@ struct HypercallCounts {
 // True for the numbers of MVMM_HYPERCALL_LIST (always registered).
 bool IsAbiHypercall(uint64_t nr);
 
-// Counts one operation `nr` (for a direct call: EAX, the low 32 bits of
+// Counts into `hc` (the calling CPU's) one operation `nr` (for a direct call: EAX, the low 32 bits of
 // RAX, which is what the VMM dispatches on) that returned `result`; `direct`
 // when it was its own exit. A number >= MVMM_HC_MAX, or one outside the ABI
 // that got -ENOSYS (no embedder registered it), is a bad number. (An
 // embedder's handler that itself returns -ENOSYS would be miscounted as a
 // bad number; none does.)
-void CountHypercallOp(uint64_t nr, int64_t result, bool direct);
+void CountHypercallOp(HypercallCounts& hc, uint64_t nr, int64_t result, bool direct);
 
 // One `out %eax, $0xEC`: exactly one VM exit. Returns RAX (>= 0 or -errno).
 inline int64_t RawHypercall(uint64_t nr, uint64_t a0 = 0, uint64_t a1 = 0, uint64_t a2 = 0,

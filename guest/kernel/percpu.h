@@ -38,8 +38,21 @@ struct Cpu {
 
 extern Cpu g_cpus[MVMM_MAX_CPUS];
 
-// The CPU this code runs on (0 outside minivmm, where there is one).
-uint32_t CurrentCpu();
+// The CPU this code runs on (0 outside minivmm, where there is one). Any
+// context. `sgdt` does not exit (and is not privileged); inline, since it is
+// on every counted path (each instruction of ring 0 is emulated on some
+// hosts: docs/hosts.md). Outside minivmm (the PVH entry) the kernel runs its
+// own GDT on one CPU.
+inline uint32_t CurrentCpu() {
+  struct __attribute__((packed)) {
+    uint16_t limit;
+    uint64_t base;
+  } gdtr;
+  asm volatile("sgdt %0" : "=m"(gdtr));
+  const uint64_t off = gdtr.base - MVMM_GDT_GPA;
+  if (gdtr.base < MVMM_GDT_GPA || off >= MVMM_MAX_CPUS * MVMM_GDT_STRIDE) return 0;
+  return static_cast<uint32_t>(off / MVMM_GDT_STRIDE);
+}
 inline Cpu& ThisCpu() { return g_cpus[CurrentCpu()]; }
 inline KernelCounters& Kc() { return ThisCpu().kc; }
 inline HypercallCounts& Hc() { return ThisCpu().hc; }

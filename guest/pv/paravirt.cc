@@ -228,8 +228,12 @@ void PvSecondaryIrqInit() {
 
 // The C body behind XenPteValCalleeThunk (arch/entry.S), the pv pte_val:
 // Xen's pte_mfn_to_pfn, the frame of a present entry through the m2p. The
-// patched call sites do the same inline (PvPatchCallSites).
+// patched call sites do the same inline (PvPatchCallSites), and count the
+// lookup the same way: one locked add to CPU 0's m2p_lookups (the inline
+// form has no per-CPU address), so that the naive and patched variants pay
+// the same bookkeeping and differ only by the call.
 extern "C" uint64_t XenPteValC(uint64_t pte) {
-  if (pte & guest::kPtePresent) ++guest::Kc().m2p_lookups;
+  if (pte & guest::kPtePresent)
+    __atomic_add_fetch(&guest::g_cpus[0].kc.m2p_lookups, 1, __ATOMIC_RELAXED);
   return guest::PhysmapPteVal(guest::g_pv_physmap, pte);
 }

@@ -112,7 +112,7 @@ TEST_F(BenchCliTest, SeedTableAndWastedExitsAreExact) {
   EXPECT_NE(outcome_->out.find("conditional irq_restore: irq restore (AIM7 proxy)"),
             std::string::npos)
       << outcome_->out;
-  EXPECT_NE(outcome_->out.find("exit-cost model: one null hypercall costs"), std::string::npos);
+  EXPECT_NE(outcome_->out.find("exit-cost model: one bare exit (a null `out`, nothing around it) costs"), std::string::npos);
   json bench = ReadJson(Path("bench.json"));
   ASSERT_FALSE(bench.is_discarded());
   EXPECT_GT(bench["exit_cost"]["guest_tsc_per_exit"]["median"].get<double>(), 0);
