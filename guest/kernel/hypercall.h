@@ -12,7 +12,7 @@
 
 namespace guest {
 
-// Counted exactly as the VMM counts (hypercalls/dispatcher.h, accounting.h),
+// Counted exactly as the VMM counts (hypercalls/dispatcher.h),
 // so every field equals its VMM counterpart for the same run.
 struct HypercallCounts {
   uint64_t ops[MVMM_HC_MAX];     // direct calls plus multicall entries, by op

@@ -97,7 +97,7 @@ bool IsIdle(const Task* t);
 void MigrateCurrent(uint32_t cpu);
 // A secondary CPU's idle loop, on its boot stack, once it is up: runs
 // tasks queued on it (Schedule), otherwise blocks until an interrupt
-// (docs/design.md "Secondary CPUs").
+// (guest/README.md "Secondary CPUs").
 [[noreturn]] void ApIdleLoop();
 
 // Adds `t` (not yet started) to `join`.

@@ -1,11 +1,13 @@
-// Secondary CPUs and IPIs (docs/design.md "Several vCPUs"). Every CPU enters
-// at _start; CPU 0 boots the kernel and runs everything, each other CPU waits
-// until CPU 0 has zeroed BSS and built the IDT, loads that IDT, counts itself
-// up, registers its run-state area, enables interrupts and idles: it blocks,
-// and whatever it is asked to do it does in its IPI handler (vector
-// MVMM_IPI_VECTOR). CPU 0 waits, reading memory only, until every other CPU
-// is idle, so the workloads never run beside a CPU that is still coming up
-// and CPU 0's exits are those of a one-CPU run.
+// Secondary CPUs and IPIs (docs/design.md "Several vCPUs", guest/README.md
+// "Secondary CPUs"). Every CPU enters at _start; CPU 0 boots the kernel, each
+// other CPU waits until CPU 0 has zeroed BSS and built the IDT, loads that
+// IDT, counts itself up, registers its run-state area, enables interrupts
+// and idles (ApIdleLoop in sched.h): it runs the tasks queued on it and
+// otherwise blocks, and what another CPU asks of it it does in its IPI
+// handler (vector MVMM_IPI_VECTOR). CPU 0 waits, reading memory only, until
+// every other CPU is idle, so the workloads never run beside a CPU that is
+// still coming up, and a workload that places no task on another CPU has
+// CPU 0's exits of a one-CPU run.
 //
 // Requests go through a per-CPU mailbox: FLUSH (flush your TLB) and CALL
 // (run a function with an argument and leave a result), each acknowledged

@@ -121,7 +121,9 @@ class RunLoop {
   std::optional<WasteLog> waste_;
   ExitEvent event_;  // the exit being observed, when an observer is set
   // The port bus's index of the hypercall port, for pio_by_device; -1 when
-  // no device claims it (then hypercalls are not counted per device).
+  // no device claims it: then an `out` to the port is not a hypercall at
+  // all (not dispatched, not counted as one) but an ordinary port write to
+  // nobody (Handle).
   int hypercall_device_ = -1;
   uint64_t sequence_ = 0;
   bool observed_ = false;
