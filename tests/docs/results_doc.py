@@ -111,7 +111,9 @@ def parse_markdown(text: str) -> Tuple[List[Table], List[str]]:
             i += 1
         else:
             j = i
-            while j < len(lines) and lines[j].strip() and not HEADING.match(lines[j]) and not lines[j].startswith(("|", "```")):
+            while j < len(lines) and lines[j].strip():
+                if HEADING.match(lines[j]) or lines[j].startswith(("|", "```")):
+                    break
                 j += 1
             before = ("paragraph", " ".join(lines[i:j]))
             i = j
@@ -287,7 +289,9 @@ class BenchView:
         if m is None:
             raise DocError(f"{self.name}: {spec} {backend} {configuration} has no metric {name}")
         if len(set(m["values"])) != 1:
-            raise DocError(f"{self.name}: {spec} {backend} {configuration} {name} differs between runs: {m['values']}")
+            raise DocError(
+                f"{self.name}: {spec} {backend} {configuration} {name} differs between runs: {m['values']}"
+            )
         return m["median"]
 
     def check_command(self, cmd: BenchCommand) -> None:
@@ -346,7 +350,9 @@ def _ops_unit(spec, backend):
 
 
 _NAIVE_TO_OPTIMIZED = {
-    "exits naive": lambda s, b: _cell(rf"({NUMBER})", [(_metric(s, b, "naive", "exits.total"), True, "exits")]),
+    "exits naive": lambda s, b: _cell(
+        rf"({NUMBER})", [(_metric(s, b, "naive", "exits.total"), True, "exits")]
+    ),
     "exits optimized": lambda s, b: _cell(
         rf"({NUMBER})", [(_metric(s, b, "optimized", "exits.total"), True, "exits")]
     ),
@@ -359,7 +365,9 @@ _NAIVE_TO_OPTIMIZED = {
             (_ops_unit(s, b), False, "operation"),
         ],
     ),
-    "Xen's baseline": lambda s, b: _cell(rf"({NUMBER})", [(_metric(s, b, "xen", "exits.total"), True, "exits")]),
+    "Xen's baseline": lambda s, b: _cell(
+        rf"({NUMBER})", [(_metric(s, b, "xen", "exits.total"), True, "exits")]
+    ),
     "wasted, naive -> optimized": lambda s, b: _cell(
         rf"({NUMBER}) -> ({NUMBER})",
         [
@@ -388,12 +396,14 @@ def _op_alone_cell(spec, backend, confs):
     def read(text, where):
         expects = []
         for conf in confs:
+            change = _change(spec, backend, "naive", conf)
             if text == "=":
-                expects.append(Expect("0", _change(spec, backend, "naive", conf), True, f"{where}: {conf} change"))
+                expects.append(Expect("0", change, True, f"{where}: {conf} change"))
                 continue
-            exits, change = numbers(text, rf"({NUMBER}) \(({NUMBER})%\)", where)
-            expects.append(Expect(exits, _metric(spec, backend, conf, "exits.total"), True, f"{where}: {conf} exits"))
-            expects.append(Expect(change, _change(spec, backend, "naive", conf), False, f"{where}: {conf} change"))
+            exits, pct = numbers(text, rf"({NUMBER}) \(({NUMBER})%\)", where)
+            exits_q = _metric(spec, backend, conf, "exits.total")
+            expects.append(Expect(exits, exits_q, True, f"{where}: {conf} exits"))
+            expects.append(Expect(pct, change, False, f"{where}: {conf} change"))
         return expects
 
     return read
@@ -511,8 +521,12 @@ class RunView:
             raise DocError(f"{name}: no kernel.ring3_nm")
         self.ring3_nm = int(v) == 1
 
-    def cause(self, cause: str, key: str) -> int:
-        return self.r["causes"]["causes"][cause][key]
+    def at(self, path: Sequence) -> int:
+        """The count at a key path, e.g. ("exits", "per_vcpu", 0, "total")."""
+        out = self.r
+        for key in path:
+            out = out[key]
+        return out
 
 
 @dataclasses.dataclass
@@ -538,21 +552,22 @@ def run_words(cmd: RunCommand, minivmm: str, cpus: str, pvops: str, json_path: s
     return w
 
 
-def _vcpu_total(i):
-    return lambda v: v.r["exits"]["per_vcpu"][i]["total"]
-
-
-SHOOTDOWN_HEADER = (
-    "N",
-    "pvops",
-    "exits",
-    "vCPU 0",
-    "each other vCPU",
-    "ipi ops / exits",
-    "tlb_flush ops / exits",
-    "IPIs injected",
-    "flushes deferred",
-)
+# The shootdown table's columns after N and pvops (the run's inputs): the
+# run-record counts that each cell's numbers are ("ops / exits" cells two).
+# Empty for "each other vCPU": the one number is every vCPU's but 0's.
+SHOOTDOWN_COLUMNS = {
+    "exits": [("exits", "total")],
+    "vCPU 0": [("exits", "per_vcpu", 0, "total")],
+    "each other vCPU": [],
+    "ipi ops / exits": [("causes", "causes", "ipi", "ops"), ("causes", "causes", "ipi", "exits")],
+    "tlb_flush ops / exits": [
+        ("causes", "causes", "tlb_flush", "ops"),
+        ("causes", "causes", "tlb_flush", "exits"),
+    ],
+    "IPIs injected": [("causes", "ipi_injections")],
+    "flushes deferred": [("causes", "tlb_flushes_deferred")],
+}
+SHOOTDOWN_HEADER = ("N", "pvops", *SHOOTDOWN_COLUMNS)
 
 
 def shootdown_row(t: Table, r: int) -> Callable[[RunView], List[Expect]]:
@@ -561,22 +576,16 @@ def shootdown_row(t: Table, r: int) -> Callable[[RunView], List[Expect]]:
     n = int(row[0])
 
     def expects(v: RunView) -> List[Expect]:
-        cells = {h: resolve(row[c], v.ring3_nm) for c, h in enumerate(t.header)}
-        w = lambda c: t.where(r, t.header.index(c))
-        out = [
-            Expect(numbers(cells["exits"], rf"({NUMBER})", w("exits"))[0], lambda v: v.r["exits"]["total"], True, w("exits")),
-            Expect(numbers(cells["vCPU 0"], rf"({NUMBER})", w("vCPU 0"))[0], _vcpu_total(0), True, w("vCPU 0")),
-        ]
-        other = numbers(cells["each other vCPU"], rf"({NUMBER})", w("each other vCPU"))[0]
-        out += [Expect(other, _vcpu_total(i), True, f"{w('each other vCPU')}: vCPU {i}") for i in range(1, n)]
-        out.append(Expect(str(n), lambda v: len(v.r["exits"]["per_vcpu"]), True, f"{t.where(r, 0)}: vCPUs"))
-        for col, cause in (("ipi ops / exits", "ipi"), ("tlb_flush ops / exits", "tlb_flush")):
-            ops, exits = numbers(cells[col], rf"({NUMBER}) / ({NUMBER})", w(col))
-            out.append(Expect(ops, (lambda c: lambda v: v.cause(c, "ops"))(cause), True, f"{w(col)}: ops"))
-            out.append(Expect(exits, (lambda c: lambda v: v.cause(c, "exits"))(cause), True, f"{w(col)}: exits"))
-        for col, key in (("IPIs injected", "ipi_injections"), ("flushes deferred", "tlb_flushes_deferred")):
-            val = numbers(cells[col], rf"({NUMBER})", w(col))[0]
-            out.append(Expect(val, (lambda k: lambda v: v.r["causes"][k])(key), True, w(col)))
+        out = [Expect(str(n), lambda v: len(v.r["exits"]["per_vcpu"]), True, f"{t.where(r, 0)}: vCPUs")]
+        for c, h in enumerate(t.header[2:], start=2):
+            where = t.where(r, c)
+            paths = SHOOTDOWN_COLUMNS[h]
+            groups = numbers(resolve(row[c], v.ring3_nm), " / ".join([f"({NUMBER})"] * max(1, len(paths))), where)
+            if not paths:
+                paths = [("exits", "per_vcpu", i, "total") for i in range(1, n)]
+                groups = groups * (n - 1)
+            for g, path in zip(groups, paths):
+                out.append(Expect(g, lambda v, path=path: v.at(path), True, f"{where}: {'.'.join(map(str, path))}"))
         return out
 
     return expects
@@ -640,7 +649,8 @@ def lock_identities(t: Table) -> List[str]:
             bad.append(f"{where}: more directed yields than yields")
         if n["lock_wait"] + n["lock_kick"] + n["yield"] > n["exits"]:
             bad.append(f"{where}: more lock exits than exits")
-        if _variant(pvops, "spinlock") == "naive" and (n["lock_wait"] or n["lock_kick"] or n["woken by a kick"]):
+        lock_calls = n["lock_wait"] or n["lock_kick"] or n["woken by a kick"]
+        if _variant(pvops, "spinlock") == "naive" and lock_calls:
             bad.append(f"{where}: spinlock:naive makes no lock_wait and no lock_kick")
         if _variant(pvops, "spinlock") == "optimized" and n["yield"]:
             bad.append(f"{where}: spinlock:optimized does not yield")
@@ -690,7 +700,7 @@ def kind(t: Table, timing: Sequence[str]) -> str:
         sub = command_words(t.before[1])[1]
         if sub in ("bench", "run"):
             return sub
-        raise DocError(f"{t.where()}: the command before it is `minivmm {sub}`, whose tables this test cannot read")
+        raise DocError(f"{t.where()}: the command before it is `minivmm {sub}`, whose tables are not read here")
     if t.before and t.before[0] == "paragraph" and t.before[1].startswith(NOT_REGENERATED):
         return "one run"
     if any(t.heading.startswith(s) for s in timing):
