@@ -6,7 +6,9 @@ before it (nothing but blank lines between):
 - a fenced block with the one `minivmm bench ...` or `minivmm run ...`
   command that prints its counts: the test checks every number of the table
   against that command's record (bench: the cross-host records the test
-  command made; run: the test makes the runs itself);
+  command made, which must have run every workload and backend the command
+  names, and may have run more, with its --cpus; run: the test makes the
+  runs itself, N and P from each row);
 - a paragraph that starts with `**One run's counts, not regenerated.**`:
   counts that depend on timing; the test checks the identities that hold in
   every run on the table's own numbers;
