@@ -7,6 +7,7 @@ its own. Without records it fails.
 import json
 import os
 
+import results_bench as rb
 import results_doc as rd
 
 
@@ -19,19 +20,19 @@ def load_records():
     views = []
     for p in paths:
         with open(p, encoding="utf-8") as f:
-            views.append(rd.BenchView(json.load(f), p))
+            views.append(rb.BenchView(json.load(f), p))
     return views
 
 
 def test_every_bench_table_is_what_its_command_prints_on_every_kvm():
     views = load_records()
     tables, timing = rd.load_tables()
-    checked = [rd.bench_table(t) for t in tables if rd.kind(t, timing) == "bench"]
+    checked = [rb.bench_table(t) for t in tables if rd.kind(t, timing) == "bench"]
     assert checked, "RESULTS.md has no bench table with its command"
     bad = []
     for view in views:
         for cb in checked:
-            bad += rd.check_bench(cb, view)
+            bad += rb.check_bench(cb, view)
     for view in views:
         print(f"{view.name}: ring3_nm={int(view.ring3_nm)}, {sum(len(c.cells) for c in checked)} cells checked")
     assert not bad, "RESULTS.md differs from what its commands print:\n" + "\n".join(bad)

@@ -7,7 +7,9 @@ import copy
 
 import pytest
 
+import results_bench as rb
 import results_doc as rd
+import results_runs as rr
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +24,11 @@ def test_every_table_has_its_command_or_says_it_is_one_runs_counts(doc):
         k = rd.kind(t, timing)
         kinds.setdefault(k, []).append(t)
         if k == "bench":
-            assert rd.bench_table(t).cells, t.where()
+            assert rb.bench_table(t).cells, t.where()
         elif k == "run":
-            rd.run_table(t)
+            rr.run_table(t)
         elif k == "one run":
-            assert tuple(t.header) in rd.ONE_RUN_TABLES, f"{t.where()}: no identities for columns {t.header}"
+            assert tuple(t.header) in rr.ONE_RUN_TABLES, f"{t.where()}: no identities for columns {t.header}"
     # The document's count tables, by kind: the bench ones (naive ->
     # optimized, each op alone, both KVMs), the shootdown runs, the lock and
     # tasks runs.
@@ -44,7 +46,7 @@ def test_one_run_tables_hold_the_identities_of_every_run(doc):
     tables, timing = doc
     for t in tables:
         if rd.kind(t, timing) == "one run":
-            assert rd.ONE_RUN_TABLES[tuple(t.header)](t) == []
+            assert rr.ONE_RUN_TABLES[tuple(t.header)](t) == []
 
 
 def test_an_unmarked_table_fails():
@@ -63,7 +65,7 @@ def test_a_table_of_unknown_columns_after_a_command_fails():
     md = "```sh\nminivmm bench --workloads ctx --backend pv\n```\n\n| x | y |\n|---|---|\n| 1 | 2 |\n"
     tables, _ = rd.parse_markdown(md)
     with pytest.raises(rd.DocError, match="no reader"):
-        rd.bench_table(tables[0])
+        rb.bench_table(tables[0])
 
 
 def test_a_one_run_identity_that_fails_is_reported():
@@ -74,7 +76,7 @@ def test_a_one_run_identity_that_fails_is_reported():
     )
     tables, timing = rd.parse_markdown(md)
     assert rd.kind(tables[0], timing) == "one run"
-    bad = rd.tasks_identities(tables[0])
+    bad = rr.tasks_identities(tables[0])
     assert len(bad) == 2 and "add up to 9, not 10" in bad[0] and "no IPI" in bad[1]
 
 
@@ -153,20 +155,20 @@ def fake_bench(ring3_nm: int, fpu_switch_cr0: int) -> dict:
 def checked_by_cause():
     tables, timing = rd.parse_markdown(BY_CAUSE_MD)
     assert rd.kind(tables[0], timing) == "bench"
-    return rd.bench_table(tables[0])
+    return rb.bench_table(tables[0])
 
 
 def test_a_bench_record_without_ring3_nm_takes_the_first_value():
-    assert rd.check_bench(checked_by_cause(), rd.BenchView(fake_bench(0, 2), "pvm")) == []
+    assert rb.check_bench(checked_by_cause(), rb.BenchView(fake_bench(0, 2), "pvm")) == []
 
 
 def test_a_bench_record_with_ring3_nm_takes_the_second_value():
-    assert rd.check_bench(checked_by_cause(), rd.BenchView(fake_bench(1, 36), "amd")) == []
+    assert rb.check_bench(checked_by_cause(), rb.BenchView(fake_bench(1, 36), "amd")) == []
 
 
 def test_a_bench_record_that_disagrees_is_reported_cell_by_cell():
     # kvm_amd's counts against the kvm_pvm side: the CR0 and total cells.
-    bad = rd.check_bench(checked_by_cause(), rd.BenchView(fake_bench(0, 36), "pvm"))
+    bad = rb.check_bench(checked_by_cause(), rb.BenchView(fake_bench(0, 36), "pvm"))
     assert len(bad) == 2
     assert "column 'total'" in bad[0] and "683, the program: 717" in bad[0]
     assert "column 'cr0 write'" in bad[1] and "2, the program: 36" in bad[1]
@@ -176,17 +178,17 @@ def test_a_bench_record_of_other_workloads_or_mixed_hosts_is_refused():
     other = fake_bench(0, 2)
     other["settings"]["workloads"] = ["pipe"]
     with pytest.raises(rd.DocError, match="did not"):
-        rd.check_bench(checked_by_cause(), rd.BenchView(other, "pipe only"))
+        rb.check_bench(checked_by_cause(), rb.BenchView(other, "pipe only"))
     mixed = fake_bench(0, 2)
     mixed["runs"][1]["record"]["guest"]["reports"]["kernel.ring3_nm"] = 1
     with pytest.raises(rd.DocError, match="disagree"):
-        rd.BenchView(mixed, "mixed")
+        rb.BenchView(mixed, "mixed")
 
 
 def test_a_count_that_differs_between_repetitions_is_refused():
     rec = fake_bench(0, 2)
     rec["results"][0]["metrics"]["exits.total"]["values"] = [803, 804]
-    bad = rd.check_bench(checked_by_cause(), rd.BenchView(rec, "noisy"))
+    bad = rb.check_bench(checked_by_cause(), rb.BenchView(rec, "noisy"))
     assert any("differs between runs" in b for b in bad)
 
 
@@ -216,15 +218,15 @@ def fake_run(ring3_nm: int, vcpu0: int) -> dict:
 def test_a_run_table_checks_each_host_on_its_side():
     tables, timing = rd.parse_markdown(SHOOTDOWN_MD)
     assert rd.kind(tables[0], timing) == "run"
-    cr = rd.run_table(tables[0])
-    assert rd.run_words(cr.command, "/b/minivmm", "2", "optimized", "/tmp/x.json") == [
+    cr = rr.run_table(tables[0])
+    assert rr.run_words(cr.command, "/b/minivmm", "2", "optimized", "/tmp/x.json") == [
         "/b/minivmm", "run", "--cpus", "2", "--workload", "shootdown", "--pvops", "optimized", "--json", "/tmp/x.json",
     ]  # fmt: skip
-    assert rd.check_run_row(cr, 0, rd.RunView(fake_run(0, 78), "pvm")) == []
-    assert rd.check_run_row(cr, 0, rd.RunView(fake_run(1, 79), "amd")) == []
-    bad = rd.check_run_row(cr, 0, rd.RunView(fake_run(1, 78), "amd"))
+    assert rr.check_run_row(cr, 0, rr.RunView(fake_run(0, 78), "pvm")) == []
+    assert rr.check_run_row(cr, 0, rr.RunView(fake_run(1, 79), "amd")) == []
+    bad = rr.check_run_row(cr, 0, rr.RunView(fake_run(1, 78), "amd"))
     assert len(bad) == 2 and "104, the program: 103" in bad[0] and "79, the program: 78" in bad[1]
     three = copy.deepcopy(fake_run(0, 78))
     three["exits"]["per_vcpu"].append({"total": 25})
     three["exits"]["total"] += 25
-    assert any("vCPUs" in b for b in rd.check_run_row(cr, 0, rd.RunView(three, "3 vCPUs")))
+    assert any("vCPUs" in b for b in rr.check_run_row(cr, 0, rr.RunView(three, "3 vCPUs")))

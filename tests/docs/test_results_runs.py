@@ -9,25 +9,26 @@ import subprocess
 import tempfile
 
 import results_doc as rd
+import results_runs as rr
 
 
-def run_row(cr: rd.CheckedRuns, r: int, minivmm: str, tmp: str):
+def run_row(cr: rr.CheckedRuns, r: int, minivmm: str, tmp: str):
     row = cr.table.rows[r]
     path = os.path.join(tmp, f"row{r}.json")
-    words = rd.run_words(cr.command, minivmm, row[0], row[1], path)
+    words = rr.run_words(cr.command, minivmm, row[0], row[1], path)
     p = subprocess.run(words, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     if p.returncode != 0:
         return [f"{cr.table.where(r)}: `{' '.join(words)}` exited {p.returncode}:\n{p.stdout[-2000:]}"]
     with open(path, encoding="utf-8") as f:
-        view = rd.RunView(json.load(f), " ".join(words[1:-2]))
-    return rd.check_run_row(cr, r, view)
+        view = rr.RunView(json.load(f), " ".join(words[1:-2]))
+    return rr.check_run_row(cr, r, view)
 
 
 def test_every_run_table_is_what_its_command_prints_here():
     minivmm = os.environ.get("MINIVMM_BIN")
     assert minivmm and os.access(minivmm, os.X_OK), "MINIVMM_BIN names no minivmm binary"
     tables, timing = rd.load_tables()
-    checked = [rd.run_table(t) for t in tables if rd.kind(t, timing) == "run"]
+    checked = [rr.run_table(t) for t in tables if rd.kind(t, timing) == "run"]
     assert checked, "RESULTS.md has no run table with its command"
     bad, runs = [], 0
     with tempfile.TemporaryDirectory() as tmp:
