@@ -183,7 +183,39 @@ def tasks_identities(t: Table) -> List[str]:
     return bad
 
 
+def seed_alone_identities(t: Table) -> List[str]:
+    """RESULTS.md "Each seed alone with tasks on several CPUs": cells are
+    exits (wasted); wasted never exceeds exits, the causes shown no more
+    than the run's exits; the TLS shadow leaves no same-value descriptor
+    update (docs/wasted-exits.md), and batching (all optimized) no
+    descriptor-update exit (they ride in the switch's multicall)."""
+    bad = []
+    causes = ("descriptor update (wasted)", "CR0 write (wasted)", "IF clear (wasted)",
+              "IF set (wasted)")
+    for r, row in enumerate(t.rows):
+        cell = dict(zip(t.header, row))
+        where = t.where(r)
+        exits = _int(cell["exits"], where)
+        pairs = {}
+        for k in causes:
+            got = numbers(cell[k], r"(\d+) \((\d+)\)", f"{where} {k}")
+            pairs[k] = (int(got[0]), int(got[1]))
+            if pairs[k][1] > pairs[k][0]:
+                bad.append(f"{where} {k}: more wasted than exits")
+        if sum(e for e, _ in pairs.values()) > exits:
+            bad.append(f"{where}: more exits by cause than exits")
+        pvops = cell["pvops"]
+        desc = pairs["descriptor update (wasted)"]
+        if _variant(pvops, "tls") == "optimized" and desc[1] != 0:
+            bad.append(f"{where}: tls:optimized leaves {desc[1]} wasted descriptor updates")
+        if _variant(pvops, "batch") in ("on", "optimized") and desc[0] != 0:
+            bad.append(f"{where}: with batching no descriptor update is its own exit")
+    return bad
+
+
 ONE_RUN_TABLES = {
     ("N", "pvops", "exits", "lock_wait", "lock_kick", "yield", "woken by a kick", "directed yields"): lock_identities,
     ("N", "workload", "pvops", "exits", "per vCPU", "ipi", "IF", "desc", "CR0", "locks"): tasks_identities,
+    ("N", "pvops", "exits", "descriptor update (wasted)", "CR0 write (wasted)", "IF clear (wasted)",
+     "IF set (wasted)"): seed_alone_identities,
 }

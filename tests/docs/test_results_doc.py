@@ -30,9 +30,9 @@ def test_every_table_has_its_command_or_says_it_is_one_runs_counts(doc):
         elif k == "one run":
             assert tuple(t.header) in rr.ONE_RUN_TABLES, f"{t.where()}: no identities for columns {t.header}"
     # The document's count tables, by kind: the bench ones (naive ->
-    # optimized, each op alone, both KVMs), the shootdown runs, the lock and
-    # tasks runs.
-    assert {k: len(v) for k, v in kinds.items() if k != "timing"} == {"bench": 3, "run": 1, "one run": 2}
+    # optimized, each op alone, both KVMs), the shootdown runs, the lock,
+    # tasks and each-seed-alone-on-several-CPUs runs.
+    assert {k: len(v) for k, v in kinds.items() if k != "timing"} == {"bench": 3, "run": 1, "one run": 3}
 
 
 def test_every_timing_section_named_exists(doc):
@@ -78,6 +78,22 @@ def test_a_one_run_identity_that_fails_is_reported():
     assert rd.kind(tables[0], timing) == "one run"
     bad = rr.tasks_identities(tables[0])
     assert len(bad) == 2 and "add up to 9, not 10" in bad[0] and "no IPI" in bad[1]
+
+
+def test_a_seed_alone_identity_that_fails_is_reported():
+    md = (
+        f"{rd.NOT_REGENERATED} Timing.\n\n| N | pvops | exits | descriptor update (wasted) | CR0 write (wasted) "
+        "| IF clear (wasted) | IF set (wasted) |\n|---|---|---:|---:|---:|---:|---:|\n"
+        "| 2 | `naive,tls:optimized` | 100 | 10 (3) | 5 (6) | 1 (0) | 1 (0) |\n"
+        "| 2 | `optimized` | 10 | 4 (0) | 1 (0) | 1 (0) | 1 (0) |\n"
+    )
+    tables, timing = rd.parse_markdown(md)
+    assert rd.kind(tables[0], timing) == "one run"
+    bad = rr.seed_alone_identities(tables[0])
+    assert len(bad) == 3
+    assert "more wasted than exits" in bad[0]
+    assert "leaves 3 wasted descriptor updates" in bad[1]
+    assert "no descriptor update is its own exit" in bad[2]
 
 
 def test_cells_resolve_to_the_side_of_the_host():
