@@ -102,6 +102,15 @@ TEST_F(MmuUpdateTest, LargePageBitIsEinval) {
   EXPECT_EQ(vm_.Peek64(kTable), 0u);
 }
 
+// docs/hypercalls.md's order: both -EINVAL checks before ptr's -EFAULT.
+TEST_F(MmuUpdateTest, PtrOutsideRamWithLargePageBitIsEinval) {
+  const HypercallResult result = UpdateResult({{kRamSize, 0x200000 | 0x83}});
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "PS/PAT bit 7 set in a present PTE");
+  // Not present, bit 7 means nothing: ptr outside RAM is then -EFAULT.
+  EXPECT_EQ(Update({{kRamSize, 0x200000 | 0x82}}), -MVMM_EFAULT);
+}
+
 TEST_F(MmuUpdateTest, StopsAtFirstBadRequestAndReturnsDone) {
   vm_.Poke64(kTable + 16, 0x77);
   const HypercallResult result =
