@@ -398,6 +398,11 @@ def write_html(path, record, figs):
         failures = record.get("failures", 0)
         if failures:
             body.insert(1, f"<p class=bad>{failures} runs failed; see the record's runs[].failure.</p>")
+        incomplete = record.get("incomplete")
+        if isinstance(incomplete, dict):
+            body.insert(1, "<p class=bad>Incomplete: " + html.escape(str(incomplete.get("reason", "stopped early")))
+                        + f"; {incomplete.get('completed_runs', '?')} of {incomplete.get('planned_runs', '?')}"
+                        " runs done (the record's incomplete.missing lists the rest).</p>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
              "img{max-width:100%}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
              "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
