@@ -171,6 +171,36 @@ TEST(CliOutputTest, RecordAndTraceAreWholeAndAloneInTheirDirectory) {
   EXPECT_FALSE(json::parse(Slurp(dir + "/r.json"), nullptr, false).is_discarded());
 }
 
+// SIGKILL mid-run: the record and the trace exist only as their temporary
+// files (partial), never under their names.
+TEST(CliOutputTest, KillNineLeavesNothingUnderTheFinalNames) {
+  REQUIRE_KVM();
+  const std::string dir = Dir("kill9");
+  const std::string json_path = dir + "/r.json", trace_path = dir + "/t.jsonl";
+  const std::string kernel = std::string(MINIVMM_TINY_GUEST_DIR) + "/spin.elf";
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = freopen("/dev/null", "w", stderr);
+    (void)f;
+    execl(MINIVMM_BIN, MINIVMM_BIN, "run", "--timeout", "60", "--kernel", kernel.c_str(), "--json",
+          json_path.c_str(), "--trace", trace_path.c_str(), nullptr);
+    _exit(127);
+  }
+  // Both temporary files are created before the VM; kill once they exist.
+  for (int i = 0; i < 3000 && Entries(dir).size() < 2; ++i) usleep(10 * 1000);
+  usleep(200 * 1000);
+  kill(pid, SIGKILL);
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  EXPECT_TRUE(WIFSIGNALED(raw) && WTERMSIG(raw) == SIGKILL);
+  const std::vector<std::string> left = Entries(dir);
+  ASSERT_EQ(left.size(), 2u);
+  EXPECT_EQ(left[0].rfind(".r.", 0), 0u) << left[0];
+  EXPECT_EQ(left[1].rfind(".t.", 0), 0u) << left[1];
+  EXPECT_FALSE(fs::exists(json_path));
+  EXPECT_FALSE(fs::exists(trace_path));
+}
+
 // The jsonl trace's last line says it is whole; `trace` turns it into the
 // stop marker, and says when a trace has none (cut short).
 TEST(CliOutputTest, JsonlTraceEndsWithItsEndLineAndTraceSaysWhenItIsMissing) {
