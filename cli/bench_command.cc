@@ -179,10 +179,12 @@ absl::Status Bench::Execute(const PlannedRun& p) {
   if (!e.failure.empty()) {
     // One line: which run, why, and what the guest said last.
     ++failures_;
-    fmt::print(
-        stderr, "minivmm bench: FAILED: {} ({}): {}{}\n", RunName(p), config.cmdline, e.failure,
-        result->console_tail.empty() ? ""
-                                     : "; the guest's last line: " + result->console_tail.back());
+    // The status is the one `minivmm run` would give the same run.
+    fmt::print(stderr, "minivmm bench: FAILED: {} ({}): status {}, {}{}\n", RunName(p),
+               config.cmdline, ExitStatusFor(*result, 0), e.failure,
+               result->console_tail.empty()
+                   ? ""
+                   : "; the guest's last line: " + result->console_tail.back());
     Stop(fmt::format("run {} failed: {}", runs_.size(), e.failure), kBenchRunFailed);
   }
   runs_.push_back(std::move(e));

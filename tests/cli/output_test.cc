@@ -405,7 +405,8 @@ TEST(BenchStopTest, AFailedRunIsOneLineAndStopsTheBenchWithWhatItMeasured) {
     failed_lines += line.find("FAILED") != std::string::npos;
   EXPECT_EQ(failed_lines, 1u) << o.out;
   EXPECT_NE(o.out.find("minivmm bench: FAILED: fault native naive rep 1 (backend=native "
-                       "pvops=naive workload=fault): guest shut down with code 3; the guest's "
+                       "pvops=naive workload=fault): status 3, guest shut down with code 3; "
+                       "the guest's "
                        "last line: "),
             std::string::npos)
       << o.out;
