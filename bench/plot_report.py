@@ -172,6 +172,8 @@ def draw_summary(ax, groups):
 def bench_figures(plt, bench):
     groups = groups_of(bench)
     keys = list(groups)
+    if not keys:  # a bench stopped before any workload run: nothing to draw
+        return []
     specs = list(dict.fromkeys(k[0] for k in keys))
     backends = list(dict.fromkeys(k[1] for k in keys))
     figs = []
@@ -448,6 +450,10 @@ def main():
         return 3
     record = load(args.record)
     figs = bench_figures(plt, record) if record["schema"] == "minivmm.bench" else run_figures(plt, record)
+    if not figs and not args.output.endswith((".html", ".htm")):
+        print(f"plot_report.py: nothing to draw into {args.output}: the record has no results",
+              file=sys.stderr)
+        return 1
     try:
         if args.output.endswith((".html", ".htm")):
             write_html(args.output, record, figs)

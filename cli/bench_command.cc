@@ -489,10 +489,11 @@ int Bench::Run() {
   }
   seeds_ = SeedResults(results, exit_cost_tsc_, TscKhz());
   fmt::print("{}", RenderSeeds(seeds_, exit_cost_tsc_, TscKhz(), o_.repeat));
-  int status = WriteOutputs(results);
-  if (status != 0) return status;
-  // A failed run stops the bench: its status is the stop's.
-  return stop_why_.empty() ? 0 : stop_status_;
+  // A failed run stops the bench: its status is the stop's, unless a file
+  // could not be written (nothing of it is left).
+  const int status = WriteOutputs(results);
+  if (status == kExitVmmError || stop_why_.empty()) return status;
+  return stop_status_;
 }
 
 }  // namespace
