@@ -172,6 +172,8 @@ def draw_summary(ax, groups):
 def bench_figures(plt, bench):
     groups = groups_of(bench)
     keys = list(groups)
+    if not keys:  # a bench stopped before any workload run: nothing to draw
+        return []
     specs = list(dict.fromkeys(k[0] for k in keys))
     backends = list(dict.fromkeys(k[1] for k in keys))
     figs = []
@@ -398,6 +400,11 @@ def write_html(path, record, figs):
         failures = record.get("failures", 0)
         if failures:
             body.insert(1, f"<p class=bad>{failures} runs failed; see the record's runs[].failure.</p>")
+        incomplete = record.get("incomplete")
+        if isinstance(incomplete, dict):
+            body.insert(1, "<p class=bad>Incomplete: " + html.escape(str(incomplete.get("reason", "stopped early")))
+                        + f"; {incomplete.get('completed_runs', '?')} of {incomplete.get('planned_runs', '?')}"
+                        " runs done (the record's incomplete.missing lists the rest).</p>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
              "img{max-width:100%}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
              "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}"
@@ -443,6 +450,10 @@ def main():
         return 3
     record = load(args.record)
     figs = bench_figures(plt, record) if record["schema"] == "minivmm.bench" else run_figures(plt, record)
+    if not figs and not args.output.endswith((".html", ".htm")):
+        print(f"plot_report.py: nothing to draw into {args.output}: the record has no results",
+              file=sys.stderr)
+        return 1
     try:
         if args.output.endswith((".html", ".htm")):
             write_html(args.output, record, figs)

@@ -2,12 +2,14 @@
 // and all optimized, repeated and interleaved, run in this process through
 // the public API; the seed patches' before/after tables, JSON and CSV.
 // --cpus N gives every VM N vCPUs (the titles and the records say so).
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <tuple>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -18,6 +20,8 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/file_digest.h"
+#include "cli/guest_cmdline.h"
+#include "cli/output_file.h"
 #include "cli/plot_script.h"
 #include "cli/run_record.h"
 #include "fmt/format.h"
@@ -86,6 +90,27 @@ std::vector<PlannedRun> Plan(const std::vector<WorkloadChoice>& workloads,
   return plan;
 }
 
+// SIGINT/SIGTERM stop the running VM and then the bench, which writes what
+// it has (docs/run-record.md "A bench stopped early").
+std::atomic<Vm*> g_bench_vm{nullptr};
+std::atomic<int> g_bench_signal{0};
+
+void OnBenchSignal(int signo) {
+  g_bench_signal.store(signo);
+  if (Vm* vm = g_bench_vm.load()) vm->RequestStop();
+}
+
+std::string GuestCommandLine(const PlannedRun& p) {
+  return fmt::format("backend={} pvops={} workload={}", p.backend, p.config->pvops,
+                     p.workload ? p.workload->spec : "none");
+}
+
+std::string RunName(const PlannedRun& p) {
+  return fmt::format("{} {} {}{}", p.workload ? p.workload->name : "none (base)", p.backend,
+                     p.config->name,
+                     p.workload ? fmt::format(" rep {}", p.repetition + 1) : std::string());
+}
+
 struct Executed {
   PlannedRun plan;
   json record;
@@ -108,7 +133,17 @@ class Bench {
   absl::Status MeasureExitCost();
   uint64_t TscKhz() const;
 
+  absl::Status CreateOutputs();
+  void Stop(std::string why, int status) {
+    stop_why_ = std::move(why);
+    stop_status_ = status;
+  }
+
   const BenchOptions& o_;
+  std::unique_ptr<OutputFile> json_out_, csv_out_, plot_out_;
+  std::vector<PlannedRun> plan_;
+  std::string stop_why_;  // "" when every planned run completed
+  int stop_status_ = 0;
   std::vector<SeedResult> seeds_;
   ExitCost exit_cost_;  // guest TSC per null hypercall, bare and wrapped (workload=exitcost)
   std::vector<WorkloadChoice> workloads_;
@@ -124,8 +159,7 @@ absl::Status Bench::Execute(const PlannedRun& p) {
   VmConfig config;
   config.kernel_path = kernel_;
   config.memory_bytes = o_.memory;
-  config.cmdline = fmt::format("backend={} pvops={} workload={}", p.backend, p.config->pvops,
-                               p.workload ? p.workload->spec : "none");
+  config.cmdline = GuestCommandLine(p);
   // Wasted exits are bench metrics too; the analysis adds ~10 host
   // instructions to an exit of several microseconds.
   config.analyse_waste = true;
@@ -133,13 +167,25 @@ absl::Status Bench::Execute(const PlannedRun& p) {
   if (o_.timeout_seconds > 0) config.timeout = absl::Seconds(o_.timeout_seconds);
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) return vm.status();
+  g_bench_vm.store(vm->get());
+  if (g_bench_signal.load() != 0) (*vm)->RequestStop();
   absl::StatusOr<RunResult> result = (*vm)->Run();
+  g_bench_vm.store(nullptr);
   if (!result.ok()) return result.status();
+  // A run a signal stopped is not measured: it is one of the missing.
+  if (g_bench_signal.load() != 0 && result->reason == StopReason::kStopRequested)
+    return absl::OkStatus();
   Executed e{p, MakeRunRecord(config, *result, host_.get(), digest_), RunFailure(*result)};
   if (!e.failure.empty()) {
+    // One line: which run, why, and what the guest said last.
     ++failures_;
-    fmt::print(stderr, "minivmm bench: FAILED: {}: {}\n", config.cmdline, e.failure);
-    for (const std::string& line : result->console_tail) fmt::print(stderr, "  | {}\n", line);
+    // The status is the one `minivmm run` would give the same run.
+    fmt::print(stderr, "minivmm bench: FAILED: {} ({}): status {}, {}{}\n", RunName(p),
+               config.cmdline, ExitStatusFor(*result, 0), e.failure,
+               result->console_tail.empty()
+                   ? ""
+                   : "; the guest's last line: " + result->console_tail.back());
+    Stop(fmt::format("run {} failed: {}", runs_.size(), e.failure), kBenchRunFailed);
   }
   runs_.push_back(std::move(e));
   return absl::OkStatus();
@@ -249,6 +295,26 @@ json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
   }
   json out_results = json::array();
   for (const ConfigResult& r : results) out_results.push_back(ConfigResultToJson(r));
+  // A bench stopped early says so, and which planned runs it lacks.
+  json incomplete = nullptr;
+  if (!stop_why_.empty()) {
+    json missing = json::array();
+    for (size_t i = runs_.size(); i < plan_.size(); ++i) {
+      const PlannedRun& p = plan_[i];
+      missing.push_back({{"index", i},
+                         {"workload", p.workload ? p.workload->name : "none"},
+                         {"workload_spec", p.workload ? p.workload->spec : "none"},
+                         {"baseline", p.workload == nullptr},
+                         {"backend", p.backend},
+                         {"configuration", p.config->name},
+                         {"repetition", p.repetition}});
+    }
+    incomplete = {{"reason", stop_why_},
+                  {"exit_status", stop_status_},
+                  {"planned_runs", plan_.size()},
+                  {"completed_runs", runs_.size()},
+                  {"missing", missing}};
+  }
   return {{"schema", "minivmm.bench"},
           {"schema_version", kBenchRecordSchemaVersion},
           {"provenance", provenance},
@@ -261,6 +327,8 @@ json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
             {"cpus", o_.cpus},
             {"order", "baselines, then repetitions alternately forwards and backwards"},
             {"configurations", configurations}}},
+          {"complete", stop_why_.empty()},
+          {"incomplete", incomplete},
           {"failures", failures_},
           {"exit_cost",
            {{"workload", "exitcost"},
@@ -272,30 +340,58 @@ json Bench::BenchRecord(const std::vector<ConfigResult>& results) const {
           {"runs", runs}};
 }
 
-bool WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) fmt::print(stderr, "minivmm bench: cannot write {}\n", path);
-  return static_cast<bool>(out);
+// Every output file exists (as a temporary file beside it) before the first
+// VM, the host probe's included, runs.
+absl::Status Bench::CreateOutputs() {
+  for (auto [path, what, out] : {std::tuple{&o_.json_path, "bench record", &json_out_},
+                                 std::tuple{&o_.csv_path, "CSV", &csv_out_},
+                                 std::tuple{&o_.plot_path, "plot", &plot_out_}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::unique_ptr<OutputFile>> f = OutputFile::Create(*path, what);
+    if (!f.ok()) return f.status();
+    *out = *std::move(f);
+  }
+  return absl::OkStatus();
 }
 
 int Bench::WriteOutputs(const std::vector<ConfigResult>& results) {
-  std::string json_path = o_.json_path;
-  if (json_path.empty() && !o_.plot_path.empty()) {
-    char tmpl[] = "/tmp/minivmm-bench-XXXXXX";
-    int fd = mkstemp(tmpl);
-    if (fd >= 0) close(fd);
-    json_path = tmpl;
-  }
-  if (!json_path.empty() && !WriteFile(json_path, BenchRecord(results).dump(1) + "\n"))
+  auto commit = [](OutputFile& out, const std::string& text) {
+    out.Write(text);
+    absl::Status s = out.Commit();
+    if (!s.ok()) fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
+    return s.ok();
+  };
+  std::string csv = ResultsCsv(results, o_.cpus);
+  // The CSV has one row per result: a bench stopped early says so after them.
+  if (!stop_why_.empty())
+    csv += fmt::format("# incomplete: {}; {} of {} runs done (the bench record lists the rest)\n",
+                       stop_why_, runs_.size(), plan_.size());
+  if (json_out_ != nullptr && !commit(*json_out_, BenchRecord(results).dump(1) + "\n"))
     return kExitVmmError;
-  if (!o_.csv_path.empty() && !WriteFile(o_.csv_path, ResultsCsv(results, o_.cpus)))
-    return kExitVmmError;
-  if (!o_.plot_path.empty()) {
-    int status = RunPlotScript(json_path, o_.plot_path);
+  if (csv_out_ != nullptr && !commit(*csv_out_, csv)) return kExitVmmError;
+  if (plot_out_ != nullptr) {
+    // The script reads the committed record, or a scratch copy.
+    std::string json_path = o_.json_path;
+    if (json_path.empty()) {
+      char tmpl[] = "/tmp/minivmm-bench-XXXXXX";
+      int fd = mkstemp(tmpl);
+      if (fd >= 0) close(fd);
+      json_path = tmpl;
+      std::unique_ptr<FILE, int (*)(FILE*)> f(fopen(tmpl, "w"), fclose);
+      std::string text = BenchRecord(results).dump(1) + "\n";
+      if (f == nullptr || fwrite(text.data(), 1, text.size(), f.get()) != text.size()) {
+        fmt::print(stderr, "minivmm bench: cannot write {}\n", json_path);
+        unlink(tmpl);
+        return kExitVmmError;
+      }
+    }
+    int status = RunPlotScript(json_path, plot_out_->temp_path());
     if (o_.json_path.empty()) unlink(json_path.c_str());
     if (status != kPlotOk) return kBenchPlotFailed;
+    if (absl::Status s = plot_out_->Commit(); !s.ok()) {
+      fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
+      return kExitVmmError;
+    }
   }
   return 0;
 }
@@ -308,6 +404,34 @@ int Bench::Run() {
   }
   backends_ = o_.backend == "both" ? std::vector<std::string>{"pv", "native"}
                                    : std::vector<std::string>{o_.backend};
+  plan_ = Plan(workloads_, backends_, o_.repeat);
+  // Usage errors before any VM runs: a command line the built-in guest
+  // would refuse (another --kernel checks its own), an output file that
+  // cannot be created.
+  if (o_.kernel.empty()) {
+    for (const PlannedRun& p : plan_) {
+      if (absl::Status s = CheckGuestCommandLine(GuestCommandLine(p)); !s.ok()) {
+        fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
+        return kExitUsage;
+      }
+    }
+  }
+  if (absl::Status s = CreateOutputs(); !s.ok()) {
+    fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
+    return kExitUsage;
+  }
+  struct sigaction action {};
+  action.sa_handler = OnBenchSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  auto signalled = [this] {
+    const int signo = g_bench_signal.load();
+    if (signo != 0)
+      Stop(signo == SIGTERM ? "stopped by SIGTERM" : "stopped by SIGINT",
+           signo == SIGTERM ? kExitSigterm : kExitSigint);
+    return signo != 0;
+  };
+
   kernel_ = o_.kernel.empty() ? DefaultGuestKernelPath() : o_.kernel;
   digest_ = FileSha256(kernel_);
   if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok()) {
@@ -315,22 +439,30 @@ int Bench::Run() {
     ProbeBehaviourInto(*host_);  // once per bench; every run record carries it
   }
 
-  std::vector<PlannedRun> plan = Plan(workloads_, backends_, o_.repeat);
   start_ = absl::Now();
-  if (absl::Status s = MeasureExitCost(); !s.ok()) {
-    fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
-    return kExitVmmError;
-  }
-  for (size_t i = 0; i < plan.size(); ++i) {
-    absl::Time t0 = absl::Now();
-    if (absl::Status s = Execute(plan[i]); !s.ok()) {
+  if (!signalled()) {
+    if (absl::Status s = MeasureExitCost(); !s.ok()) {
       fmt::print(stderr, "minivmm bench: {}\n", std::string(s.message()));
-      return kExitVmmError;
+      Stop("workload=exitcost failed: " + std::string(s.message()), kExitVmmError);
     }
-    if (!o_.quiet) PrintProgress(i + 1, plan.size(), plan[i], absl::Now() - t0);
+  }
+  for (size_t i = 0; i < plan_.size() && stop_why_.empty() && !signalled(); ++i) {
+    absl::Time t0 = absl::Now();
+    if (absl::Status s = Execute(plan_[i]); !s.ok()) {
+      fmt::print(stderr, "minivmm bench: {}: {}\n", RunName(plan_[i]), std::string(s.message()));
+      Stop(fmt::format("run {}: VMM error: {}", i, std::string(s.message())), kExitVmmError);
+    } else if (runs_.size() == i + 1 && !o_.quiet) {
+      PrintProgress(i + 1, plan_.size(), plan_[i], absl::Now() - t0);
+    }
+  }
+  if (!stop_why_.empty()) {
+    fmt::print(stderr, "minivmm bench: {} after {} of {} runs; writing what was measured\n",
+               stop_why_, runs_.size(), plan_.size());
   }
 
   std::vector<ConfigResult> results = Aggregate();
+  // A bench stopped early has configurations without a run: no result.
+  std::erase_if(results, [](const ConfigResult& r) { return r.runs == 0; });
   // Every run had o_.cpus vCPUs; said in each table's title when more than one.
   const std::string vcpus = o_.cpus > 1 ? fmt::format(", {} vCPUs", o_.cpus) : "";
   for (size_t i = 0; i < results.size();) {
@@ -341,10 +473,13 @@ int Bench::Run() {
          ++k)
       group.push_back(&results[k]);
     i += group.size();
+    auto optimized_it = std::find_if(group.begin(), group.end(), [](const ConfigResult* r) {
+      return r->configuration == "optimized";
+    });
+    // Stopped early: only the tables whose both ends were measured.
+    if (group.front()->configuration != "naive" || optimized_it == group.end()) continue;
     const ConfigResult& naive = *group.front();
-    const ConfigResult& optimized =
-        **std::find_if(group.begin(), group.end(),
-                       [](const ConfigResult* r) { return r->configuration == "optimized"; });
+    const ConfigResult& optimized = **optimized_it;
     fmt::print("{}\n{}\n",
                RenderBeforeAfter(fmt::format("{} (workload={}), backend={}{}: all naive -> all "
                                              "optimized; median of {} runs, {} only",
@@ -359,13 +494,11 @@ int Bench::Run() {
   }
   seeds_ = SeedResults(results, exit_cost_, TscKhz());
   fmt::print("{}", RenderSeeds(seeds_, exit_cost_, TscKhz(), o_.repeat));
-  int status = WriteOutputs(results);
-  if (status != 0) return status;
-  if (failures_ > 0) {
-    fmt::print(stderr, "minivmm bench: {} of {} runs failed\n", failures_, runs_.size());
-    return kBenchRunFailed;
-  }
-  return 0;
+  // A failed run stops the bench: its status is the stop's, unless a file
+  // could not be written (nothing of it is left).
+  const int status = WriteOutputs(results);
+  if (status == kExitVmmError || stop_why_.empty()) return status;
+  return stop_status_;
 }
 
 }  // namespace

@@ -53,6 +53,21 @@ ConfigResult ConfigResultFromJson(const json& j) {
   return r;
 }
 
+std::string IncompleteSummary(const nlohmann::json& record) {
+  const auto it = record.find("incomplete");
+  if (it == record.end() || !it->is_object()) return "";
+  const nlohmann::json& i = *it;
+  const auto count = [&](const char* key) {
+    return i.contains(key) && i[key].is_number_unsigned() ? i[key].get<uint64_t>() : 0;
+  };
+  return fmt::format("{}; {} of {} runs done, {} missing",
+                     i.contains("reason") && i["reason"].is_string()
+                         ? i["reason"].get<std::string>()
+                         : std::string("stopped early"),
+                     count("completed_runs"), count("planned_runs"),
+                     i.contains("missing") && i["missing"].is_array() ? i["missing"].size() : 0);
+}
+
 std::string ResultsCsv(const std::vector<ConfigResult>& results, uint32_t cpus) {
   std::string out =
       "workload,workload_spec,backend,configuration,pvops,scope,metric,source,runs,median,min,max,"

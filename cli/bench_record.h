@@ -38,6 +38,11 @@ struct ConfigResult {
 nlohmann::json ConfigResultToJson(const ConfigResult& r);
 ConfigResult ConfigResultFromJson(const nlohmann::json& j);
 
+// "stopped by SIGINT; 12 of 40 runs done, 28 missing" for a bench record
+// that a signal or a failed run stopped early (its "incomplete" object),
+// "" for a whole one and for a run record.
+std::string IncompleteSummary(const nlohmann::json& record);
+
 // One CSV row per result and metric, with a header line.
 std::string ResultsCsv(const std::vector<ConfigResult>& results, uint32_t cpus);
 

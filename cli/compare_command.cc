@@ -245,6 +245,11 @@ int CompareCommand(const CompareOptions& o) {
     return kCompareTrouble;
   }
   fmt::print("{} in every run of A and B\n", Vcpus(cpus_a));
+  // A bench stopped early compares on what it measured; said first.
+  for (const auto& [name, record] : {std::pair{"A", &a}, std::pair{"B", &b}}) {
+    if (std::string note = IncompleteSummary(*record); !note.empty())
+      fmt::print("{} is incomplete: {}\n", name, note);
+  }
   Comparison c(o);
   return schema_a == "minivmm.run" ? CompareRuns(c, a, b) : CompareBenches(c, a, b);
 }

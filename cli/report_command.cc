@@ -1,11 +1,15 @@
 // minivmm report RECORD.json -o report.html: a self-contained page (figures
 // as embedded PNG, tables, provenance) drawn by bench/plot_report.py.
 #include <fstream>
+#include <memory>
 
+#include "cli/bench_record.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/output_file.h"
 #include "cli/plot_script.h"
 #include "fmt/format.h"
+#include "nlohmann/json.hpp"
 
 namespace minivmm::cli {
 
@@ -19,9 +23,23 @@ void AddReportFlags(CLI::App& app, ReportOptions& o) {
 }
 
 int ReportCommand(const ReportOptions& o) {
-  int status = RunPlotScript(o.input_path, o.output_path);
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(o.output_path, "report");
+  if (!out.ok()) {
+    fmt::print(stderr, "minivmm report: {}\n", std::string(out.status().message()));
+    return kExitUsage;
+  }
+  // The page says so too (bench/plot_report.py).
+  std::ifstream in(o.input_path);
+  const nlohmann::json record = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (std::string note = record.is_object() ? IncompleteSummary(record) : ""; !note.empty())
+    fmt::print(stderr, "minivmm report: {} is incomplete: {}\n", o.input_path, note);
+  int status = RunPlotScript(o.input_path, (*out)->temp_path());
   switch (status) {
     case kPlotOk:
+      if (absl::Status s = (*out)->Commit(); !s.ok()) {
+        fmt::print(stderr, "minivmm report: {}\n", std::string(s.message()));
+        return kExitVmmError;
+      }
       fmt::print(stderr, "minivmm report: wrote {}\n", o.output_path);
       return 0;
     case kPlotBadInput:

@@ -5,9 +5,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -16,6 +16,8 @@
 #include "cli/exit_table.h"
 #include "cli/experiment.h"
 #include "cli/file_digest.h"
+#include "cli/guest_cmdline.h"
+#include "cli/output_file.h"
 #include "cli/run_record.h"
 #include "cli/trace_writer.h"
 #include "fmt/format.h"
@@ -107,6 +109,27 @@ int RunCommand(const RunOptions& o) {
   if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
   config.console = &console;
 
+  // Usage errors before anything runs: a command line the built-in guest
+  // would refuse (another --kernel checks its own), an output file that
+  // cannot be created.
+  if (o.kernel.empty()) {
+    if (absl::Status s = CheckGuestCommandLine(config.cmdline); !s.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
+      return kExitUsage;
+    }
+  }
+  std::unique_ptr<OutputFile> json_out, trace_out;
+  for (auto [path, what, out] : {std::tuple{&o.json_path, "run record", &json_out},
+                                 std::tuple{&o.trace_path, "trace", &trace_out}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::unique_ptr<OutputFile>> f = OutputFile::Create(*path, what);
+    if (!f.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", std::string(f.status().message()));
+      return kExitUsage;
+    }
+    *out = *std::move(f);
+  }
+
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(vm.status().message()));
@@ -115,15 +138,11 @@ int RunCommand(const RunOptions& o) {
   if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
 
   std::unique_ptr<TraceWriter> trace;
-  if (!o.trace_path.empty()) {
-    absl::StatusOr<std::unique_ptr<TraceWriter>> t = TraceWriter::Open(
-        o.trace_path, o.trace_format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kJsonl,
+  if (trace_out != nullptr) {
+    trace = std::make_unique<TraceWriter>(
+        std::move(trace_out),
+        o.trace_format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kJsonl,
         "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload));
-    if (!t.ok()) {
-      fmt::print(stderr, "minivmm: {}\n", std::string(t.status().message()));
-      return kExitVmmError;
-    }
-    trace = std::move(*t);
     (*vm)->SetExitObserver([&trace](const ExitEvent& e) { trace->Write(e); });
   }
 
@@ -132,12 +151,15 @@ int RunCommand(const RunOptions& o) {
   absl::StatusOr<RunResult> result = (*vm)->Run();
   g_running_vm.store(nullptr);
   fflush(stdout);
-  // Closes the trace whatever stopped the run (timeout, signal, fault).
+  // Closes the trace whatever stopped the run (timeout, signal, fault); a
+  // write error fails the command once the rest is reported.
+  absl::Status trace_status = absl::OkStatus();
   if (trace != nullptr) {
-    if (result.ok())
-      trace->Finish(std::string(StopReasonName(result->reason)), result->detail);
-    else
-      trace->Finish("VMM error", std::string(result.status().message()));
+    trace_status = result.ok()
+                       ? trace->Commit(std::string(StopReasonName(result->reason)), result->detail)
+                       : trace->Commit("VMM error", std::string(result.status().message()));
+    if (!trace_status.ok())
+      fmt::print(stderr, "minivmm: {}\n", std::string(trace_status.message()));
   }
   if (!result.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
@@ -150,7 +172,7 @@ int RunCommand(const RunOptions& o) {
   // short guest run.
   std::optional<HostInfo> host;
   std::string kernel_digest;
-  if (!o.json_path.empty()) {
+  if (json_out != nullptr) {
     if (absl::StatusOr<HostInfo> probed = ProbeHost(config.kvm_device); probed.ok()) {
       host = *std::move(probed);
       ProbeBehaviourInto(*host, config.kvm_device);
@@ -162,14 +184,14 @@ int RunCommand(const RunOptions& o) {
   if (result->vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
-  if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    out << record.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "minivmm: cannot write {}\n", o.json_path);
+  if (json_out != nullptr) {
+    json_out->Write(record.dump(2) + "\n");
+    if (absl::Status s = json_out->Commit(); !s.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
       return kExitVmmError;
     }
   }
+  if (!trace_status.ok()) return kExitVmmError;
   return ExitStatusFor(*result, g_signal.load());
 }
 

@@ -79,7 +79,7 @@ std::string ReportMarkerName(const json& report) {
 // Trace Event Format, streamed: a header, one event per line, a footer.
 class PerfettoOut {
  public:
-  PerfettoOut(FILE* file, int pid) : file_(file), pid_(pid) {}
+  PerfettoOut(OutputFile* file, int pid) : file_(file), pid_(pid) {}
 
   void Header() {
     std::string head = "{\"displayTimeUnit\":\"ns\",\"otherData\":" +
@@ -87,18 +87,15 @@ class PerfettoOut {
                              {"tool_version", MINIVMM_VERSION},
                              {"clock", "host steady clock; ts 0 is when the trace was opened"}}) +
                        ",\"traceEvents\":[";
-    fwrite(head.data(), 1, head.size(), file_);
+    file_->Write(head);
   }
 
-  void Footer() {
-    static constexpr char kEnd[] = "\n]}\n";
-    fwrite(kEnd, 1, sizeof(kEnd) - 1, file_);
-  }
+  void Footer() { file_->Write("\n]}\n"); }
 
   void Emit(const json& event) {
     std::string text = (first_ ? "\n" : ",\n") + Dump(event);
     first_ = false;
-    fwrite(text.data(), 1, text.size(), file_);
+    file_->Write(text);
   }
 
   void NameProcess(const std::string& name) {
@@ -177,7 +174,7 @@ class PerfettoOut {
   }
 
  private:
-  FILE* file_;
+  OutputFile* file_;
   int pid_;
   bool first_ = true;
   double last_us_ = 0;
@@ -188,33 +185,22 @@ std::string_view TraceFormatName(TraceFormat format) {
   return format == TraceFormat::kPerfetto ? "perfetto" : "jsonl";
 }
 
-absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path,
-                                                               TraceFormat format,
-                                                               const std::string& process_name) {
-  FILE* f = fopen(path.c_str(), "w");
-  if (f == nullptr)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("cannot open trace file %s: %s", path, strerror(errno)));
-  return std::unique_ptr<TraceWriter>(new TraceWriter(f, format, process_name));
-}
-
-TraceWriter::TraceWriter(FILE* file, TraceFormat format, const std::string& process_name)
-    : file_(file), format_(format), base_ns_(ExitClockNs()) {
+TraceWriter::TraceWriter(std::unique_ptr<OutputFile> out, TraceFormat format,
+                         const std::string& process_name)
+    : out_(std::move(out)), format_(format), base_ns_(ExitClockNs()) {
   if (format_ == TraceFormat::kPerfetto) {
-    perfetto_ = std::make_unique<PerfettoOut>(file_, static_cast<int>(getpid()));
+    perfetto_ = std::make_unique<PerfettoOut>(out_.get(), static_cast<int>(getpid()));
     perfetto_->Header();
     perfetto_->NameProcess(process_name);
     perfetto_->NameThread(0);  // the track exists even when the run has no exit
   }
 }
 
-TraceWriter::~TraceWriter() {
-  Finish();
-  fclose(file_);
-}
+TraceWriter::~TraceWriter() = default;
 
 void TraceWriter::Write(const ExitEvent& e) {
   if (finished_) return;
+  ++exits_;
   json line = Line(e, base_ns_);
   if (perfetto_ != nullptr) {
     perfetto_->Exit(std::move(line));
@@ -222,62 +208,70 @@ void TraceWriter::Write(const ExitEvent& e) {
   }
   std::string text = Dump(line);
   text.push_back('\n');
-  fwrite(text.data(), 1, text.size(), file_);
+  out_->Write(text);
 }
 
-void TraceWriter::Finish(const std::string& stop_reason, const std::string& detail) {
-  if (finished_) return;
+absl::Status TraceWriter::Commit(const std::string& stop_reason, const std::string& detail) {
   finished_ = true;
   if (perfetto_ != nullptr) {
-    if (!stop_reason.empty())
-      perfetto_->Stop(stop_reason, detail, static_cast<double>(ExitClockNs() - base_ns_) / 1000.0);
+    perfetto_->Stop(stop_reason, detail, static_cast<double>(ExitClockNs() - base_ns_) / 1000.0);
     perfetto_->Footer();
+  } else {
+    out_->Write(Dump({{kTraceEndKey, true},
+                      {"exits", exits_},
+                      {"stop_reason", stop_reason},
+                      {"detail", detail}}) +
+                "\n");
   }
-  fflush(file_);
+  return out_->Commit();
 }
 
-absl::StatusOr<uint64_t> ConvertJsonlTrace(const std::string& in_path, const std::string& out_path,
-                                           const std::string& process_name) {
+absl::StatusOr<ConvertedTrace> ConvertJsonlTrace(const std::string& in_path, OutputFile& out_file,
+                                                 const std::string& process_name) {
   std::ifstream in(in_path);
   if (!in) return absl::NotFoundError(absl::StrFormat("cannot read %s", in_path));
-  FILE* f = fopen(out_path.c_str(), "w");
-  if (f == nullptr)
-    return absl::FailedPreconditionError(
-        absl::StrFormat("cannot open %s: %s", out_path, strerror(errno)));
-  PerfettoOut out(f, 1);
+  PerfettoOut out(&out_file, 1);
   out.Header();
   out.NameProcess(process_name);
   out.NameThread(0);
-  uint64_t exits = 0, line_number = 0;
-  absl::Status status = absl::OkStatus();
+  ConvertedTrace converted;
+  uint64_t line_number = 0;
   for (std::string text; std::getline(in, text);) {
     ++line_number;
     if (text.empty()) continue;
     json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (line.is_discarded() || !line.is_object() || !line.contains("reason") ||
-        !line["reason"].is_string()) {
-      status = absl::InvalidArgumentError(
-          absl::StrFormat("%s:%d is not a minivmm trace line", in_path, line_number));
-      break;
+    auto not_a_line = [&](const std::string& why) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s:%d is not a minivmm trace line%s", in_path, line_number, why));
+    };
+    if (!converted.complete && line.is_object() && line.contains(kTraceEndKey)) {
+      try {
+        out.Stop(line.value("stop_reason", std::string("?")), line.value("detail", std::string()),
+                 0);
+      } catch (const json::exception& e) {  // a field of the wrong type
+        return not_a_line(std::string(": ") + e.what());
+      }
+      converted.complete = true;
+      continue;
+    }
+    if (converted.complete || line.is_discarded() || !line.is_object() ||
+        !line.contains("reason") || !line["reason"].is_string()) {
+      return not_a_line(converted.complete ? " (after the trace_end line)" : "");
     }
     if (!line.contains("t_ns")) {  // a trace from before times were recorded
-      line["t_ns"] = static_cast<int64_t>(line.value("seq", exits)) * 1000;
+      line["t_ns"] = static_cast<int64_t>(line.value("seq", converted.exits)) * 1000;
       line["dur_ns"] = 500;
     }
     try {
       out.Exit(std::move(line));
     } catch (const json::exception& e) {  // a field of the wrong type
-      status = absl::InvalidArgumentError(
-          absl::StrFormat("%s:%d is not a minivmm trace line: %s", in_path, line_number, e.what()));
-      break;
+      return not_a_line(std::string(": ") + e.what());
     }
-    ++exits;
+    ++converted.exits;
   }
+  if (!converted.complete) out.Stop("trace cut short", "the jsonl trace has no trace_end line", 0);
   out.Footer();
-  if (fclose(f) != 0 && status.ok())
-    status = absl::InternalError(absl::StrFormat("cannot write %s", out_path));
-  if (!status.ok()) return status;
-  return exits;
+  return converted;
 }
 
 void AddTraceFlags(CLI::App& app, TraceOptions& o) {
@@ -289,15 +283,22 @@ void AddTraceFlags(CLI::App& app, TraceOptions& o) {
 }
 
 int TraceCommand(const TraceOptions& o) {
-  std::string name = o.input_path.substr(o.input_path.find_last_of('/') + 1);
-  absl::StatusOr<uint64_t> exits =
-      ConvertJsonlTrace(o.input_path, o.output_path, "minivmm: " + name);
-  if (!exits.ok()) {
-    fmt::print(stderr, "minivmm trace: {}\n", std::string(exits.status().message()));
-    // Not a trace: as a usage error; unreadable or unwritable files: 125.
-    return absl::IsInvalidArgument(exits.status()) ? kExitUsage : kExitVmmError;
+  absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(o.output_path, "timeline");
+  if (!out.ok()) {
+    fmt::print(stderr, "minivmm trace: {}\n", std::string(out.status().message()));
+    return kExitUsage;
   }
-  fmt::print(stderr, "minivmm trace: wrote {} ({} exits)\n", o.output_path, *exits);
+  std::string name = o.input_path.substr(o.input_path.find_last_of('/') + 1);
+  absl::StatusOr<ConvertedTrace> converted =
+      ConvertJsonlTrace(o.input_path, **out, "minivmm: " + name);
+  absl::Status status = converted.ok() ? (*out)->Commit() : converted.status();
+  if (!status.ok()) {
+    fmt::print(stderr, "minivmm trace: {}\n", std::string(status.message()));
+    // Not a trace: as a usage error; unreadable or unwritable files: 125.
+    return absl::IsInvalidArgument(status) ? kExitUsage : kExitVmmError;
+  }
+  fmt::print(stderr, "minivmm trace: wrote {} ({} exits{})\n", o.output_path, converted->exits,
+             converted->complete ? "" : "; the trace was cut short: no trace_end line");
   return 0;
 }
 

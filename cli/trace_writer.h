@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cli/output_file.h"
 #include "minivmm/vm.h"
 #include "nlohmann/json.hpp"
 
@@ -32,35 +33,47 @@ class PerfettoOut;  // trace_writer.cc
 // "jsonl", "perfetto".
 std::string_view TraceFormatName(TraceFormat format);
 
+// The jsonl trace's last line, and how a reader tells a whole trace from
+// one cut short (docs/trace.md): {"trace_end":true,"exits":N,
+// "stop_reason":...,"detail":...}. A file without it was cut.
+inline constexpr char kTraceEndKey[] = "trace_end";
+
 class TraceWriter {
  public:
-  // `process_name` names the VM's process track ("minivmm: ctx,tasks=2").
-  static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(const std::string& path,
-                                                           TraceFormat format,
-                                                           const std::string& process_name);
-  // Finishes the file (Finish() without a stop) if Finish was not called.
+  // Writes into `out` (created before the run); `process_name` names the
+  // VM's process track ("minivmm: ctx,tasks=2").
+  TraceWriter(std::unique_ptr<OutputFile> out, TraceFormat format, const std::string& process_name);
+  // Without Commit, the file is abandoned: nothing under its name.
   ~TraceWriter();
 
   void Write(const ExitEvent& event);
-  // Ends the file: for perfetto a final "stop" marker with `stop_reason`
-  // and `detail` (when not empty) and the closing brackets. Idempotent.
-  void Finish(const std::string& stop_reason = "", const std::string& detail = "");
+  // Ends and commits the file: for jsonl the trace_end line, for perfetto a
+  // final "stop" marker with `stop_reason` and `detail` and the closing
+  // brackets. Returns OutputFile::Commit's error. Call once.
+  absl::Status Commit(const std::string& stop_reason, const std::string& detail);
 
  private:
-  TraceWriter(FILE* file, TraceFormat format, const std::string& process_name);
-
-  FILE* file_;
+  std::unique_ptr<OutputFile> out_;
   TraceFormat format_;
   int64_t base_ns_;                        // the steady clock when the file was opened: ts 0
   std::unique_ptr<PerfettoOut> perfetto_;  // null for jsonl
+  uint64_t exits_ = 0;
   bool finished_ = false;
 };
 
-// Converts a saved --trace jsonl file to the perfetto format. Lines without
-// times (written before they were recorded) are laid out one microsecond
-// apart in sequence order. Returns the number of exits converted.
-absl::StatusOr<uint64_t> ConvertJsonlTrace(const std::string& in_path, const std::string& out_path,
-                                           const std::string& process_name);
+struct ConvertedTrace {
+  uint64_t exits = 0;
+  bool complete = false;  // the input ended with its trace_end line
+};
+
+// Converts a saved --trace jsonl file to the perfetto format into `out`
+// (not committed: the caller does). Lines without times (written before
+// they were recorded) are laid out one microsecond apart in sequence order.
+// The input's trace_end line becomes the stop marker; without one the
+// timeline ends with "stop: trace cut short". InvalidArgument for a line
+// that is not a trace line, NotFound for an unreadable input.
+absl::StatusOr<ConvertedTrace> ConvertJsonlTrace(const std::string& in_path, OutputFile& out,
+                                                 const std::string& process_name);
 
 }  // namespace minivmm::cli
 

@@ -33,7 +33,8 @@ inline constexpr uint64_t kPageSize = 4096;
 HypercallResult CheckPteValue(uint64_t val, uint64_t ram_size);
 
 // Checks one whole mmu_update request, in this order: ptr 8-aligned
-// (-EINVAL), [ptr, ptr + 8) inside RAM (-EFAULT), then CheckPteValue(val).
+// (-EINVAL), no bit 7 in a present val (-EINVAL), [ptr, ptr + 8) inside
+// RAM (-EFAULT), then the rest of CheckPteValue(val) (-EPERM).
 HypercallResult CheckMmuRequest(const mvmm_mmu_update& req, uint64_t ram_size);
 
 }  // namespace minivmm

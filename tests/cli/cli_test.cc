@@ -145,10 +145,16 @@ TEST(CliTest, TraceHasOneLinePerExit) {
   ASSERT_EQ(Minivmm("run -q --kernel " + Tiny("null_hypercalls") + " --trace " + path).status, 0);
   std::ifstream in(path);
   int lines = 0, console = 0;
-  for (std::string line; std::getline(in, line); ++lines)
+  std::string last;
+  for (std::string line; std::getline(in, line); ++lines) {
     if (line.find("\"hypercall\":\"console_io\"") != std::string::npos) ++console;
-  EXPECT_EQ(lines, 1001);
+    last = line;
+  }
+  EXPECT_EQ(lines, 1002);  // 1001 exits and the trace's end (docs/trace.md)
   EXPECT_EQ(console, 1000);
+  const json end = json::parse(last, nullptr, /*allow_exceptions=*/false);
+  EXPECT_EQ(end["trace_end"], true) << last;
+  EXPECT_EQ(end["exits"], 1001) << last;
 }
 
 // A refused hypercall's reason reaches the trace; a successful one has none.
@@ -536,8 +542,9 @@ TEST(CliTraceTest, TraceCommandConvertsAJsonlTrace) {
   ASSERT_EQ(o.status, 0) << o.out;
   json trace = ReadJson(out);
   ASSERT_FALSE(trace.is_discarded());
-  EXPECT_EQ(CheckTimeline(trace), lines);
+  EXPECT_EQ(CheckTimeline(trace), lines - 1);  // the last line is the trace's end
   EXPECT_NE(FindEvent(trace, "i", "report hello"), nullptr);
+  EXPECT_NE(FindEvent(trace, "i", "stop: guest shutdown"), nullptr);
   EXPECT_EQ(Minivmm("trace " + TempFile("not_a_trace.jsonl", "{\"x\": 1}\n") + " -o " + out).status,
             2);
 }

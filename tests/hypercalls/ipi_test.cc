@@ -110,6 +110,32 @@ TEST(SendIpiTest, FromAMulticallEntryCountsAnOpButNoExit) {
   EXPECT_EQ(vm.cause(Cause::kIpi).exits, 0u);
 }
 
+// docs/hypercalls.md: tlb_flushes_deferred and directed_yields count
+// multicall entries as they count direct calls (ops, not exits).
+TEST(FlushTlbOthersTest, MulticallEntriesCountDeferredFlushesAndDirectedYields) {
+  CheckedVm vm;
+  MakeCpus(vm, 4, 0);
+  vm.cpus.blocked[1] = true;
+  vm.cpus.blocked[3] = true;
+  mvmm_multicall_entry entries[2] = {};
+  entries[0].op = MVMM_HC_flush_tlb_others;
+  entries[0].args[0] = 0b1110;
+  entries[1].op = MVMM_HC_sched_op;
+  entries[1].args[0] = MVMM_SCHEDOP_YIELD_TO;
+  entries[1].args[1] = 2;
+  ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(0x6000), entries));
+  EXPECT_EQ(vm.Call(MVMM_HC_multicall, 0x6000, 2), 0);
+  EXPECT_EQ(vm.Peek64(0x6000 + offsetof(mvmm_multicall_entry, result)), 1u);  // vCPU 2 ran
+  EXPECT_EQ(vm.Peek64(0x6040 + offsetof(mvmm_multicall_entry, result)), 0u);
+  EXPECT_EQ(vm.stats.tlb_flushes_deferred, 2u);
+  EXPECT_EQ(vm.stats.directed_yields, 1u);
+  EXPECT_EQ(vm.cause(Cause::kTlbFlush).ops, 3u);
+  EXPECT_EQ(vm.cause(Cause::kTlbFlush).exits, 0u);
+  EXPECT_EQ(vm.cause(Cause::kYield).ops, 1u);
+  EXPECT_EQ(vm.cause(Cause::kYield).exits, 0u);
+  EXPECT_EQ(vm.control.request, VcpuRequest::kYield);
+}
+
 TEST(FlushTlbOthersTest, FlagsEveryTargetKicksOnlyTheRunningOnes) {
   CheckedVm vm;
   MakeCpus(vm, 4, 0, /*junk=*/0x80);

@@ -40,7 +40,18 @@ TEST_F(MmuUpdateTest, NotPresentValueIsWrittenAsIs) {
   EXPECT_EQ(vm_.Peek64(kTable), 0xDEADBEEF00000000ull);
 }
 
-TEST_F(MmuUpdateTest, ZeroCountIsNoop) { EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, ~0ull, 0), 0); }
+// docs/hypercalls.md: count 0 returns 0 without looking at the list, even
+// one outside RAM; an exit of page_table_update with no op, no error.
+TEST_F(MmuUpdateTest, ZeroCountIsNoopEvenWithAListOutsideRam) {
+  for (uint64_t list : {~uint64_t{0}, uint64_t{kRamSize}, uint64_t{MVMM_GDT_GPA}}) {
+    const HypercallResult result = vm_.Result(MVMM_HC_mmu_update, list, 0);
+    EXPECT_EQ(result.value, 0) << list;
+    EXPECT_EQ(result.refusal, nullptr) << list;
+  }
+  EXPECT_EQ(vm_.cause(Cause::kPageTableUpdate).ops, 0u);
+  EXPECT_EQ(vm_.cause(Cause::kPageTableUpdate).exits, 3u);
+  EXPECT_EQ(vm_.stats.hc_errors[MVMM_HC_mmu_update], 0u);
+}
 
 TEST_F(MmuUpdateTest, MaximumCountIsAccepted) {
   std::vector<mvmm_mmu_update> reqs(MVMM_MMU_UPDATE_MAX_REQS, {kTable, 0});
@@ -100,6 +111,15 @@ TEST_F(MmuUpdateTest, LastPageOfRamMayBeMapped) {
 TEST_F(MmuUpdateTest, LargePageBitIsEinval) {
   EXPECT_EQ(Update({{kTable, 0x200000 | 0x83}}), -MVMM_EINVAL);
   EXPECT_EQ(vm_.Peek64(kTable), 0u);
+}
+
+// docs/hypercalls.md's order: both -EINVAL checks before ptr's -EFAULT.
+TEST_F(MmuUpdateTest, PtrOutsideRamWithLargePageBitIsEinval) {
+  const HypercallResult result = UpdateResult({{kRamSize, 0x200000 | 0x83}});
+  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_STREQ(result.refusal, "PS/PAT bit 7 set in a present PTE");
+  // Not present, bit 7 means nothing: ptr outside RAM is then -EFAULT.
+  EXPECT_EQ(Update({{kRamSize, 0x200000 | 0x82}}), -MVMM_EFAULT);
 }
 
 TEST_F(MmuUpdateTest, StopsAtFirstBadRequestAndReturnsDone) {

@@ -192,6 +192,40 @@ TEST_F(MulticallTest, ShutdownInsideBatchIsNotDowngradedByLaterYield) {
   EXPECT_EQ(vm_.control.exit_code, 3);
 }
 
+// docs/hypercalls.md: entries after a shutdown entry still run, each with
+// its own result; the shutdown takes effect after the batch, with its code.
+TEST_F(MulticallTest, EntriesAfterAShutdownEntryStillRun) {
+  vm_.vcpu.Set(Reg::kRflags, 0x2);
+  vm_.PokeBytes(kText, "x");
+  EXPECT_EQ(Run({Entry(MVMM_HC_sched_op, {MVMM_SCHEDOP_SHUTDOWN, 3}),
+                 Entry(MVMM_HC_console_io, {0, 1, kText}), Entry(MVMM_HC_set_if, {1}),
+                 Entry(MVMM_HC_sched_op, {MVMM_SCHEDOP_SHUTDOWN, 256})}),
+            0);
+  EXPECT_EQ(Result(0), 0);
+  EXPECT_EQ(Result(1), 1);
+  EXPECT_EQ(Result(2), 0);             // IF was clear
+  EXPECT_EQ(Result(3), -MVMM_EINVAL);  // checked as ever
+  EXPECT_EQ(vm_.console.out, "x");
+  EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
+  EXPECT_EQ(vm_.control.request, VcpuRequest::kShutdown);
+  EXPECT_EQ(vm_.control.exit_code, 3);
+}
+
+// docs/hypercalls.md: an entry's op is all 64 bits (a direct call's number
+// is EAX): bits above 31 make it no hypercall, -ENOSYS, hc_bad_number.
+TEST_F(MulticallTest, AnEntryOpWithHighBitsIsEnosys) {
+  vm_.vcpu.Set(Reg::kRflags, 0x2);
+  EXPECT_EQ(Run({Entry((uint64_t{1} << 32) | MVMM_HC_set_if, {1}),
+                 Entry((uint64_t{1} << 63) | MVMM_HC_set_if, {1})}),
+            0);
+  EXPECT_EQ(Result(0), -MVMM_ENOSYS);
+  EXPECT_EQ(Result(1), -MVMM_ENOSYS);
+  EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2u);
+  EXPECT_EQ(vm_.stats.hc_bad_number, 2u);
+  EXPECT_EQ(vm_.stats.hc_ops[MVMM_HC_set_if], 0u);
+  EXPECT_EQ(vm_.cause(Cause::kMulticall).ops, 2u);
+}
+
 TEST_F(MulticallTest, EntriesCountAsOpsAndTheMulticallAsTheOneExit) {
   vm_.vcpu.cr0 = 0x80050023;
   EXPECT_EQ(Run({Entry(MVMM_HC_fpu_taskswitch, {1}), Entry(MVMM_HC_set_if, {1}),

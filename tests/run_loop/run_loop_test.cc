@@ -640,6 +640,28 @@ TEST_F(RunLoopTest, LockWaitConsumesAPendingKickAtOnce) {
   EXPECT_EQ(stats_.causes[static_cast<int>(Cause::kLockWait)].exits, 2u);
 }
 
+// docs/hypercalls.md: a kick is kept until a lock_wait reaches the run loop
+// (word unchanged); one that returned CHANGED or was refused leaves it.
+TEST_F(RunLoopTest, AKickOutlivesLockWaitsThatReturnedChangedOrWereRefused) {
+  signals_.lock_kicked = true;
+  Hypercall(MVMM_HC_lock_wait, 0x5000, 1);  // the word is 0: CHANGED
+  Hypercall(MVMM_HC_lock_wait, 0x5002, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_CHANGED});
+    EXPECT_TRUE(signals_.lock_kicked);
+  });  // misaligned: refused
+  Hypercall(MVMM_HC_lock_wait, 0x5000, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.state.Get(Reg::kRax), static_cast<uint64_t>(-int64_t{MVMM_EINVAL}));
+    EXPECT_TRUE(signals_.lock_kicked);
+  });  // unchanged: the kept kick, at once
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.state.Get(Reg::kRax), uint64_t{MVMM_LOCK_WAIT_KICKED});
+    EXPECT_FALSE(signals_.lock_kicked);
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.lock_wakes_by_kick, 1u);
+  EXPECT_EQ(stats_.lock_waits_slept, 0u);
+}
+
 TEST_F(RunLoopTest, LockWaitWithAnInterruptPendingReturnsAtOnce) {
   vcpu_.ready = false;  // IF off: the timer's interrupt stays pending
   signals_.raised = VmSignals::kInterrupt;
