@@ -218,6 +218,10 @@ std::string RenderExitTable(const json& record) {
       reasons += fmt::format("{}{} {} / {}", reasons.empty() ? "" : ", ", reason, n["ops"].dump(),
                              n["exits"].dump());
     fmt::format_to(std::back_inserter(out), "  {:<28} {}  vmm\n", "  wasted by reason", reasons);
+    // A verdict the VMM took from the guest without checking it.
+    fmt::format_to(std::back_inserter(out),
+                   "  {:<28} {} CR0.TS pairs (clear tagged for #NM)  guest\n",
+                   "  kept by the guest's word", (*wasted).value("ts_pairs_kept_by_guest", 0));
   }
 
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by reason", "",

@@ -68,7 +68,15 @@ json WastedCounts(const RunResult& r, const ExitStats& s) {
   for (int i = 0; i < static_cast<int>(WasteReason::kCount); ++i)
     by_reason[std::string(WasteReasonName(static_cast<WasteReason>(i)))] =
         count(s.wasted_by_reason[i]);
-  return {{"by_cause", by_cause}, {"by_hypercall", by_hypercall}, {"by_reason", by_reason}};
+  json same_value = json::object();
+  for (int i = 0; i < static_cast<int>(Cause::kCount); ++i)
+    same_value[std::string(CauseName(static_cast<Cause>(i)))] =
+        count(s.wasted_same_value_by_cause[i]);
+  return {{"by_cause", by_cause},
+          {"by_hypercall", by_hypercall},
+          {"by_reason", by_reason},
+          {"same_value_by_cause", same_value},
+          {"ts_pairs_kept_by_guest", s.ts_pairs_kept_by_guest}};
 }
 
 // One vCPU's counts: the run-wide groups (exits by reason, hypercalls,

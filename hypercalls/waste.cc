@@ -26,6 +26,9 @@ void WasteLog::Op(int64_t source, Cause cause, OpEffect effect, std::optional<ui
       }
       [[fallthrough]];  // the registers changed: the FPU was used, as after an #NM
     case OpEffect::kTsClearForFpu:
+      // Kept on the guest's word alone when the VMM saw no FPU use.
+      if (effect == OpEffect::kTsClearForFpu && ts_set_ && !FpuUsedSinceTsSet(fpu))
+        ++stats_.ts_pairs_kept_by_guest;
       Replace(ts_set_, std::nullopt);
       return;
     case OpEffect::kIfEnable:
@@ -44,6 +47,8 @@ void WasteLog::Wasted(int64_t source, Cause cause, WasteReason reason) {
   if (cause != Cause::kCount) ++stats_.wasted_by_cause[static_cast<int>(cause)].ops;
   if (source >= 0 && source < MVMM_HC_MAX) ++stats_.wasted_by_hypercall[source].ops;
   ++stats_.wasted_by_reason[static_cast<int>(reason)].ops;
+  if (reason == WasteReason::kSameValue && cause != Cause::kCount)
+    ++stats_.wasted_same_value_by_cause[static_cast<int>(cause)].ops;
 }
 
 // The operation just noted undoes `first`: both are wasted.
@@ -104,6 +109,8 @@ void WasteLog::MaybeCountExit(Exit& exit) {
   if (exit.source >= 0 && exit.source < MVMM_HC_MAX)
     ++stats_.wasted_by_hypercall[exit.source].exits;
   ++stats_.wasted_by_reason[static_cast<int>(exit.reason)].exits;
+  if (exit.reason == WasteReason::kSameValue && exit.cause != Cause::kCount)
+    ++stats_.wasted_same_value_by_cause[static_cast<int>(exit.cause)].exits;
 }
 
 }  // namespace minivmm

@@ -20,7 +20,14 @@
 // Per exit: a direct hypercall or trapped store is wasted when its operation
 // is; a multicall exit when every one of its entries is (all entries
 // wasted). Refused operations are not wasted: they are errors, counted as
-// such. The counts go to ExitStats::wasted_*.
+// such. The counts go to ExitStats::wasted_*, the same_value verdicts also
+// to wasted_same_value_by_cause.
+//
+// One verdict is the guest's, not the VMM's: a TS clear the guest tags
+// MVMM_TS_CLEAR_FOR_NM ends a pair as not cancelled, and the VMM cannot check
+// the tag (the #NM comes before the instruction that uses the FPU). Each pair
+// kept that way while the VMM's own fingerprint saw no FPU use is counted in
+// ExitStats::ts_pairs_kept_by_guest.
 #ifndef MINIVMM_HYPERCALLS_WASTE_H_
 #define MINIVMM_HYPERCALLS_WASTE_H_
 
@@ -80,11 +87,13 @@ class WasteLog {
   // Handlers and devices: one applied operation of `cause` (Cause::kCount
   // for an operation without one, stack_switch) from `source`.
   // A handler applying several (mmu_update) notes each, once all applied.
-  // `fpu`: for kTsSet and kTsClear, the vCPU's FPU fingerprint
+  // `fpu`: for kTsSet, kTsClear and kTsClearForFpu, the vCPU's FPU fingerprint
   // (VcpuState::FpuFingerprint) when the change was made. A plain clear
   // that finds it different from the set's means the FPU was used in
   // between (the guest saw no #NM to say so), as kTsClearForFpu; when either
   // is missing the analysis cannot tell and takes the pair as cancelled.
+  // A kTsClearForFpu keeps the pair whatever the fingerprint says; one that
+  // finds it unchanged (or missing) counts as kept on the guest's word.
   void Op(int64_t source, Cause cause, OpEffect effect, std::optional<uint64_t> fpu = std::nullopt);
   // The multicall handler, around each entry: an entry that failed or noted
   // nothing keeps its exit from being wasted.
@@ -160,7 +169,8 @@ inline void NoteOp(WasteLog* log, int64_t source, Cause cause, OpEffect effect) 
 // has the analysis.
 inline void NoteCr0Op(WasteLog* log, int64_t source, OpEffect effect, const VcpuState& vcpu) {
   if (log != nullptr) [[unlikely]] {
-    const bool ts = effect == OpEffect::kTsSet || effect == OpEffect::kTsClear;
+    const bool ts = effect == OpEffect::kTsSet || effect == OpEffect::kTsClear ||
+                    effect == OpEffect::kTsClearForFpu;
     log->Op(source, Cause::kCr0Write, effect, ts ? vcpu.FpuFingerprint() : std::nullopt);
   }
 }

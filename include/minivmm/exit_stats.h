@@ -104,6 +104,13 @@ struct ExitStats {
   std::array<CauseCount, static_cast<int>(Cause::kCount)> wasted_by_cause{};
   std::array<CauseCount, MVMM_HC_MAX> wasted_by_hypercall{};
   std::array<CauseCount, static_cast<int>(WasteReason::kCount)> wasted_by_reason{};
+  // Of wasted_by_cause, the ops and exits wasted as same_value (a write of
+  // what was already there): verdicts no interrupt timing can change.
+  std::array<CauseCount, static_cast<int>(Cause::kCount)> wasted_same_value_by_cause{};
+  // CR0.TS set/clear pairs not cancelled only on the guest's word: the clear
+  // was tagged MVMM_TS_CLEAR_FOR_NM and the VMM saw no FPU use since the set
+  // (fingerprint unchanged or unavailable). Not checked by the VMM.
+  uint64_t ts_pairs_kept_by_guest = 0;
 
   void CountCause(Cause cause, uint64_t ops, uint64_t exits) {
     auto& c = causes[static_cast<int>(cause)];

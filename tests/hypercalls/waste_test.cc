@@ -48,6 +48,9 @@ class WasteTest : public ::testing::Test {
   const CauseCount& ByCause(Cause c) const {
     return vm_.stats.wasted_by_cause[static_cast<int>(c)];
   }
+  const CauseCount& SameValue(Cause c) const {
+    return vm_.stats.wasted_same_value_by_cause[static_cast<int>(c)];
+  }
   const CauseCount& ByReason(WasteReason r) const {
     return vm_.stats.wasted_by_reason[static_cast<int>(r)];
   }
@@ -74,6 +77,9 @@ TEST_F(WasteTest, IfWriteThatKeepsIfIsSameValue) {
   EXPECT_EQ(Exit(MVMM_HC_set_if, 1), WasteReason::kSameValue);
   EXPECT_EQ(ByCause(Cause::kIfSet).exits, 1u);
   EXPECT_EQ(ByReason(WasteReason::kSameValue).exits, 2u);
+  EXPECT_EQ(SameValue(Cause::kIfClear).ops, 1u);
+  EXPECT_EQ(SameValue(Cause::kIfClear).exits, 1u);
+  EXPECT_EQ(SameValue(Cause::kIfSet).exits, 1u);
 }
 
 TEST_F(WasteTest, IfEnableUndoneBeforeAnyInterruptIsACancelledPair) {
@@ -83,6 +89,7 @@ TEST_F(WasteTest, IfEnableUndoneBeforeAnyInterruptIsACancelledPair) {
   EXPECT_EQ(log_.cancels(), 0u);
   EXPECT_EQ(ByCause(Cause::kIfSet).exits, 1u);
   EXPECT_EQ(ByCause(Cause::kIfClear).exits, 1u);
+  EXPECT_EQ(SameValue(Cause::kIfClear).exits + SameValue(Cause::kIfSet).exits, 0u);
   EXPECT_EQ(ByReason(WasteReason::kCancelledPair).ops, 2u);
   EXPECT_EQ(ByReason(WasteReason::kCancelledPair).exits, 2u);
 }
@@ -114,8 +121,14 @@ TEST_F(WasteTest, TsClearForTheNmHandlerMeansTheSetWasUsed) {
   EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
   EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM), std::nullopt);
   EXPECT_EQ(ByCause(Cause::kCr0Write).ops, 0u);
+  // The VMM saw nothing (no fingerprint): kept on the guest's word.
+  EXPECT_EQ(vm_.stats.ts_pairs_kept_by_guest, 1u);
   // A second clear keeps TS clear: the same value.
   EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0), WasteReason::kSameValue);
+  EXPECT_EQ(SameValue(Cause::kCr0Write).exits, 1u);
+  // A tagged clear with no set before it keeps no pair.
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM), WasteReason::kSameValue);
+  EXPECT_EQ(vm_.stats.ts_pairs_kept_by_guest, 1u);
 }
 
 TEST_F(WasteTest, TsReasonIsChecked) {
@@ -178,6 +191,16 @@ TEST_F(WasteTest, TsClearForTheNmHandlerNeedsNoFingerprint) {
   EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
   EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM), std::nullopt);
   EXPECT_EQ(ByCause(Cause::kCr0Write).ops, 0u);
+  // The registers as the set left them: only the guest's tag kept the pair.
+  EXPECT_EQ(vm_.stats.ts_pairs_kept_by_guest, 1u);
+}
+
+TEST_F(WasteTest, TsClearForTheNmHandlerAfterSeenFpuUseIsNotTheGuestsWordAlone) {
+  vm_.vcpu.fpu_fingerprint = 0x1111;
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 1), std::nullopt);
+  vm_.vcpu.fpu_fingerprint = 0x2222;  // the VMM sees the FPU used since the set
+  EXPECT_EQ(Exit(MVMM_HC_fpu_taskswitch, 0, MVMM_TS_CLEAR_FOR_NM), std::nullopt);
+  EXPECT_EQ(vm_.stats.ts_pairs_kept_by_guest, 0u);
 }
 
 TEST_F(WasteTest, WriteCr0TogglingTsPairsWithFpuTaskswitch) {

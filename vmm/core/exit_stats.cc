@@ -115,6 +115,8 @@ void ExitStats::Add(const ExitStats& other) {
   AddArray(wasted_by_cause, other.wasted_by_cause);
   AddArray(wasted_by_hypercall, other.wasted_by_hypercall);
   AddArray(wasted_by_reason, other.wasted_by_reason);
+  AddArray(wasted_same_value_by_cause, other.wasted_same_value_by_cause);
+  ts_pairs_kept_by_guest += other.ts_pairs_kept_by_guest;
 }
 
 }  // namespace minivmm
