@@ -147,14 +147,13 @@ TEST_F(BenchCliTest, SeedTableAndWastedExitsAreExact) {
 // are run in turn, three times each, and their medians compared, so that a
 // change in the host's load (this is a shared machine) moves both. Not a
 // timing assertion but one of units and of what is measured: the two must
-// be of the same order of magnitude, within a factor of 8 either way. The
-// factor: where ring 0 is emulated (kvm_pvm, ~0.7 us an instruction) the
-// guest-side figure also pays the kernel's hypercall wrapper, some 4 times
-// the tiny guest's bare round trip (whose own loop is half a dozen
-// instructions); on a nested kvm_amd the exit dominates both. A figure in
-// the wrong unit (ns or ms for cycles), of the wrong loop (the empty loop,
-// or the whole loop at once), or missing the net subtraction by orders of
-// magnitude falls outside it.
+// be of the same order of magnitude, within a factor of 4 either way: both
+// are a bare `out` and a few loop instructions (workload=exitcost's bare
+// loop counts its calls after the loop), so they differ by what the two
+// clocks see around the exit. A figure in the wrong unit (ns or ms for
+// cycles), of the wrong loop (the empty loop, the counted wrapper, which
+// costs some 4 times the bare exit where ring 0 is emulated, or the whole
+// loop at once), or missing the net subtraction falls outside it.
 TEST_F(BenchCliTest, ExitCostIsTheOrderOfTheNullHypercallRoundTrip) {
   REQUIRE_KVM();
   json bench = ReadJson(Path("bench.json"));
@@ -187,8 +186,8 @@ TEST_F(BenchCliTest, ExitCostIsTheOrderOfTheNullHypercallRoundTrip) {
   std::sort(inside.begin(), inside.end());
   std::sort(outside.begin(), outside.end());
   const double cost = inside[1], round_trip = outside[1];
-  EXPECT_GT(cost, round_trip / 8) << "exit cost " << cost << " TSC, round trip " << round_trip;
-  EXPECT_LT(cost, round_trip * 8) << "exit cost " << cost << " TSC, round trip " << round_trip;
+  EXPECT_GT(cost, round_trip / 4) << "exit cost " << cost << " TSC, round trip " << round_trip;
+  EXPECT_LT(cost, round_trip * 4) << "exit cost " << cost << " TSC, round trip " << round_trip;
 }
 
 TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
