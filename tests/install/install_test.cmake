@@ -105,15 +105,19 @@ elseif(STEP STREQUAL "embed_example")
   endif()
 
 elseif(STEP STREQUAL "cli_public_api")
-  # Each CLI source is preprocessed with its own headers and the installed
-  # ones and nothing else of the source tree, so an include of an internal
-  # header is not found. (Preprocessing, not compiling: the in-tree build
-  # already compiles and links the CLI, and a full compile of it here would
-  # double this test's time.)
+  # Each CLI source is preprocessed with its own headers, the installed ones
+  # and the guest's freestanding lib/ (the CLI checks a command line with
+  # the guest's own parser and lists before any VM runs: cli/guest_cmdline.cc)
+  # and nothing else of the source tree, so an include of an internal header
+  # of the VMM or the guest kernel is not found. (Preprocessing, not
+  # compiling: the in-tree build already compiles and links the CLI, and a
+  # full compile of it here would double this test's time.)
   set(dir ${WORK_DIR}/cli)
   file(REMOVE_RECURSE ${dir})
   file(GLOB cli_files ${MINIVMM_SOURCE_DIR}/cli/*.cc ${MINIVMM_SOURCE_DIR}/cli/*.h)
   file(COPY ${cli_files} DESTINATION ${dir}/cli)
+  file(GLOB guest_lib_headers ${MINIVMM_SOURCE_DIR}/guest/lib/*.h)
+  file(COPY ${guest_lib_headers} DESTINATION ${dir}/lib)
   file(GLOB cli_sources ${dir}/cli/*.cc)
   foreach(source IN LISTS cli_sources)
     get_filename_component(name ${source} NAME)
