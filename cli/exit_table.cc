@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/report_value.h"
+#include "lib/cmdline.h"
 
 namespace minivmm::cli {
 namespace {
@@ -132,8 +133,8 @@ std::string RenderExitTable(const json& record) {
   const json& guest = record["guest"]["reports"];
   if (guest.contains("config.backend")) {
     std::string pvops;
-    for (const char* op : {"irq_restore", "fpu_switch", "tls", "pte_flags", "batch", "send_ipi",
-                           "flush_tlb", "spinlock", "yield", "irq"}) {
+    for (int i = 0; i < guest::kPvOpCount; ++i) {
+      const char* op = guest::PvOpName(static_cast<guest::PvOp>(i));
       std::string key = std::string("config.pvops.") + op;
       if (guest.contains(key))
         pvops += fmt::format("{}{}:{}", pvops.empty() ? "" : ",", op, ReportText(guest[key]));

@@ -3,24 +3,23 @@
 namespace guest {
 namespace {
 
-constexpr const char* kOpNames[kPvOpCount] = {"irq_restore", "fpu_switch", "tls",       "pte_flags",
-                                              "batch",       "send_ipi",   "flush_tlb", "spinlock",
-                                              "yield",       "irq"};
-constexpr const char* kOpChoices[kPvOpCount] = {
-    "naive|optimized", "naive|optimized|eager", "naive|optimized", "naive|optimized|patched",
-    "off|on",          "naive|optimized",       "naive|optimized", "naive|optimized",
-    "naive|optimized", "hypercall|shared"};
+constexpr PvOpInfo kPvOps[kPvOpCount] = {
+#define GUEST_PVOP_INFO_(id, name, choices, dflt, xen, preset, description) \
+  {name, choices, Variant::dflt, Variant::xen, preset, description},
+    GUEST_PVOP_LIST(GUEST_PVOP_INFO_)
+#undef GUEST_PVOP_INFO_
+};
 
-// pvops=xen: Linux on Xen before the seeds were optimized. The four seeds
-// naive, batching on, one event-channel notification per IPI target
-// (xen_send_IPI_mask: send_ipi naive), TLB flushes of other CPUs as one
-// hypercall (MMUEXT_TLB_FLUSH_MULTI: flush_tlb optimized), pv spinlocks
-// (xen_qlock_wait's SCHEDOP_poll and the kick's event channel: spinlock
-// optimized), plain SCHEDOP_yield (Xen has no directed yield: yield
-// naive), the shared-memory interrupt flag.
-constexpr Variant kXenPreset[kPvOpCount] = {
-    Variant::kNaive, Variant::kNaive,     Variant::kNaive,     Variant::kNaive, Variant::kOptimized,
-    Variant::kNaive, Variant::kOptimized, Variant::kOptimized, Variant::kNaive, Variant::kShared};
+struct VariantWord {
+  const char* word;
+  Variant variant;
+};
+constexpr VariantWord kVariantWords[] = {
+#define GUEST_VARIANT_WORD_(word, variant) {word, Variant::variant},
+    GUEST_VARIANT_WORD_LIST(GUEST_VARIANT_WORD_)
+#undef GUEST_VARIANT_WORD_
+};
+
 constexpr uint64_t kBig = 1000000;
 // lat_ctx -s: KiB each ring task touches per pass (a multiple of 4 KiB is
 // not required; whole pages are mapped).
@@ -108,21 +107,40 @@ bool ParseBackend(StrView v, Config* c, TextBuf* err) {
   return true;
 }
 
-// Maps a spelling of a variant of `op` to the Variant. The choice lists
-// start with the naive and optimized forms (off/on for batch; hypercall and
-// shared for irq); the third choice is eager for fpu_switch and patched for
-// pte_flags.
-bool LookupVariant(int op, StrView word, Variant* out) {
-  int i = ChoiceIndex(kOpChoices[op], word);
-  if (i < 0) return false;
-  if (op == static_cast<int>(PvOp::kIrq)) {
-    *out = i == 0 ? Variant::kNaive : Variant::kShared;
-  } else if (i < 2) {
-    *out = static_cast<Variant>(i);
-  } else {
-    *out = op == static_cast<int>(PvOp::kFpuSwitch) ? Variant::kEager : Variant::kPatched;
+// The Variant a word spells (GUEST_VARIANT_WORD_LIST), if any.
+bool WordVariant(StrView word, Variant* out) {
+  for (const VariantWord& w : kVariantWords) {
+    if (word == w.word) {
+      *out = w.variant;
+      return true;
+    }
   }
-  return true;
+  return false;
+}
+
+// True when one of `op`'s choices spells `v`.
+bool HasVariant(int op, Variant v) {
+  for (uint64_t i = 0;; ++i) {
+    StrView word = ChoiceAt(kPvOps[op].choices, i);
+    if (word.empty()) return false;
+    Variant w;
+    if (WordVariant(word, &w) && w == v) return true;
+  }
+}
+
+// Maps a spelling of a variant of `op` to the Variant: one of the op's
+// choices, or naive/optimized for an op whose choices spell both (batch's
+// off/on), so that an op list can be uniform.
+bool LookupVariant(int op, StrView word, Variant* out) {
+  Variant v;
+  if (!WordVariant(word, &v)) return false;
+  if (ChoiceIndex(kPvOps[op].choices, word) >= 0 ||
+      (ChoiceIndex("naive|optimized", word) >= 0 && HasVariant(op, Variant::kNaive) &&
+       HasVariant(op, Variant::kOptimized))) {
+    *out = v;
+    return true;
+  }
+  return false;
 }
 
 bool ParsePvops(StrView v, Config* c, TextBuf* err) {
@@ -135,7 +153,7 @@ bool ParsePvops(StrView v, Config* c, TextBuf* err) {
     size_t colon = item.Find(':');
     if (colon == item.size()) {
       if (item == "xen") {
-        for (int i = 0; i < kPvOpCount; ++i) c->variant[i] = kXenPreset[i];
+        for (int i = 0; i < kPvOpCount; ++i) c->variant[i] = kPvOps[i].xen;
         continue;
       }
       int all = ChoiceIndex("naive|optimized", item);
@@ -143,33 +161,27 @@ bool ParsePvops(StrView v, Config* c, TextBuf* err) {
         err->Str("bad pvops item '").Str(item).Str("' (naive, optimized, xen or <op>:<variant>)");
         return false;
       }
-      for (int i = 0; i < kPvSeedOpCount; ++i) c->variant[i] = static_cast<Variant>(all);
+      for (int i = 0; i < kPvOpCount; ++i)
+        if (kPvOps[i].preset) c->variant[i] = static_cast<Variant>(all);
       continue;
     }
     StrView op_name = item.Sub(0, colon);
     StrView word = item.Sub(colon + 1);
     int op = -1;
     for (int i = 0; i < kPvOpCount; ++i) {
-      if (op_name == kOpNames[i]) op = i;
+      if (op_name == kPvOps[i].name) op = i;
     }
     if (op < 0) {
-      err->Str("unknown pvops op '")
-          .Str(op_name)
-          .Str(
-              "' "
-              "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|irq)");
+      err->Str("unknown pvops op '").Str(op_name).Str("' (");
+      for (int i = 0; i < kPvOpCount; ++i) err->Str(i ? "|" : "").Str(kPvOps[i].name);
+      err->Str(")");
       return false;
     }
-    // batch also accepts naive/optimized so that an op list can be uniform.
     Variant var;
     if (!LookupVariant(op, word, &var)) {
-      if (op == static_cast<int>(PvOp::kBatch) && ChoiceIndex("naive|optimized", word) >= 0) {
-        var = static_cast<Variant>(ChoiceIndex("naive|optimized", word));
-      } else {
-        err->Str("unknown variant '").Str(word).Str("' for pvops op ").Str(kOpNames[op]);
-        AppendChoices(err, kOpChoices[op]);
-        return false;
-      }
+      err->Str("unknown variant '").Str(word).Str("' for pvops op ").Str(kPvOps[op].name);
+      AppendChoices(err, kPvOps[op].choices);
+      return false;
     }
     c->variant[op] = var;
   }
@@ -249,22 +261,15 @@ bool ParseWorkload(StrView v, Config* c, TextBuf* err) {
 
 }  // namespace
 
-const char* PvOpName(PvOp op) { return kOpNames[static_cast<int>(op)]; }
+const PvOpInfo& PvOpInfoOf(PvOp op) { return kPvOps[static_cast<int>(op)]; }
+
+const char* PvOpName(PvOp op) { return kPvOps[static_cast<int>(op)].name; }
 
 const char* VariantName(PvOp op, Variant v) {
-  if (op == PvOp::kBatch) return v == Variant::kNaive ? "off" : "on";
-  if (op == PvOp::kIrq) return v == Variant::kShared ? "shared" : "hypercall";
-  switch (v) {
-    case Variant::kNaive:
-      return "naive";
-    case Variant::kOptimized:
-      return "optimized";
-    case Variant::kEager:
-      return "eager";
-    case Variant::kPatched:
-      return "patched";
-    case Variant::kShared:
-      return "shared";
+  // The op's own spelling of `v`: the first of its choices that means it.
+  const char* choices = kPvOps[static_cast<int>(op)].choices;
+  for (const VariantWord& w : kVariantWords) {
+    if (w.variant == v && ChoiceIndex(choices, w.word) >= 0) return w.word;
   }
   return "?";
 }

@@ -10,44 +10,44 @@
 #include <stdint.h>
 
 #include "lib/format.h"
+#include "lib/pvop_list.h"
 
 namespace guest {
 
 enum class Backend : uint8_t { kPv, kNative };
 
-// kSendIpi and kFlushTlb are the SMP ops: an IPI to a set of CPUs (naive:
-// one send_ipi hypercall per target; optimized: one for the whole set) and
-// a remote TLB flush (naive: a FLUSH request and an IPI to each target,
-// which flushes itself; optimized: one flush_tlb_others hypercall, the
-// VMM's paravirtual flush). kSpinlock and kYield are how a contended
-// spinlock waits (kernel/spinlock.h): naive, spin, yielding now and then;
-// optimized, spin a bounded number of times, then sleep in lock_wait until
-// the unlocker's lock_kick; and how it yields (naive: sched_op yield;
-// optimized: a directed yield to the holder's vCPU). kIrq is not a seed with a naive and an
-// optimized form but the model of the interrupt flag under backend=pv:
-// hypercall (set_if, the default) or shared (Xen's evtchn_upcall_mask in a
-// registered vcpu_info). The all-op items `naive` and `optimized` leave it
-// as it is; `xen` sets it to shared.
+// The ops, in the order of GUEST_PVOP_LIST (lib/pvop_list.h, which says
+// what each does). kIrq is not a seed with a naive and an optimized form but
+// the model of the interrupt flag under backend=pv: hypercall (set_if, the
+// default) or shared (Xen's evtchn_upcall_mask in a registered vcpu_info);
+// the all-op items `naive` and `optimized` leave it as it is.
 enum class PvOp : uint8_t {
-  kIrqRestore,
-  kFpuSwitch,
-  kTls,
-  kPteFlags,
-  kBatch,
-  kSendIpi,
-  kFlushTlb,
-  kSpinlock,
-  kYield,
-  kIrq
+#define GUEST_PVOP_ENUM_(id, ...) id,
+  GUEST_PVOP_LIST(GUEST_PVOP_ENUM_)
+#undef GUEST_PVOP_ENUM_
 };
-inline constexpr int kPvOpCount = 10;
-// The ops `naive` and `optimized` set: all but kIrq, the last.
-inline constexpr int kPvSeedOpCount = 9;
+#define GUEST_PVOP_ONE_(...) +1
+inline constexpr int kPvOpCount = 0 GUEST_PVOP_LIST(GUEST_PVOP_ONE_);
+#undef GUEST_PVOP_ONE_
+// The ops `naive` and `optimized` set (the list's `preset` column).
+#define GUEST_PVOP_PRESET_(id, name, choices, dflt, xen, preset, ...) +((preset) ? 1 : 0)
+inline constexpr int kPvSeedOpCount = 0 GUEST_PVOP_LIST(GUEST_PVOP_PRESET_);
+#undef GUEST_PVOP_PRESET_
 
-// Variant values. Not every op accepts every variant: fpu_switch also has
-// kEager, pte_flags also has kPatched, batch spells naive/optimized as
-// off/on, and irq has kNaive spelt hypercall and kShared.
+// Variant values. Not every op accepts every variant: each op's choices in
+// GUEST_PVOP_LIST say which, and GUEST_VARIANT_WORD_LIST how each is spelt.
 enum class Variant : uint8_t { kNaive, kOptimized, kEager, kPatched, kShared };
+
+// One op of the list, as data.
+struct PvOpInfo {
+  const char* name;
+  const char* choices;  // "a|b|c"
+  Variant default_variant;
+  Variant xen;
+  bool preset;  // set by the all-op items naive and optimized
+  const char* description;
+};
+const PvOpInfo& PvOpInfoOf(PvOp op);
 
 const char* PvOpName(PvOp op);
 // The spelling of `v` for `op` ("off"/"on" for batch).
@@ -89,10 +89,12 @@ struct WorkloadArgs {
 
 struct Config {
   Backend backend = Backend::kPv;
-  Variant variant[kPvOpCount] = {Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
-                                 Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
-                                 Variant::kOptimized, Variant::kOptimized, Variant::kOptimized,
-                                 Variant::kNaive};
+  // Each op's default (GUEST_PVOP_LIST).
+  Variant variant[kPvOpCount] = {
+#define GUEST_PVOP_DEFAULT_(id, name, choices, dflt, ...) Variant::dflt,
+      GUEST_PVOP_LIST(GUEST_PVOP_DEFAULT_)
+#undef GUEST_PVOP_DEFAULT_
+  };
   WorkloadArgs workload;  // spec is "none" unless set
 
   Variant Get(PvOp op) const { return variant[static_cast<int>(op)]; }
