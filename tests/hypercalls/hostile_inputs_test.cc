@@ -69,8 +69,17 @@ class HostileInputsTest : public ::testing::Test {
     }
   }
   uint64_t Number() {
-    static constexpr uint64_t kNumbers[] = {1,  3,  5,  10, 13, 15, 18, 29,  40,  41,        42,
-                                            43, 44, 45, 46, 0,  2,  64, 127, 128, 1ull << 32};
+    // Every number of the ABI's list, and some that are nobody's.
+    static constexpr uint64_t kNumbers[] = {
+#define HOSTILE_NR_(nr, name) nr,
+        MVMM_HYPERCALL_LIST(HOSTILE_NR_)
+#undef HOSTILE_NR_
+            0,
+        2,
+        64,
+        127,
+        128,
+        1ull << 32};
     return rng_() % 8 == 0 ? rng_() : kNumbers[rng_() % std::size(kNumbers)];
   }
   // Scatters random multicall entries and mmu_update requests near 0x10000.
