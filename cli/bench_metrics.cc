@@ -6,28 +6,29 @@
 
 #include "cli/report_value.h"
 #include "fmt/format.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm::cli {
 namespace {
 
 using nlohmann::json;
 
-// The causes of docs/design.md "What the VMM counts", in table order.
-constexpr std::string_view kCauses[] = {
-    "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write",
-    "multicall", "ipi",      "tlb_flush", "lock_wait",         "lock_kick",         "yield"};
+// The causes of docs/design.md "What the VMM counts", in table order
+// (MINIVMM_CAUSE_LIST).
+const std::vector<std::string_view>& Causes() {
+  static const std::vector<std::string_view> kCauses = [] {
+    std::vector<std::string_view> v;
+    for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
+      v.push_back(CauseName(static_cast<Cause>(c)));
+    return v;
+  }();
+  return kCauses;
+}
 
 std::string CauseLabel(std::string_view cause) {
-  if (cause == "if_set") return "IF set";
-  if (cause == "if_clear") return "IF clear";
-  if (cause == "cr0_write") return "CR0 write";
-  if (cause == "descriptor_update") return "descriptor update";
-  if (cause == "page_table_update") return "page-table update";
-  if (cause == "cr3_write") return "CR3 write";
-  if (cause == "ipi") return "IPI";
-  if (cause == "tlb_flush") return "TLB flush";
-  if (cause == "lock_wait") return "lock wait";
-  if (cause == "lock_kick") return "lock kick";
+  for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
+    if (CauseName(static_cast<Cause>(c)) == cause)
+      return std::string(minivmm::CauseLabel(static_cast<Cause>(c)));
   return std::string(cause);
 }
 
@@ -70,7 +71,7 @@ std::map<std::string, double> ExitCounts(const json& run) {
   double report_exits = Num(run, {"hypercalls", "calls", "report", "exits"});
   c["exits.total"] = Num(run, {"exits", "total"}) - report_exits;
   double causes = 0;
-  for (std::string_view cause : kCauses) {
+  for (std::string_view cause : Causes()) {
     double exits = Num(run, {"causes", "causes", cause, "exits"});
     causes += exits;
     c["exits." + std::string(cause)] = exits;
@@ -80,7 +81,7 @@ std::map<std::string, double> ExitCounts(const json& run) {
   // The wasted-exit analysis (docs/wasted-exits.md), when the run had it.
   if (run.contains("wasted") && run["wasted"].is_object()) {
     double wasted = 0;
-    for (std::string_view cause : kCauses) {
+    for (std::string_view cause : Causes()) {
       double exits = Num(run, {"wasted", "by_cause", cause, "exits"});
       wasted += exits;
       c["wasted." + std::string(cause)] = exits;
@@ -108,7 +109,7 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
   const WorkloadOps ops = OpsFor(workload);
   std::vector<MetricDef> defs;
   defs.push_back({"exits.total", "exits", "vmm", MetricKind::kExits, true});
-  for (std::string_view cause : kCauses) {
+  for (std::string_view cause : Causes()) {
     defs.push_back({"exits." + std::string(cause), "  exits: " + CauseLabel(cause), "vmm",
                     MetricKind::kExits, true});
   }
@@ -117,7 +118,7 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
   defs.push_back({"exits_per_op", "exits per " + ops.op_name, "vmm", MetricKind::kExits, true});
   defs.push_back(
       {"wasted.total", "wasted exits (changed nothing)", "vmm", MetricKind::kExits, true});
-  for (std::string_view cause : kCauses) {
+  for (std::string_view cause : Causes()) {
     defs.push_back({"wasted." + std::string(cause), "  wasted: " + CauseLabel(cause), "vmm",
                     MetricKind::kExits, false});
   }
@@ -126,7 +127,7 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
   defs.push_back({"kvm.insn_emulation_per_op", "emulated instructions per " + ops.op_name,
                   "kvm-stats", MetricKind::kInfo, true});
   defs.push_back({"host.run_ms", "run wall time, ms (whole run)", "host", MetricKind::kInfo, true});
-  for (std::string_view cause : kCauses) {
+  for (std::string_view cause : Causes()) {
     defs.push_back({"ops." + std::string(cause), "operations: " + CauseLabel(cause), "vmm",
                     MetricKind::kInfo, false});
   }

@@ -10,6 +10,7 @@
 
 #include "cli/report_value.h"
 #include "lib/cmdline.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm::cli {
 namespace {
@@ -41,9 +42,12 @@ void WastedHeader(std::string& out, std::string_view what) {
 // The causes of a record's `causes` object in the order of docs/design.md
 // "What the VMM counts", then any other (newer) cause in the record.
 std::vector<std::string> CauseOrder(const json& causes) {
-  static const std::vector<std::string> kOrder = {
-      "if_set",    "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write",
-      "multicall", "ipi",      "tlb_flush", "lock_wait",         "lock_kick",         "yield"};
+  static const std::vector<std::string> kOrder = [] {
+    std::vector<std::string> v;
+    for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
+      v.emplace_back(CauseName(static_cast<Cause>(c)));
+    return v;
+  }();
   std::vector<std::string> out;
   for (const std::string& name : kOrder)
     if (causes.contains(name)) out.push_back(name);

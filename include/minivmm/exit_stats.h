@@ -28,23 +28,46 @@ enum class ExitReason : uint8_t {
 };
 std::string_view ExitReasonName(ExitReason reason);
 
-// The causes the mission names (docs/design.md "What the VMM counts").
+// The causes the mission names (docs/design.md "What the VMM counts"), in
+// table order: the one list from which the enum, the names in records and
+// the CLI's labels and tables derive. X(id, name, label); what feeds each
+// is in hypercalls/dispatcher.cc's CauseOf.
+//   if_set             set_if(1); interrupt-window exits (host-dependent)
+//   if_clear           set_if(0)
+//   cr0_write          fpu_taskswitch, write_cr0
+//   descriptor_update  update_descriptor, trapped GDT stores
+//   page_table_update  mmu_update (operations = PTE requests)
+//   cr3_write          mmuext_op (operations = page-table base loads)
+//   multicall          multicall calls (operations = entries)
+//   ipi                send_ipi (operations = vCPUs targeted)
+//   tlb_flush          flush_tlb_others (operations = vCPUs targeted)
+//   lock_wait          lock_wait calls accepted (whatever they returned)
+//   lock_kick          lock_kick calls accepted
+//   yield              sched_op yield and yield_to accepted
+#define MINIVMM_CAUSE_LIST(X)                                    \
+  X(kIfSet, "if_set", "IF set")                                  \
+  X(kIfClear, "if_clear", "IF clear")                            \
+  X(kCr0Write, "cr0_write", "CR0 write")                         \
+  X(kDescriptorUpdate, "descriptor_update", "descriptor update") \
+  X(kPageTableUpdate, "page_table_update", "page-table update")  \
+  X(kCr3Write, "cr3_write", "CR3 write")                         \
+  X(kMulticall, "multicall", "multicall")                        \
+  X(kIpi, "ipi", "IPI")                                          \
+  X(kTlbFlush, "tlb_flush", "TLB flush")                         \
+  X(kLockWait, "lock_wait", "lock wait")                         \
+  X(kLockKick, "lock_kick", "lock kick")                         \
+  X(kYield, "yield", "yield")
+
 enum class Cause : uint8_t {
-  kIfSet,             // set_if(1); interrupt-window exits (host-dependent)
-  kIfClear,           // set_if(0)
-  kCr0Write,          // fpu_taskswitch, write_cr0
-  kDescriptorUpdate,  // update_descriptor, trapped GDT stores
-  kPageTableUpdate,   // mmu_update (operations = PTE requests)
-  kCr3Write,          // mmuext_op (operations = page-table base loads)
-  kMulticall,         // multicall calls (operations = entries)
-  kIpi,               // send_ipi (operations = vCPUs targeted)
-  kTlbFlush,          // flush_tlb_others (operations = vCPUs targeted)
-  kLockWait,          // lock_wait calls accepted (whatever they returned)
-  kLockKick,          // lock_kick calls accepted
-  kYield,             // sched_op yield and yield_to accepted
-  kCount
+#define MINIVMM_CAUSE_ENUM_(id, name, label) id,
+  MINIVMM_CAUSE_LIST(MINIVMM_CAUSE_ENUM_)
+#undef MINIVMM_CAUSE_ENUM_
+      kCount
 };
+// "if_set": the cause's key in records ("?" for kCount).
 std::string_view CauseName(Cause cause);
+// "IF set": its label in tables.
+std::string_view CauseLabel(Cause cause);
 
 struct CauseCount {
   uint64_t ops = 0;    // operations, wherever they were issued

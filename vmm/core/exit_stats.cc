@@ -46,30 +46,24 @@ std::string_view ExitReasonName(ExitReason reason) {
 
 std::string_view CauseName(Cause cause) {
   switch (cause) {
-    case Cause::kIfSet:
-      return "if_set";
-    case Cause::kIfClear:
-      return "if_clear";
-    case Cause::kCr0Write:
-      return "cr0_write";
-    case Cause::kDescriptorUpdate:
-      return "descriptor_update";
-    case Cause::kPageTableUpdate:
-      return "page_table_update";
-    case Cause::kCr3Write:
-      return "cr3_write";
-    case Cause::kMulticall:
-      return "multicall";
-    case Cause::kIpi:
-      return "ipi";
-    case Cause::kTlbFlush:
-      return "tlb_flush";
-    case Cause::kLockWait:
-      return "lock_wait";
-    case Cause::kLockKick:
-      return "lock_kick";
-    case Cause::kYield:
-      return "yield";
+#define MINIVMM_CAUSE_NAME_(id, name, label) \
+  case Cause::id:                            \
+    return name;
+    MINIVMM_CAUSE_LIST(MINIVMM_CAUSE_NAME_)
+#undef MINIVMM_CAUSE_NAME_
+    case Cause::kCount:
+      break;
+  }
+  return "?";
+}
+
+std::string_view CauseLabel(Cause cause) {
+  switch (cause) {
+#define MINIVMM_CAUSE_LABEL_(id, name, label) \
+  case Cause::id:                             \
+    return label;
+    MINIVMM_CAUSE_LIST(MINIVMM_CAUSE_LABEL_)
+#undef MINIVMM_CAUSE_LABEL_
     case Cause::kCount:
       break;
   }
