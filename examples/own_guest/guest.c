@@ -10,6 +10,8 @@
  *                                    0 bytes, one refused command (-EINVAL)
  *   sched_op    YIELDS + 1           YIELDS yields and the shutdown
  *   report      2                    the results, then what the first stored
+ *                                    (an overflowing record in between is
+ *                                    refused with no hypercall)
  *   number 100  1                    unregistered: -ENOSYS
  *
  * tests/install (step own_guest) checks exactly these counts, the reports
@@ -65,9 +67,17 @@ int mvmm_guest_main(const struct mvmm_boot_info* boot, uint32_t cpu) {
   mvmm_report_i64(&report, "own.unregistered", unregistered);
   mvmm_report_u64(&report, "own.fib90", fibonacci(90));
   mvmm_report_str(&report, "own.name", "one-file guest");
+  mvmm_report_i64(&report, "own.i64_min", INT64_MIN);
+  mvmm_report_u64(&report, "own.u64_max", UINT64_MAX);
   int64_t stored = mvmm_report_send(&report);
 
+  /* A record longer than MVMM_REPORT_MAX_BYTES is refused before any
+   * hypercall: -MVMM_E2BIG and no exit. */
+  for (uint32_t i = 0; i < MVMM_REPORT_MAX_BYTES / 8; ++i) mvmm_report_u64(&report, "own.x", i);
+  int64_t overflowed = mvmm_report_send(&report);
+
   mvmm_report_i64(&report, "own.stored", stored);
-  if (mvmm_report_send(&report) != 1) return 1;
+  mvmm_report_i64(&report, "own.overflowed", overflowed);
+  if (mvmm_report_send(&report) != 2) return 1;
   return EXIT_STATUS;
 }

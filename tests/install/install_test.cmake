@@ -163,8 +163,8 @@ elseif(STEP STREQUAL "own_guest")
       "hypercalls;bad_number=1"
       "causes;causes;yield;ops=3"
       "causes;causes;yield;exits=3"
-      # The reports, in guest.c's order; the second report says how many
-      # entries the first stored.
+      # The reports, in guest.c's order; the last record says how many
+      # entries the first stored and that the overflowing one was refused.
       "guest;reports;own.cpu=0"
       "guest;reports;own.nr_cpus=1"
       "guest;reports;own.memory_mib=16"
@@ -176,7 +176,10 @@ elseif(STEP STREQUAL "own_guest")
       "guest;reports;own.unregistered=-38"
       "guest;reports;own.fib90=2880067194370816120"
       "guest;reports;own.name=one-file guest"
-      "guest;reports;own.stored=11")
+      "guest;reports;own.i64_min=-9223372036854775808"
+      "guest;reports;own.u64_max=18446744073709551615"
+      "guest;reports;own.stored=13"
+      "guest;reports;own.overflowed=-7")
     string(FIND "${check}" "=" eq)
     string(SUBSTRING "${check}" 0 ${eq} path)
     math(EXPR value_at "${eq} + 1")
@@ -189,10 +192,11 @@ elseif(STEP STREQUAL "own_guest")
       message(FATAL_ERROR "install_test: own_guest's record: ${key} is '${actual}', expected '${expected}'")
     endif()
   endforeach()
-  # Exactly those eleven plus own.stored: nothing else was reported.
+  # Exactly the first record's 13 and the last one's 2: none of the
+  # overflowing record's own.x.
   string(JSON n_reports LENGTH "${json}" guest reports)
-  if(NOT n_reports EQUAL 12)
-    message(FATAL_ERROR "install_test: own_guest reported ${n_reports} keys, expected 12")
+  if(NOT n_reports EQUAL 15)
+    message(FATAL_ERROR "install_test: own_guest reported ${n_reports} keys, expected 15")
   endif()
 
 elseif(STEP STREQUAL "cli_public_api")
