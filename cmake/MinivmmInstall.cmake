@@ -11,9 +11,13 @@
 #       from the source tree's include/minivmm and hypercalls/abi/minivmm_abi
 #       with the same include paths ("minivmm/vm.h", "minivmm_abi/boot.h"),
 #       so -I P/include is the only flag a non-CMake user needs
+#   P/include/minivmm_guest/*.h                           a guest of your own:
+#       inline hypercall, report and shutdown helpers (docs/own-guest.md)
 #   P/lib/libminivmm_*.a                                  the VMM library
 #   P/lib/cmake/minivmm/                                  package config
 #   P/share/minivmm/minivmm-guest.elf                     the built-in guest
+#   P/share/minivmm/guest/{entry.c,guest.ld}              entry stub and linker
+#       script that minivmm_add_guest() (MinivmmAddGuest.cmake) links
 #   P/bin/minivmm                                         the CLI
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -54,6 +58,14 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/hypercalls/abi/minivmm_abi
   DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")
 
+# A guest of your own (docs/own-guest.md): its C helpers, its entry stub and
+# linker script, and the CMake function that builds one.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/minivmm_guest
+  DESTINATION ${MINIVMM_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_SOURCE_DIR}/cmake/guest/entry.c ${PROJECT_SOURCE_DIR}/cmake/guest/guest.ld
+  DESTINATION ${MINIVMM_INSTALL_DATADIR}/guest)
+
 # The guest kernel, built by the minivmm_guest ExternalProject.
 install(FILES ${MINIVMM_GUEST_ELF} DESTINATION ${MINIVMM_INSTALL_DATADIR})
 
@@ -74,4 +86,5 @@ write_basic_package_version_file(
 install(FILES
   ${PROJECT_BINARY_DIR}/cmake/minivmmConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/minivmmConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/MinivmmAddGuest.cmake
   DESTINATION ${MINIVMM_INSTALL_CMAKEDIR})

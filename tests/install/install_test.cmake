@@ -6,11 +6,16 @@
 #   embed_example   examples/embed builds against PREFIX and its checks pass;
 #                   (it needs a usable /dev/kvm: without one it fails after
 #                   building; the test command runs it on a nested KVM then)
+#   own_guest       examples/own_guest (a one-file C guest) builds against
+#                   PREFIX with minivmm_add_guest(); the installed CLI runs
+#                   it and its exit status, exits and reports are exactly
+#                   what guest.c makes (needs /dev/kvm, as embed_example)
 #   cli_public_api  cli's sources preprocess with only their own headers
 #                   and the installed ones
 # The consumer projects find minivmm in PREFIX and nowhere else.
 cmake_minimum_required(VERSION 3.25)
-foreach(var STEP MINIVMM_SOURCE_DIR MINIVMM_BINARY_DIR PREFIX WORK_DIR GENERATOR CXX_COMPILER)
+foreach(var STEP MINIVMM_SOURCE_DIR MINIVMM_BINARY_DIR PREFIX WORK_DIR GENERATOR CXX_COMPILER
+            C_COMPILER)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "install_test: ${var} is not set")
   endif()
@@ -46,7 +51,9 @@ if(STEP STREQUAL "install")
   file(REMOVE_RECURSE ${PREFIX})
   run_step("cmake --install" ${CMAKE_COMMAND} --install ${MINIVMM_BINARY_DIR} --prefix ${PREFIX})
   foreach(file share/minivmm/minivmm-guest.elf bin/minivmm include/minivmm/vm.h
-               include/minivmm_abi/hypercall.h include/minivmm/hypercall_env.h)
+               include/minivmm_abi/hypercall.h include/minivmm/hypercall_env.h
+               include/minivmm_guest/guest.h share/minivmm/guest/entry.c
+               share/minivmm/guest/guest.ld lib/cmake/minivmm/MinivmmAddGuest.cmake)
     if(NOT EXISTS ${PREFIX}/${file})
       message(FATAL_ERROR "install_test: ${PREFIX}/${file} was not installed")
     endif()
@@ -102,6 +109,94 @@ elseif(STEP STREQUAL "embed_example")
   string(FIND "${out}" "kernel ${PREFIX}/share/minivmm/minivmm-guest.elf" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "install_test: the example did not boot ${PREFIX}/share/minivmm/minivmm-guest.elf")
+  endif()
+
+elseif(STEP STREQUAL "own_guest")
+  # Configured by hand rather than with build_consumer: a guest is built
+  # with the C compiler the tree builds its guests with, and none of the
+  # host's flags (the asan preset's -fsanitize would break a freestanding
+  # link).
+  set(build ${WORK_DIR}/own_guest)
+  file(REMOVE_RECURSE ${build})
+  run_step("configure examples/own_guest" ${CMAKE_COMMAND}
+    -S ${MINIVMM_SOURCE_DIR}/examples/own_guest -B ${build} -G ${GENERATOR}
+    -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_C_COMPILER=${C_COMPILER}
+    -Dminivmm_DIR=${minivmm_dir} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  run_step("build examples/own_guest" ${CMAKE_COMMAND} --build ${build})
+  set(elf ${build}/own_guest.elf)
+  if(NOT EXISTS ${elf})
+    message(FATAL_ERROR "install_test: minivmm_add_guest(own_guest) made no ${elf}")
+  endif()
+  execute_process(COMMAND test -r /dev/kvm -a -w /dev/kvm RESULT_VARIABLE have_kvm)
+  if(NOT have_kvm EQUAL 0)
+    message(FATAL_ERROR "install_test: own_guest built; no usable /dev/kvm to run it "
+                        "(scripts/quickstart.sh test runs it on a nested kvm_amd where the host has none)")
+  endif()
+  set(record ${build}/out.json)
+  execute_process(COMMAND ${PREFIX}/bin/minivmm run --kernel ${elf} --memory 16M --json ${record}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  # guest.c returns 7 from mvmm_guest_main: the shutdown code is the status.
+  if(NOT rc EQUAL 7)
+    message(FATAL_ERROR "install_test: minivmm run of own_guest exited with ${rc}, not 7")
+  endif()
+  string(FIND "${out}" "own_guest: hello from a guest of my own\n" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "install_test: own_guest's console line is not on stdout")
+  endif()
+  file(READ ${record} json)
+  # Each hypercall is one exit (guest.c's header): NULL_CALLS = 10, YIELDS = 3.
+  #   console_io 1 + 10 + 1 (one refused), sched_op 3 + 1, report 2,
+  #   number 100 1 (unregistered); all port I/O, nothing else.
+  foreach(check
+      "result;stop_reason=guest shutdown"
+      "result;exit_code=7"
+      "exits;total=19"
+      "exits;by_reason;io=19"
+      "exits;pio_by_device;hypercall=19"
+      "hypercalls;calls;console_io;exits=12"
+      "hypercalls;calls;console_io;errors=1"
+      "hypercalls;calls;sched_op;exits=4"
+      "hypercalls;calls;sched_op;errors=0"
+      "hypercalls;calls;report;exits=2"
+      "hypercalls;calls;report;errors=0"
+      "hypercalls;bad_number=1"
+      "causes;causes;yield;ops=3"
+      "causes;causes;yield;exits=3"
+      # The reports, in guest.c's order; the last record says how many
+      # entries the first stored and that the overflowing one was refused.
+      "guest;reports;own.cpu=0"
+      "guest;reports;own.nr_cpus=1"
+      "guest;reports;own.memory_mib=16"
+      "guest;reports;own.greeting_bytes=40"
+      "guest;reports;own.null_calls=10"
+      "guest;reports;own.null_sum=0"
+      "guest;reports;own.yield_sum=0"
+      "guest;reports;own.bad_command=-22"
+      "guest;reports;own.unregistered=-38"
+      "guest;reports;own.fib90=2880067194370816120"
+      "guest;reports;own.name=one-file guest"
+      "guest;reports;own.i64_min=-9223372036854775808"
+      "guest;reports;own.u64_max=18446744073709551615"
+      "guest;reports;own.stored=13"
+      "guest;reports;own.overflowed=-7")
+    string(FIND "${check}" "=" eq)
+    string(SUBSTRING "${check}" 0 ${eq} path)
+    math(EXPR value_at "${eq} + 1")
+    string(SUBSTRING "${check}" ${value_at} -1 expected)
+    string(JSON actual ERROR_VARIABLE json_error GET "${json}" ${path})
+    string(REPLACE ";" "." key "${path}")
+    if(json_error)
+      message(FATAL_ERROR "install_test: own_guest's record has no ${key} (${json_error})")
+    elseif(NOT "${actual}" STREQUAL "${expected}")
+      message(FATAL_ERROR "install_test: own_guest's record: ${key} is '${actual}', expected '${expected}'")
+    endif()
+  endforeach()
+  # Exactly the first record's 13 and the last one's 2: none of the
+  # overflowing record's own.x.
+  string(JSON n_reports LENGTH "${json}" guest reports)
+  if(NOT n_reports EQUAL 15)
+    message(FATAL_ERROR "install_test: own_guest reported ${n_reports} keys, expected 15")
   endif()
 
 elseif(STEP STREQUAL "cli_public_api")
