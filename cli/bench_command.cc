@@ -23,6 +23,7 @@
 #include "cli/guest_cmdline.h"
 #include "cli/output_file.h"
 #include "cli/plot_script.h"
+#include "cli/probe_cache.h"
 #include "cli/run_record.h"
 #include "fmt/format.h"
 #include "minivmm/host_info.h"
@@ -436,7 +437,9 @@ int Bench::Run() {
   digest_ = FileSha256(kernel_);
   if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok()) {
     host_ = std::make_unique<HostInfo>(*host);
-    ProbeBehaviourInto(*host_);  // once per bench; every run record carries it
+    // Once per bench (from the probe cache unless --reprobe); every run
+    // record carries it.
+    CachedProbeBehaviourInto(*host_, "/dev/kvm", o_.reprobe, MINIVMM_VERSION);
   }
 
   start_ = absl::Now();
@@ -528,6 +531,8 @@ void AddBenchFlags(CLI::App& app, BenchOptions& o) {
       ->check(CLI::Range(1u, static_cast<uint32_t>(MVMM_MAX_CPUS)))
       ->capture_default_str();
   app.add_flag("--quiet,-q", o.quiet, "No progress lines");
+  app.add_flag("--reprobe", o.reprobe,
+               "Probe the host again instead of reusing its cached probe (docs/run-record.md)");
 }
 
 int BenchCommand(const BenchOptions& options) { return Bench(options).Run(); }

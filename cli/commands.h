@@ -25,6 +25,7 @@ struct RunOptions {
   std::string trace_format = "jsonl";  // jsonl | perfetto (docs/trace.md)
   bool quiet = false;
   bool wasted = false;
+  bool reprobe = false;  // measure the host again, not from the probe cache
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);
@@ -61,6 +62,7 @@ struct BenchOptions {
   double timeout_seconds = 120;
   uint32_t cpus = 1;  // vCPUs of every run
   bool quiet = false;
+  bool reprobe = false;      // measure the host again, not from the probe cache
   std::string command_line;  // for provenance
 };
 inline constexpr int kBenchRunFailed = 1;   // a run failed or a guest self-check failed

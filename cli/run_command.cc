@@ -18,6 +18,7 @@
 #include "cli/file_digest.h"
 #include "cli/guest_cmdline.h"
 #include "cli/output_file.h"
+#include "cli/probe_cache.h"
 #include "cli/run_record.h"
 #include "cli/trace_writer.h"
 #include "fmt/format.h"
@@ -82,6 +83,9 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
                  "jsonl: one JSON line per exit; perfetto: a timeline for ui.perfetto.dev")
       ->check(CLI::IsMember({"jsonl", "perfetto"}));
   app.add_flag("--quiet,-q", o.quiet, "Do not print the exit table");
+  app.add_flag("--reprobe", o.reprobe,
+               "With --json: probe the host again instead of reusing its cached probe "
+               "(docs/run-record.md)");
   app.add_flag("--wasted", o.wasted,
                "Say which exits changed nothing (docs/wasted-exits.md): a wasted column in the "
                "exit table and the record, a mark in the trace");
@@ -175,7 +179,7 @@ int RunCommand(const RunOptions& o) {
   if (json_out != nullptr) {
     if (absl::StatusOr<HostInfo> probed = ProbeHost(config.kvm_device); probed.ok()) {
       host = *std::move(probed);
-      ProbeBehaviourInto(*host, config.kvm_device);
+      CachedProbeBehaviourInto(*host, config.kvm_device, o.reprobe, MINIVMM_VERSION);
     }
     kernel_digest = FileSha256(config.kernel_path);
   }

@@ -164,6 +164,7 @@ void AddBehaviour(const HostInfo& host, json& out) {
   out["ring3_nm"] = Tristate(b.ring3_nm.value);
   out["vmcall_in_kernel"] = Tristate(b.vmcall_in_kernel.value);
   out["probe"] = {{"workload", "hostprobe"},
+                  {"cached", b.cached},
                   {"runs", b.runs},
                   {"elapsed_ns", absl::ToInt64Nanoseconds(b.elapsed)},
                   {"loop_insns", b.loop_insns},

@@ -48,6 +48,9 @@ struct HostBehaviour {
   absl::Duration vmcall_wait;  // when vmcall did not return: from vmcall to the end of the run
   absl::Duration elapsed;      // wall time of the whole probe (every attempt)
   int runs = 0;                // guest runs the probe made (see ProbeHostBehaviour)
+  // Not measured now but read from a saved probe of this very host (the
+  // CLI's probe cache, docs/run-record.md); ProbeHostBehaviour leaves it false.
+  bool cached = false;
 };
 
 struct HostInfo {
