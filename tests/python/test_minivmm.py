@@ -459,6 +459,25 @@ def test_bench_record_is_the_clis():
     assert total["naive"] > total["optimized"]
 
 
+def test_a_failed_bench_run_stops_it_and_the_record_says_so(capfd):
+    # As the CLI (tests/cli/output_test.cc BenchStopTest): workload=fault
+    # shuts down with code 3 on its first run, after the 8 native baselines.
+    record = minivmm.bench("fault", backends="native", repeat=1, probe_host=False)
+    assert len(record["runs"]) == 9
+    assert record["runs"][-1]["ok"] is False
+    assert record["complete"] is False and record["failures"] == 1
+    assert record["incomplete"]["reason"] == "run 8 failed: guest shut down with code 3"
+    assert record["incomplete"]["exit_status"] == 1
+    assert len(record["incomplete"]["missing"]) == 7
+    # probe_host=False: no host description at all.
+    assert record["provenance"]["host"] == record["runs"][0]["record"]["provenance"]["host"]
+    assert set(record["provenance"]["host"]) == {"guest_detected"}
+    err = capfd.readouterr().err
+    assert err.count("FAILED") == 1
+    assert ("minivmm.bench: FAILED: fault native naive rep 1 (backend=native pvops=naive "
+            "workload=fault): status 3, guest shut down with code 3") in err
+
+
 def test_bench_refuses_what_the_cli_refuses():
     # The CLI's syntax: "," separates workloads, ":" their parameters; the
     # built-in guest's own parser refuses a bad one before any VM runs.
