@@ -78,7 +78,7 @@ std::string ProbeCacheDir() {
   return "";
 }
 
-std::string ProbeCacheKey(const HostInfo& host, const std::string& version) {
+std::string ProbeCacheKey(const HostInfo& host, const std::string& kernel) {
   const std::string boot = ReadSmallFile("/proc/sys/kernel/random/boot_id");
   if (boot.empty()) return "";
   std::string key = "boot_id=" + boot + "\n";
@@ -86,8 +86,8 @@ std::string ProbeCacheKey(const HostInfo& host, const std::string& version) {
   key += "host_kernel=" + host.host_kernel + "\n";
   key += ModuleParameters("kvm");
   if (host.kvm_module != "unknown") key += ModuleParameters(host.kvm_module);
-  key += "minivmm=" + version + "\n";
-  key += "probe_guest=" + FileSha256(DefaultGuestKernelPath()) + "\n";
+  key += std::string("minivmm=") + MINIVMM_VERSION + "\n";
+  key += "probe_guest=" + FileSha256(kernel.empty() ? DefaultGuestKernelPath() : kernel) + "\n";
   return key;
 }
 
@@ -137,9 +137,9 @@ std::optional<HostBehaviour> BehaviourFromJson(const json& j) {
 }
 
 void CachedProbeBehaviourInto(HostInfo& host, const std::string& kvm_device, bool reprobe,
-                              const std::string& version) {
+                              const std::string& kernel) {
   const std::string dir = ProbeCacheDir();
-  const std::string key = dir.empty() ? "" : ProbeCacheKey(host, version);
+  const std::string key = dir.empty() ? "" : ProbeCacheKey(host, kernel);
   const std::string file = key.empty() ? "" : CacheFile(dir, key);
   if (!file.empty() && !reprobe) {
     std::ifstream in(file);
@@ -153,7 +153,7 @@ void CachedProbeBehaviourInto(HostInfo& host, const std::string& kvm_device, boo
       }
     }
   }
-  ProbeBehaviourInto(host, kvm_device);
+  ProbeBehaviourInto(host, kvm_device, kernel);
   const HostBehaviour& b = *host.behaviour;
   // Only a probe that decided everything is kept: one that could not (a
   // busy machine, a failed run) is tried again next time.

@@ -25,9 +25,10 @@ namespace minivmm::cli {
 // runs and nothing is kept).
 std::string ProbeCacheDir();
 
-// What decides whether a cached probe still holds for `host` (one line per
-// input). Empty when the host's boot cannot be read: nothing is cached then.
-std::string ProbeCacheKey(const HostInfo& host, const std::string& version);
+// What decides whether a cached probe still holds for `host` with the probe
+// guest `kernel` (empty: the built-in one), one line per input. Empty when
+// the host's boot cannot be read: nothing is cached then.
+std::string ProbeCacheKey(const HostInfo& host, const std::string& kernel = "");
 
 // HostBehaviour as it is kept, and back; FromJson gives nullopt for anything
 // malformed.
@@ -36,11 +37,12 @@ std::optional<HostBehaviour> BehaviourFromJson(const nlohmann::json& j);
 
 // Fills host.behaviour: from the cache when it holds an entry for this
 // key and `reprobe` is false (HostBehaviour::cached is then true), else by
-// probing (ProbeBehaviourInto), and then stores a probe that measured all
-// three answers for the next run. A cache that cannot be written is not an
-// error (the record says the probe was not cached).
+// probing (ProbeBehaviourInto, with the probe guest `kernel`, empty: the
+// built-in one), and then stores a probe that measured all three answers
+// for the next run. A cache that cannot be written is not an error (the
+// record says the probe was not cached).
 void CachedProbeBehaviourInto(HostInfo& host, const std::string& kvm_device, bool reprobe,
-                              const std::string& version);
+                              const std::string& kernel = "");
 
 }  // namespace minivmm::cli
 

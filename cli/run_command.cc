@@ -179,7 +179,7 @@ int RunCommand(const RunOptions& o) {
   if (json_out != nullptr) {
     if (absl::StatusOr<HostInfo> probed = ProbeHost(config.kvm_device); probed.ok()) {
       host = *std::move(probed);
-      CachedProbeBehaviourInto(*host, config.kvm_device, o.reprobe, MINIVMM_VERSION);
+      CachedProbeBehaviourInto(*host, config.kvm_device, o.reprobe);
     }
     kernel_digest = FileSha256(config.kernel_path);
   }

@@ -187,8 +187,8 @@ json GuestDetected(const RunResult& r) {
 
 }  // namespace
 
-void ProbeBehaviourInto(HostInfo& host, const std::string& kvm_device) {
-  absl::StatusOr<HostBehaviour> b = ProbeHostBehaviour("", kvm_device);
+void ProbeBehaviourInto(HostInfo& host, const std::string& kvm_device, const std::string& kernel) {
+  absl::StatusOr<HostBehaviour> b = ProbeHostBehaviour(kernel, kvm_device);
   if (b.ok()) {
     host.behaviour = *std::move(b);
     return;

@@ -47,30 +47,32 @@ def main():
     low, high = (int(x) for x in args.tasks.split("-"))
     tasks = list(range(low, high + 1))
 
-    results = {}  # (tasks, pvops) -> result dict
+    results = {}  # (tasks, pvops) -> run record
     for n in tasks:
         for pvops in ("naive", "optimized"):
             workload = "ctx,tasks=%d,rounds=%d" % (n, args.rounds)
-            r = minivmm.run(backend="pv", pvops=pvops, workload=workload, timeout=120)
-            if not r["ok"]:
-                sys.exit("sweep: %s: %s" % (r["cmdline"], r["failure"]))
+            r = minivmm.run(backend="pv", pvops=pvops, workload=workload, timeout=120,
+                            probe_host=False)
+            if not r.ok:
+                sys.exit("sweep: %s: %s" % (r["config"]["cmdline"], r.failure))
             results[(n, pvops)] = r
-            print("ran %-45s %6d exits  %7.1f ms" % (r["cmdline"], r["exits"]["total"],
-                                                    r["elapsed_ns"] / 1e6), file=sys.stderr)
+            print("ran %-45s %6d exits  %7.1f ms" % (r["config"]["cmdline"], r["exits"]["total"],
+                                                    r["result"]["elapsed_ns"] / 1e6),
+                  file=sys.stderr)
 
     for n in tasks:
         naive, optimized = results[(n, "naive")], results[(n, "optimized")]
         rows = []
         for cause in CAUSES:
-            a = naive["causes"][cause]["exits"]
-            b = optimized["causes"][cause]["exits"]
+            a = naive["causes"]["causes"][cause]["exits"]
+            b = optimized["causes"]["causes"][cause]["exits"]
             rows.append([cause, a, b, change(a, b)])
         a, b = naive["exits"]["total"], optimized["exits"]["total"]
         rows.append(["exits (all)", a, b, change(a, b)])
         print(table("\nctx tasks=%d rounds=%d, backend pv: exits by cause (whole run, vmm)"
                     % (n, args.rounds), ["cause", "naive", "optimized", "change"], rows))
     print("\ncr0_write exits depend on the host (kernel.ring3_nm = %s here; docs/exit-model.md)"
-          % results[(tasks[0], "naive")]["reports"].get("kernel.ring3_nm"))
+          % results[(tasks[0], "naive")]["guest"]["reports"].get("kernel.ring3_nm"))
 
     import matplotlib
     matplotlib.use("Agg")
@@ -82,7 +84,7 @@ def main():
             if cause == "total":
                 ys = [results[(n, pvops)]["exits"]["total"] for n in tasks]
             else:
-                ys = [results[(n, pvops)]["causes"][cause]["exits"] for n in tasks]
+                ys = [results[(n, pvops)]["causes"]["causes"][cause]["exits"] for n in tasks]
             if not any(ys):
                 continue
             ax.plot(tasks, ys, style, marker="o", color="C%d" % i,

@@ -1,13 +1,18 @@
 """Tests of the minivmm Python module (docs/python.md).
 
-The exact counts are the C++ tests' (tests/integration/pvops_test.cc): they
-hold on every KVM host. CR0 counts depend on the host (kernel.ring3_nm,
+The module returns the CLI's own records: minivmm.run() is `minivmm run
+--json`'s run record and minivmm.bench() `minivmm bench --json`'s bench
+record, compared here key by key against the CLI (MINIVMM_BIN). The exact
+counts are the C++ tests' (tests/integration/pvops_test.cc): they hold on
+every KVM host. CR0 counts depend on the host (kernel.ring3_nm,
 docs/exit-model.md) and are not asserted here. Every test boots real guests:
 nothing is skipped when /dev/kvm is unusable, the tests fail.
 """
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -18,6 +23,7 @@ import minivmm
 
 IRQ = "irq,loops=20,depth=3"
 CPA = "cpa,pages=16,rounds=2"
+MINIVMM_BIN = os.environ.get("MINIVMM_BIN", "")
 
 _cache = {}
 
@@ -26,37 +32,67 @@ def run_pv(pvops, workload):
     """One pv run per (pvops, workload), shared by the tests."""
     key = (pvops, workload)
     if key not in _cache:
-        _cache[key] = minivmm.run(backend="pv", pvops=pvops, workload=workload, timeout=60)
-    result = _cache[key]
-    assert result["stop_reason"] == "guest shutdown", (result["detail"], result["console_tail"])
-    assert result["exit_code"] == 0, result["console"]
-    return result
+        _cache[key] = minivmm.run(backend="pv", pvops=pvops, workload=workload, timeout=60,
+                                  probe_host=False)
+    record = _cache[key]
+    assert record["result"]["stop_reason"] == "guest shutdown", (record["result"]["detail"],
+                                                                 record.console_tail)
+    assert record["result"]["exit_code"] == 0, record.console
+    return record
 
 
-def hc(result, name):
-    return result["hypercalls"]["calls"][name]
+def hc(record, name):
+    return record["hypercalls"]["calls"][name]
 
 
-def test_result_is_plain_python():
+def reports(record):
+    return record["guest"]["reports"]
+
+
+def causes(record):
+    return record["causes"]["causes"]
+
+
+def test_run_returns_the_run_record():
     r = run_pv("naive", IRQ)
-    assert r["ok"] is True and r["status"] == 0 and r["failure"] == ""
-    assert r["cmdline"] == "backend=pv pvops=naive workload=" + IRQ
+    assert isinstance(r, dict) and isinstance(r, minivmm.RunRecord)
+    assert r["schema"] == "minivmm.run" and r["schema_version"] == 2
+    assert r.ok is True and r.status == 0 and r.failure == ""
+    # The guest's console, which the record does not hold: irq prints nothing.
+    assert r.console == "" and r.console_tail == []
+    hello = minivmm.run(workload="hello", probe_host=False)
+    assert hello.console == "hello 1\nhello 2\nhello 3\n"
+    assert hello.console_tail == ["hello 1", "hello 2", "hello 3"]
+    assert r["config"]["cmdline"] == "backend=pv pvops=naive workload=" + IRQ
     exits = r["exits"]
     assert exits["total"] == sum(exits["by_reason"].values()) > 0
     assert len(exits["per_vcpu"]) == 1 and exits["per_vcpu"][0]["total"] == exits["total"]
     assert exits["pio_by_device"]["hypercall"] > 0
-    assert set(r["causes"]) == {"if_set", "if_clear", "cr0_write", "descriptor_update",
-                                "page_table_update", "cr3_write", "multicall", "ipi",
-                                "tlb_flush", "lock_wait", "lock_kick", "yield"}
+    assert set(causes(r)) == {"if_set", "if_clear", "cr0_write", "descriptor_update",
+                              "page_table_update", "cr3_write", "multicall", "ipi",
+                              "tlb_flush", "lock_wait", "lock_kick", "yield"}
+    # The per-vCPU counters are the record's: all six and hypercall_exits.
+    vcpu = exits["per_vcpu"][0]
+    for key in ("timer_injections", "ipi_injections", "tlb_flushes_deferred",
+                "lock_waits_slept", "lock_wakes_by_kick", "directed_yields"):
+        assert vcpu[key] == r["causes"][key], key
+    assert vcpu["hypercall_exits"] == {n: c["exits"] for n, c in vcpu["hypercalls"].items()
+                                       if c["exits"]}
     # Guest reports: integers are ints, the rest strs.
-    assert r["reports"]["config.backend"] == "pv"
-    assert r["reports"]["config.workload"] == "irq"
-    assert r["reports"]["check.failed"] == 0
-    assert isinstance(r["reports"]["kernel.irq_restores_if_clear"], int)
-    assert isinstance(r["host_counters"], dict)
-    assert isinstance(r["registers"]["rip"], int)
+    assert reports(r)["config.backend"] == "pv"
+    assert reports(r)["config.workload"] == "irq"
+    assert reports(r)["check.failed"] == 0
+    assert isinstance(reports(r)["kernel.irq_restores_if_clear"], int)
+    assert isinstance(r["host_counters"]["deltas"], dict)
+    assert isinstance(r["result"]["registers"]["rip"], int)
     # No timer: no interrupt windows.
-    assert r["causes"]["if_set"]["host_dependent_exits"] == 0
+    assert causes(r)["if_set"]["host_dependent_exits"] == 0
+    # probe_host=False: the host is described, its behaviours not measured.
+    host = r["provenance"]["host"]
+    assert host["kvm_api_version"] == 12
+    assert host["ring0_emulated"] is None and host["ring3_nm"] is None
+    assert host["vmcall_in_kernel"] is None and "probe" not in host
+    assert host["guest_detected"]["ring3_nm"] == (reports(r)["kernel.ring3_nm"] != 0)
 
 
 def test_guest_cmdline_is_the_clis():
@@ -78,34 +114,38 @@ def test_default_kernel_is_the_build_trees_guest():
 def test_irq_restore_naive_adds_one_exit_per_restore_with_if_clear():
     naive = run_pv("naive", IRQ)
     optimized = run_pv("naive,irq_restore:optimized", IRQ)
-    assert naive["reports"]["irq.irq_restores_if_clear"] == 20 * 2
-    assert naive["reports"]["irq.irq_restores_if_set"] == 20
-    if_clear = naive["reports"]["kernel.irq_restores_if_clear"]
+    assert reports(naive)["irq.irq_restores_if_clear"] == 20 * 2
+    assert reports(naive)["irq.irq_restores_if_set"] == 20
+    if_clear = reports(naive)["kernel.irq_restores_if_clear"]
     assert if_clear > 0
-    assert if_clear == optimized["reports"]["kernel.irq_restores_if_clear"]
+    assert if_clear == reports(optimized)["kernel.irq_restores_if_clear"]
     assert hc(naive, "set_if")["exits"] - hc(optimized, "set_if")["exits"] == if_clear
-    assert (naive["causes"]["if_clear"]["exits"] - optimized["causes"]["if_clear"]["exits"]
+    assert (causes(naive)["if_clear"]["exits"] - causes(optimized)["if_clear"]["exits"]
             == if_clear)
-    assert naive["causes"]["if_set"]["exits"] == optimized["causes"]["if_set"]["exits"]
+    assert causes(naive)["if_set"]["exits"] == causes(optimized)["if_set"]["exits"]
 
 
 @pytest.mark.parametrize("pvops,workload", [("naive", IRQ), ("naive,irq_restore:optimized", IRQ),
                                             ("naive", CPA), ("naive,batch:on", CPA)])
 def test_every_hypercall_count_matches_the_guest(pvops, workload):
     r = run_pv(pvops, workload)
-    reports = r["reports"]
+    guest = reports(r)
     calls = r["hypercalls"]["calls"]
-    assert "set_if" in calls and "mmu_update" in calls
+    assert "set_if" in calls
+    # The record lists every hypercall that ran, and only those.
     for name, c in calls.items():
-        assert c["ops"] == reports.get("kernel.hc." + name, 0), name
-        assert c["exits"] == reports.get("kernel.hc_exits." + name, 0), name
+        assert c["ops"] == guest.get("kernel.hc." + name, 0), name
+        assert c["exits"] == guest.get("kernel.hc_exits." + name, 0), name
+    for key, n in guest.items():
+        if key.startswith("kernel.hc.") and n:
+            assert key[len("kernel.hc."):] in calls, key
     assert r["hypercalls"]["bad_number"] == 0
 
 
 def test_cpa_page_table_updates():
     naive = run_pv("naive", CPA)
     assert hc(naive, "mmu_update")["exits"] == 2 * 16 * 2
-    assert naive["causes"]["page_table_update"]["ops"] == 2 * 16 * 2
+    assert causes(naive)["page_table_update"]["ops"] == 2 * 16 * 2
     batched = run_pv("naive,batch:on", CPA)
     assert hc(batched, "mmu_update")["exits"] == 0
     assert hc(batched, "mmu_update")["ops"] == 2 * 16 * 2
@@ -134,7 +174,7 @@ def test_bad_arguments_leave_the_interpreter_alive():
                 minivmm.Vm(**kwargs)
             except (ValueError, FileNotFoundError) as e:
                 print(type(e).__name__)
-        vm = minivmm.Vm(backend="pv", workload="none")
+        vm = minivmm.Vm(backend="pv", workload="none", probe_host=False)
         vm.run()
         try:
             vm.run()
@@ -150,23 +190,24 @@ def test_bad_arguments_leave_the_interpreter_alive():
 
 
 def test_second_run_raises():
-    vm = minivmm.Vm(backend="pv", workload="none")
-    assert vm.run()["stop_reason"] == "guest shutdown"
+    vm = minivmm.Vm(backend="pv", workload="none", probe_host=False)
+    assert vm.run()["result"]["stop_reason"] == "guest shutdown"
     with pytest.raises(RuntimeError):
         vm.run()
 
 
 def test_exit_callback_sees_every_exit():
     events = []
-    r = minivmm.Vm(backend="pv", pvops="naive", workload="irq,loops=5").run(on_exit=events.append)
-    assert r["ok"]
+    r = minivmm.Vm(backend="pv", pvops="naive", workload="irq,loops=5",
+                   probe_host=False).run(on_exit=events.append)
+    assert r.ok
     assert len(events) == r["exits"]["total"]
     assert [e["sequence"] for e in events] == list(range(events[0]["sequence"],
                                                          events[0]["sequence"] + len(events)))
     by_reason = {}
     for e in events:
         by_reason[e["reason"]] = by_reason.get(e["reason"], 0) + 1
-    assert by_reason == {k: v for k, v in r["exits"]["by_reason"].items() if v}
+    assert by_reason == r["exits"]["by_reason"]
     set_if = r["hypercalls"]["calls"]["set_if"]
     assert sum(1 for e in events if e["hypercall"] == set_if["nr"]) == set_if["exits"]
     assert sum(1 for e in events if e["hypercall"] >= 0) == sum(
@@ -175,8 +216,8 @@ def test_exit_callback_sees_every_exit():
 
 def test_refused_hypercalls_carry_their_reason():
     events = []
-    r = minivmm.Vm(backend="pv", workload="hostile").run(on_exit=events.append)
-    assert r["ok"]
+    r = minivmm.Vm(backend="pv", workload="hostile", probe_host=False).run(on_exit=events.append)
+    assert r.ok
     calls = [e for e in events if e["hypercall"] >= 0]
     refused = [e for e in calls if e["result"] < 0]
     assert len(refused) > 100
@@ -196,12 +237,12 @@ def test_exception_in_callback_stops_the_run_and_propagates():
         if len(seen) == 5:
             raise Boom("five")
 
-    vm = minivmm.Vm(backend="pv", workload="irq,loops=5")
+    vm = minivmm.Vm(backend="pv", workload="irq,loops=5", probe_host=False)
     with pytest.raises(Boom, match="five"):
         vm.run(on_exit=on_exit)
     assert len(seen) == 5
     # The module still works.
-    assert minivmm.run(backend="pv", workload="none")["ok"]
+    assert minivmm.run(backend="pv", workload="none", probe_host=False).ok
 
 
 def test_gil_is_released_while_the_guest_runs():
@@ -215,7 +256,7 @@ def test_gil_is_released_while_the_guest_runs():
     thread = threading.Thread(target=spin)
     thread.start()
     try:
-        vm = minivmm.Vm(backend="pv", pvops="naive", workload=IRQ)
+        vm = minivmm.Vm(backend="pv", pvops="naive", workload=IRQ, probe_host=False)
         time.sleep(0.01)
         before = counter[0]
         r = vm.run()
@@ -223,79 +264,268 @@ def test_gil_is_released_while_the_guest_runs():
     finally:
         stop.set()
         thread.join()
-    assert r["ok"]
+    assert r.ok
     # With the GIL held for the run, the thread could not have counted at all.
     assert during > 1000, during
 
 
 def test_request_stop_from_another_thread():
-    vm = minivmm.Vm(backend="pv", workload="ctx,rounds=1000000", timeout=30)
+    vm = minivmm.Vm(backend="pv", workload="ctx,rounds=1000000", timeout=30, probe_host=False)
     timer = threading.Timer(0.3, vm.request_stop)
     timer.start()
     try:
         r = vm.run()
     finally:
         timer.cancel()
-    assert r["stop_reason"] == "stop requested", r["detail"]
+    assert r["result"]["stop_reason"] == "stop requested", r["result"]["detail"]
+    assert r.status == 130
     assert r["exits"]["total"] > 0
 
 
-def test_bench_runs_the_clis_matrix():
-    configurations = minivmm.bench_configurations()
-    names = [c["name"] for c in configurations]
-    assert names[0] == "naive" and "optimized" in names and "batch" in names
-    # Xen's baseline and the seeds against it run under pv only.
-    assert [c["name"] for c in configurations if c["pv_only"]] == [
-        n for n in names if n == "xen" or n.startswith("xen+")] != []
-    runs = minivmm.bench(["cpa,pages=4,rounds=1"], backends="pv", repeat=1)
+# What legitimately differs between two runs of the same configuration, and
+# so between the module's record and the CLI's: nothing else may.
+RUN_RECORD_VARIES = {
+    ("result", "elapsed_ns"): "wall time of the run",
+    ("provenance", "host", "probe", "elapsed_ns"): "wall time of the host probe",
+    ("provenance", "host", "probe", "vmcall_wait_ns"): "how long the probe waited for vmcall",
+    ("provenance", "host", "probe", "evidence", "vmcall_in_kernel"): "quotes that wait in ms",
+    # A probe run that its time limit cut short before vmcall had waited
+    # long enough is repeated with a longer limit (vmm/host_info.cc): how
+    # many runs that takes depends on the machine's load.
+    ("provenance", "host", "probe", "runs"): "the probe's runs, retries included",
+    # The first record of a host measures the probe and keeps it; the next
+    # ones read it from the cache (cli/probe_cache.h).
+    ("provenance", "host", "probe", "cached"): "whether the probe came from the cache",
+}
+# Whole groups whose values are measured, not counted: their keys must still
+# be the same.
+RUN_RECORD_VARIES_UNDER = {
+    ("host_counters", "deltas"): "the host's KVM statistics over the run (host-dependent)",
+}
+# The guest's timings: its report keys <workload>.tsc_<what> (guest/README.md).
+
+
+def record_leaves(value, path=()):
+    """Every leaf of a record as (path, value); empty dicts and lists are leaves."""
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from record_leaves(v, path + (k,))
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            yield from record_leaves(v, path + (i,))
+    else:
+        yield path, value
+
+
+def varies(path):
+    if path in RUN_RECORD_VARIES:
+        return True
+    if any(path[:len(p)] == p for p in RUN_RECORD_VARIES_UNDER):
+        return True
+    return (len(path) == 3 and path[:2] == ("guest", "reports")
+            and path[2].split(".")[-1].startswith("tsc_"))
+
+
+def record_differences(cli, module):
+    """The paths where two run records differ, but for what legitimately varies."""
+    a, b = dict(record_leaves(cli)), dict(record_leaves(module))
+    missing = object()
+    out = []
+    for path in sorted(set(a) | set(b), key=lambda p: [str(x) for x in p]):
+        if path in a and path in b and varies(path):
+            continue
+        if a.get(path, missing) != b.get(path, missing) or type(a.get(path)) != type(b.get(path)):
+            out.append((path, a.get(path, "<absent>"), b.get(path, "<absent>")))
+    return out
+
+
+def cli_json(args):
+    """Runs the CLI with --json FILE and returns the record it wrote."""
+    assert MINIVMM_BIN, "MINIVMM_BIN (set by ctest) names the minivmm CLI"
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "record.json")
+        out = subprocess.run([MINIVMM_BIN] + args + ["--json", path], capture_output=True,
+                             text=True, timeout=240)
+        assert out.returncode == 0, out.stderr
+        with open(path) as f:
+            return json.load(f)
+
+
+def test_record_comparison_sees_differences():
+    """The comparison below fails on any change but the listed ones."""
+    r = run_pv("naive", IRQ)
+    same = json.loads(json.dumps(r))
+    assert record_differences(r, same) == []
+    same["result"]["elapsed_ns"] += 1
+    same["host_counters"]["deltas"] = {k: v + 1 for k, v in same["host_counters"]["deltas"].items()}
+    assert record_differences(r, same) == []
+    for change in (lambda x: x["exits"].__setitem__("total", x["exits"]["total"] + 1),
+                   lambda x: x["exits"]["per_vcpu"][0].pop("directed_yields"),
+                   lambda x: x["guest"]["reports"].__setitem__("irq.passes", 1),
+                   lambda x: x["host_counters"]["deltas"].__setitem__("new_counter", 1),
+                   lambda x: x["config"].__setitem__("cpus", True)):
+        other = json.loads(json.dumps(r))
+        change(other)
+        assert len(record_differences(r, other)) == 1
+
+
+@pytest.mark.parametrize("flags,kwargs", [
+    (["--workload", "hello"], {"workload": "hello"}),
+    (["--backend", "pv", "--pvops", "naive", "--workload", "ctx,rounds=10"],
+     {"backend": "pv", "pvops": "naive", "workload": "ctx,rounds=10"}),
+    (["--backend", "pv", "--pvops", "optimized", "--workload", "ctx,rounds=10"],
+     {"backend": "pv", "pvops": "optimized", "workload": "ctx,rounds=10"}),
+    (["--backend", "pv", "--cpus", "2", "--workload", IRQ],
+     {"backend": "pv", "cpus": 2, "workload": IRQ}),
+    (["--backend", "native", "--wasted", "--workload", IRQ],
+     {"backend": "native", "wasted": True, "workload": IRQ}),
+], ids=["hello", "ctx-naive", "ctx-optimized", "cpus2", "wasted"])
+def test_run_record_is_the_clis(flags, kwargs):
+    kernel = minivmm.default_kernel_path()
+    cli = cli_json(["run", "--quiet", "--kernel", kernel] + flags)
+    module = minivmm.run(kernel=kernel, **kwargs)
+    assert module.ok, module.failure
+    assert record_differences(cli, module) == []
+    # Both probed the host.
+    assert "probe" in module["provenance"]["host"]
+
+
+# What differs between two benches besides their runs' records: when and how
+# they were started, and everything measured in time.
+BENCH_TIMING_METRICS = {"guest.tsc_per_op", "guest.tsc_per_op_net", "host.run_ms",
+                        "kvm.insn_emulation", "kvm.insn_emulation_per_op"}
+# A seed's comparison: these are names and exact counts; the rest is timing.
+SEED_EXACT = {"seed", "op", "workload", "metric", "unit", "published", "baseline",
+              "before_configuration", "after_configuration", "exits_saved_per_unit"}
+
+
+def test_bench_record_is_the_clis():
+    workloads = "cpa:pages=4:rounds=1"
+    cli = cli_json(["bench", "--quiet", "--workloads", workloads, "--repeat", "1",
+                    "--backend", "pv"])
+    seen = []
+    module = minivmm.bench(workloads, backends="pv", repeat=1,
+                           progress=lambda i, n, run: seen.append((i, n, run["index"])))
+    assert set(module) == set(cli)
+    for key in ("schema", "schema_version", "complete", "incomplete", "failures"):
+        assert module[key] == cli[key], key
+    assert module["complete"] is True and module["failures"] == 0
+    settings = dict(cli["settings"])
+    assert module["settings"] == settings
+    assert settings["workloads"] == ["cpa,pages=4,rounds=1"] and settings["backends"] == ["pv"]
+    assert set(module["provenance"]) == set(cli["provenance"])
+    assert module["provenance"]["command_line"].startswith("minivmm.bench(")
+    # The provenance is the first run's, plus how and when the bench started
+    # and how long it took.
+    bench_only = ("command_line", "started_at", "elapsed_ns")
+    assert record_differences(
+        {"provenance": {k: v for k, v in cli["provenance"].items() if k not in bench_only}},
+        {"provenance": {k: v for k, v in module["provenance"].items() if k not in bench_only}}) == []
+
+    # The same runs in the same order, each with the CLI's run record.
+    names = [c["name"] for c in minivmm.bench_configurations()]
+    assert len(module["runs"]) == len(cli["runs"]) == 2 * len(names)
+    assert seen == [(i + 1, len(cli["runs"]), i) for i in range(len(cli["runs"]))]
+    for c, m in zip(cli["runs"], module["runs"]):
+        assert {k: v for k, v in m.items() if k != "record"} == {
+            k: v for k, v in c.items() if k != "record"}
+        assert record_differences(c["record"], m["record"]) == [], m["index"]
+    runs = [r for r in module["runs"] if not r["baseline"]]
     assert [r["configuration"] for r in runs] == names
-    assert [r["pvops"] for r in runs] == [c["pvops"] for c in configurations]
     for run in runs:
-        assert run["workload"] == "cpa" and run["workload_spec"] == "cpa,pages=4,rounds=1"
-        assert run["backend"] == "pv" and run["repetition"] == 0
-        assert run["result"]["ok"], run["result"]["failure"]
-        mmu = run["result"]["hypercalls"]["calls"]["mmu_update"]
+        assert run["ok"], run["failure"]
+        mmu = run["record"]["hypercalls"]["calls"]["mmu_update"]
         assert mmu["ops"] == 2 * 4 * 1
         batched = run["configuration"] in ("batch", "optimized") or run["pvops"].startswith("xen")
         assert mmu["exits"] == (0 if batched else 8)
 
-    df = minivmm.to_dataframe(runs)
-    assert len(df) > len(runs)
-    assert set(df["configuration"]) == set(names)
-    total = df[(df.metric == "exits.total")].set_index("configuration")["value"]
+    # The summaries: one result per configuration, exact counts equal.
+    assert len(module["results"]) == len(cli["results"]) == len(names)
+    for c, m in zip(cli["results"], module["results"]):
+        assert {k: v for k, v in m.items() if k != "metrics"} == {
+            k: v for k, v in c.items() if k != "metrics"}
+        assert set(m["metrics"]) == set(c["metrics"])
+        for name in m["metrics"]:
+            if name in BENCH_TIMING_METRICS:
+                assert set(m["metrics"][name]) == set(c["metrics"][name]), name
+            else:
+                assert m["metrics"][name] == c["metrics"][name], (m["configuration"], name)
+    assert set(module["exit_cost"]) == set(cli["exit_cost"])
+    assert [set(s) for s in module["seeds"]] == [set(s) for s in cli["seeds"]]
+    for c, m in zip(cli["seeds"], module["seeds"]):
+        assert {k: m[k] for k in SEED_EXACT} == {k: c[k] for k in SEED_EXACT}
+
+    df = minivmm.to_dataframe(module)
+    assert len(df) > len(module["runs"])
+    assert set(df[~df.baseline]["configuration"]) == set(names)
+    total = df[(df.metric == "exits.total") & ~df.baseline].set_index("configuration")["value"]
     assert total["naive"] > total["optimized"]
+
+
+def test_a_failed_bench_run_stops_it_and_the_record_says_so(capfd):
+    # As the CLI (tests/cli/output_test.cc BenchStopTest): workload=fault
+    # shuts down with code 3 on its first run, after the 8 native baselines.
+    record = minivmm.bench("fault", backends="native", repeat=1, probe_host=False)
+    assert len(record["runs"]) == 9
+    assert record["runs"][-1]["ok"] is False
+    assert record["complete"] is False and record["failures"] == 1
+    assert record["incomplete"]["reason"] == "run 8 failed: guest shut down with code 3"
+    assert record["incomplete"]["exit_status"] == 1
+    assert len(record["incomplete"]["missing"]) == 7
+    # probe_host=False: no host description at all.
+    assert record["provenance"]["host"] == record["runs"][0]["record"]["provenance"]["host"]
+    assert set(record["provenance"]["host"]) == {"guest_detected"}
+    err = capfd.readouterr().err
+    assert err.count("FAILED") == 1
+    assert ("minivmm.bench: FAILED: fault native naive rep 1 (backend=native pvops=naive "
+            "workload=fault): status 3, guest shut down with code 3") in err
+
+
+def test_bench_refuses_what_the_cli_refuses():
+    # The CLI's syntax: "," separates workloads, ":" their parameters; the
+    # built-in guest's own parser refuses a bad one before any VM runs.
+    with pytest.raises(ValueError, match="rounds=1"):
+        minivmm.bench("cpa,rounds=1", backends="pv")
+    with pytest.raises(ValueError, match="empty"):
+        minivmm.bench("", backends="pv")
+    with pytest.raises(ValueError, match="backend"):
+        minivmm.bench("irq", backends="xen")
+    with pytest.raises(ValueError, match="repeat"):
+        minivmm.bench("irq", repeat=0)
 
 
 def test_several_cpus_per_vcpu_counts_and_stops():
     """Vm(cpus=N): vCPU 0 counts what a one-CPU run counts, each other vCPU
     its bring-up and idle hypercalls as the guest reports them, and the
     run's totals are the guest's counts plus the exit model's bring-up."""
-    one = minivmm.run(backend="pv", pvops="naive", workload=IRQ, timeout=60, wasted=True)
-    vm = minivmm.Vm(backend="pv", pvops="naive", workload=IRQ, timeout=60, wasted=True, cpus=3)
+    one = minivmm.run(backend="pv", pvops="naive", workload=IRQ, timeout=60, wasted=True,
+                      probe_host=False)
+    vm = minivmm.Vm(backend="pv", pvops="naive", workload=IRQ, timeout=60, wasted=True, cpus=3,
+                    probe_host=False)
     assert vm.cpus == 3
     r = vm.run()
-    assert r["ok"], r["failure"]
-    assert r["vcpu_count"] == 3 and one["vcpu_count"] == 1
-    assert r["stopped_by_vcpu"] == 0
-    assert [v["vcpu"] for v in r["vcpus"]] == [0, 1, 2]
-    assert [v["with_vm"] for v in r["vcpus"]] == [False, True, True]
-    assert [v["idle"] for v in r["vcpus"]] == [False, True, True]
-    assert {v["stop_reason"] for v in r["vcpus"]} == {"guest shutdown"}
+    assert r.ok, r.failure
+    assert r["config"]["cpus"] == 3 and one["config"]["cpus"] == 1
+    result = r["result"]
+    assert result["stopped_by_vcpu"] == 0
+    assert [v["vcpu"] for v in result["vcpus"]] == [0, 1, 2]
+    assert [v["with_vm"] for v in result["vcpus"]] == [False, True, True]
+    assert [v["idle"] for v in result["vcpus"]] == [False, True, True]
+    assert {v["stop_reason"] for v in result["vcpus"]} == {"guest shutdown"}
     per_vcpu = r["exits"]["per_vcpu"]
     assert [v["vcpu"] for v in per_vcpu] == [0, 1, 2]
     cpu0, single = per_vcpu[0], one["exits"]["per_vcpu"][0]
-    for key in ("total", "by_reason", "hypercalls", "causes", "wasted"):
+    for key in ("total", "by_reason", "hypercalls", "hypercall_exits", "causes", "wasted"):
         assert cpu0[key] == single[key], key
-    reports = r["reports"]
+    guest = reports(r)
     for name, c in cpu0["hypercalls"].items():
-        assert c["exits"] == reports.get("kernel.hc_exits." + name, 0), name
+        assert c["exits"] == guest.get("kernel.hc_exits." + name, 0), name
     for cpu in (1, 2):
         v = per_vcpu[cpu]
         prefix = "smp.cpu%d." % cpu
-        assert v["total"] == reports[prefix + "bringup_hypercalls"] + reports[prefix + "idle_blocks"]
+        assert v["total"] == guest[prefix + "bringup_hypercalls"] + guest[prefix + "idle_blocks"]
         # Bring-up (run-state area, interrupts on), then one block.
-        assert {n: c["exits"] for n, c in v["hypercalls"].items() if c["exits"]} == {
-            "vcpu_op": 1, "set_if": 1, "sched_op": 1}
+        assert v["hypercall_exits"] == {"vcpu_op": 1, "set_if": 1, "sched_op": 1}
         assert all(c["exits"] == (1 if n == "if_set" else 0) for n, c in v["causes"].items())
         assert all(c["exits"] == 0 for c in v["wasted"]["by_cause"].values())
     # The run's totals are the per-vCPU counts added up (that is how the VMM
@@ -305,15 +535,16 @@ def test_several_cpus_per_vcpu_counts_and_stops():
     # the one-CPU run.
     bringup = {"vcpu_op": 1, "set_if": 1, "sched_op": 1}
     for name, c in r["hypercalls"]["calls"].items():
-        assert c["exits"] == reports.get("kernel.hc_exits." + name, 0) + 2 * bringup.get(name, 0), name
-        assert c["ops"] == reports.get("kernel.hc." + name, 0) + 2 * bringup.get(name, 0), name
-    for name, c in r["causes"].items():
+        assert c["exits"] == guest.get("kernel.hc_exits." + name, 0) + 2 * bringup.get(name, 0), name
+        assert c["ops"] == guest.get("kernel.hc." + name, 0) + 2 * bringup.get(name, 0), name
+    for name, c in causes(r).items():
         for k in ("ops", "exits"):
-            assert c[k] == one["causes"][name][k] + (2 if name == "if_set" else 0), (name, k)
+            assert c[k] == causes(one)[name][k] + (2 if name == "if_set" else 0), (name, k)
     for name, c in r["wasted"]["by_cause"].items():
         assert c == one["wasted"]["by_cause"][name], name
     assert r["exits"]["total"] == one["exits"]["total"] + 2 * 3
-    assert one["wasted"] is not None and minivmm.run(workload="none")["wasted"] is None
+    assert one["wasted"] is not None
+    assert minivmm.run(workload="none", probe_host=False)["wasted"] is None
 
     df = minivmm.to_dataframe([r])
     rows = df.set_index("metric")["value"]
