@@ -25,6 +25,8 @@ struct RunOptions {
   std::string trace_format = "jsonl";  // jsonl | perfetto (docs/trace.md)
   bool quiet = false;
   bool wasted = false;
+  bool sites = false;       // --sites (docs/sites.md)
+  std::string stacks_path;  // --stacks FILE: folded stacks (implies --sites)
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/report_value.h"
+#include "cli/sites_table.h"
 
 namespace minivmm::cli {
 namespace {
@@ -265,6 +266,7 @@ std::string RenderExitTable(const json& record) {
       if (n.get<uint64_t>() != 0) Row(out, name, nullptr, n, "kvm-stats (host-dependent)");
     }
   }
+  out += RenderSitesSection(record);
   return out;
 }
 
