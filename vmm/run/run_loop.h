@@ -14,6 +14,7 @@
 #define MINIVMM_VMM_RUN_RUN_LOOP_H_
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -127,7 +128,9 @@ class RunLoop {
   HypercallEnv env_;
   RefusalNotes refusals_;
   std::optional<WasteLog> waste_;
-  std::optional<SiteRecorder> sites_;
+  // Heap-held: its history is large, and the loop without sites keeps its
+  // members where they were.
+  std::unique_ptr<SiteRecorder> sites_;
   ExitEvent event_;  // the exit being observed, when an observer is set
   // The port bus's index of the hypercall port, for pio_by_device; -1 when
   // no device claims it: then an `out` to the port is not a hypercall at

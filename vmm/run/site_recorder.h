@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "hypercalls/waste.h"
 #include "minivmm/exit_sites.h"
@@ -24,8 +25,10 @@ inline constexpr int kSiteHistory = 1024;
 
 class SiteRecorder {
  public:
+  // Reads guest frames from `memory` and the exit's counts from `stats` (the
+  // loop's own); both must outlive the recorder.
   SiteRecorder(const GuestMemory& memory, const ExitStats& stats)
-      : memory_(memory), stats_(stats) {}
+      : memory_(memory), stats_(stats), history_(kSiteHistory) {}
 
   // Before the exit is handled: its registers are still the guest's. A
   // hypercall exit's number is EAX. RunFailed is not an exit and is skipped.
@@ -50,7 +53,7 @@ class SiteRecorder {
   std::array<uint64_t, static_cast<int>(Cause::kCount)> cause_exits_before_{};
   uint64_t wasted_before_ = 0;
   // A ring of the last kSiteHistory candidates, newest at next_ - 1.
-  std::array<Candidate, kSiteHistory> history_{};
+  std::vector<Candidate> history_;
   size_t next_ = 0;
 };
 
