@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_replace.h"
 #include "fmt/format.h"
-#include "vmm/elf/symbolizer.h"
+#include "minivmm/symbolizer.h"
 
 namespace minivmm::cli {
 namespace {

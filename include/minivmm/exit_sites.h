@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"

@@ -9,8 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "minivmm/exit_sites.h"
+#include "minivmm/symbolizer.h"
 #include "vm_test_util.h"
-#include "vmm/elf/symbolizer.h"
 
 namespace minivmm::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "vmm/elf/symbolizer.h"
+#include "minivmm/symbolizer.h"
 
 #include <elf.h>
 #include <unistd.h>

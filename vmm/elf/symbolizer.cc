@@ -1,4 +1,4 @@
-#include "vmm/elf/symbolizer.h"
+#include "minivmm/symbolizer.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

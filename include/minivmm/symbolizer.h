@@ -1,9 +1,12 @@
 // Guest code addresses to functions and source lines, from the guest ELF's
 // DWARF (through elfutils' libdw, as perf does) or, without DWARF, its symbol
-// table (docs/sites.md). The ELF is untrusted input: a malformed file gives
-// an error from Open or addresses it cannot name, never a crash on our side.
-#ifndef MINIVMM_VMM_ELF_SYMBOLIZER_H_
-#define MINIVMM_VMM_ELF_SYMBOLIZER_H_
+// table (docs/sites.md). Part of the public API (docs/API.md) in a library
+// of its own, minivmm::symbolizer, outside the VMM: the CLI links it to name
+// the exit sites after the run. The ELF is
+// untrusted input: a malformed file gives an error from Open or addresses it
+// cannot name, never a crash on our side.
+#ifndef MINIVMM_SYMBOLIZER_H_
+#define MINIVMM_SYMBOLIZER_H_
 
 #include <cstdint>
 #include <memory>
@@ -40,4 +43,4 @@ class Symbolizer {
 
 }  // namespace minivmm
 
-#endif  // MINIVMM_VMM_ELF_SYMBOLIZER_H_
+#endif  // MINIVMM_SYMBOLIZER_H_
