@@ -26,6 +26,8 @@ struct RunOptions {
   bool quiet = false;
   bool wasted = false;
   bool reprobe = false;  // measure the host again, not from the probe cache
+  bool sites = false;       // --sites (docs/sites.md)
+  std::string stacks_path;  // --stacks FILE: folded stacks (implies --sites)
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);

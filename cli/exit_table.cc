@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/report_value.h"
+#include "cli/sites_table.h"
 #include "lib/cmdline.h"
 #include "minivmm/exit_stats.h"
 
@@ -274,6 +275,7 @@ std::string RenderExitTable(const json& record) {
       if (n.get<uint64_t>() != 0) Row(out, name, nullptr, n, "kvm-stats (host-dependent)");
     }
   }
+  out += RenderSitesSection(record);
   return out;
 }
 

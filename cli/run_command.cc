@@ -20,6 +20,7 @@
 #include "cli/output_file.h"
 #include "cli/probe_cache.h"
 #include "cli/run_record.h"
+#include "cli/sites_record.h"
 #include "cli/trace_writer.h"
 #include "fmt/format.h"
 #include "minivmm/host_info.h"
@@ -89,6 +90,11 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--wasted", o.wasted,
                "Say which exits changed nothing (docs/wasted-exits.md): a wasted column in the "
                "exit table and the record, a mark in the trace");
+  app.add_flag("--sites", o.sites,
+               "Say where exits come from (docs/sites.md): the guest functions and call chains, "
+               "in the exit table and the record");
+  app.add_option("--stacks", o.stacks_path,
+                 "Write the exits' folded stacks here (flame graphs, speedscope); implies --sites");
 }
 
 std::string GuestCommandLine(const RunOptions& o) {
@@ -110,6 +116,7 @@ int RunCommand(const RunOptions& o) {
   config.timer_hz = o.timer_hz;
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
+  config.record_sites = o.sites || !o.stacks_path.empty();
   if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
   config.console = &console;
 
@@ -184,6 +191,10 @@ int RunCommand(const RunOptions& o) {
     kernel_digest = FileSha256(config.kernel_path);
   }
   nlohmann::json record = MakeRunRecord(config, *result, host ? &*host : nullptr, kernel_digest);
+  if (absl::Status s = AddSites(record, *result, config.kernel_path, o.stacks_path); !s.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
+    return kExitVmmError;
+  }
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result->vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);

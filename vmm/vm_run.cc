@@ -60,7 +60,8 @@ absl::StatusOr<RunResult> Vm::Run() {
         *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu],
         [&s](uint32_t vcpu) { return s.timer.CanFire(vcpu); },
         HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
-        &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory});
+        &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
+        s.config.record_sites});
   }
   RETURN_IF_ERROR(s.vcpus[0]->BindToCurrentThread());
   ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());
@@ -128,6 +129,7 @@ absl::StatusOr<RunResult> Vm::Run() {
     vcpu_stop.idle = run.loop->idle_at_stop();
     result.per_vcpu.push_back(run.loop->stats());
     result.stats.Add(run.loop->stats());
+    if (s.config.record_sites) result.sites_per_vcpu.push_back(run.loop->sites());
     if (auto host_after = s.vcpus[cpu]->ReadStats(); host_after.ok())
       AddDelta(run.host_before, *host_after, result.host_counters);
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "minivmm/exit_sites.h"
 #include "minivmm/exit_stats.h"
 #include "minivmm/hypercall_env.h"
 
@@ -66,6 +67,9 @@ struct RunResult {
   // exit is counted on the vCPU that took it; a vCPU that never entered the
   // guest has all zeros.
   std::vector<ExitStats> per_vcpu;
+  // Each vCPU's exit sites, indexed like per_vcpu; empty unless
+  // VmConfig::record_sites (docs/sites.md).
+  std::vector<ExitSites> sites_per_vcpu;
   std::vector<std::string> pio_devices;      // names, indexed like stats.pio_by_device
   std::vector<std::string> mmio_devices;     // names, indexed like stats.mmio_by_device
   std::vector<std::string> hypercall_names;  // indexed by number; "" = unregistered

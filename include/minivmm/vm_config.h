@@ -38,6 +38,10 @@ struct VmConfig {
   // exits changed nothing, in RunResult::stats.wasted_* and
   // ExitEvent::wasted. Off: the exit path does not pay for it.
   bool analyse_waste = false;
+  // Where exits come from (docs/sites.md): each exit's guest RIP and
+  // frame-pointer chain, counted per (cause, stack) in RunResult::sites.
+  // Off: the exit path does not pay for it.
+  bool record_sites = false;
 };
 
 // Where the guest kernel built with this copy of minivmm lives: the build

@@ -14,6 +14,7 @@
 #define MINIVMM_VMM_RUN_RUN_LOOP_H_
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -28,6 +29,7 @@
 #include "minivmm/run_result.h"
 #include "vmm/bus/bus.h"
 #include "vmm/core/vcpu.h"
+#include "vmm/run/site_recorder.h"
 #include "vmm/run/vm_cpus.h"
 #include "vmm/run/vm_signals.h"
 
@@ -75,6 +77,8 @@ struct RunLoopParts {
   // on its own, as the only vCPU that can sleep among `vcpu_id + 1`, the
   // others always awake and out of reach.
   VmCpus* cpus = nullptr;
+  // Record each exit's site (minivmm/exit_sites.h, docs/sites.md).
+  bool record_sites = false;
 };
 
 class RunLoop {
@@ -90,15 +94,20 @@ class RunLoop {
   RunStop LoopOn(V& vcpu);
 
   const ExitStats& stats() const { return stats_; }
+  // The exits' sites; empty unless RunLoopParts::record_sites.
+  ExitSites sites() const { return sites_ ? sites_->sites() : ExitSites{}; }
   // Whether the vCPU was asleep in a block or HLT when the run stopped.
   bool idle_at_stop() const { return idle_at_stop_; }
   // The first refusal of each kind of hypercall, one line each.
   const std::vector<std::string>& notes() const { return refusals_.lines(); }
 
  private:
-  template <typename V, bool kAnalysed, bool kShared>
+  template <typename V, bool kAnalysed, bool kShared, bool kSites = false>
   RunStop LoopWith(V& vcpu);
+  template <typename V>
+  RunStop LoopRecordingSites(V& vcpu);
   std::optional<RunStop> HonourSignals(uint32_t raised);
+  bool IsHypercall(const VcpuExit& exit) const;
   std::optional<RunStop> Handle(const VcpuExit& exit, ExitEvent* event);
   std::optional<RunStop> HandleObserved(const VcpuExit& exit);
   std::optional<RunStop> HandleOther(const VcpuExit& exit);
@@ -119,6 +128,9 @@ class RunLoop {
   HypercallEnv env_;
   RefusalNotes refusals_;
   std::optional<WasteLog> waste_;
+  // Heap-held: its history is large, and the loop without sites keeps its
+  // members where they were.
+  std::unique_ptr<SiteRecorder> sites_;
   ExitEvent event_;  // the exit being observed, when an observer is set
   // The port bus's index of the hypercall port, for pio_by_device; -1 when
   // no device claims it: then an `out` to the port is not a hypercall at
@@ -132,18 +144,30 @@ class RunLoop {
 
 template <typename V>
 RunStop RunLoop::LoopOn(V& vcpu) {
+  if (sites_) [[unlikely]]
+    return LoopRecordingSites(vcpu);
   const bool analysed = waste_ && !observed_;
   if (p_.big_lock != nullptr)
     return analysed ? LoopWith<V, true, true>(vcpu) : LoopWith<V, false, true>(vcpu);
   return analysed ? LoopWith<V, true, false>(vcpu) : LoopWith<V, false, false>(vcpu);
 }
 
+// LoopOn's loops with each exit's site recorded (kSites).
+template <typename V>
+RunStop RunLoop::LoopRecordingSites(V& vcpu) {
+  const bool analysed = waste_ && !observed_;
+  if (p_.big_lock != nullptr)
+    return analysed ? LoopWith<V, true, true, true>(vcpu) : LoopWith<V, false, true, true>(vcpu);
+  return analysed ? LoopWith<V, true, false, true>(vcpu) : LoopWith<V, false, false, true>(vcpu);
+}
+
 // The loop itself, compiled for each combination of: the wasted-exit
 // analysis around each exit (kAnalysed, no observer) or not, where an
 // observer (who also gets the analysis, when it is on) costs the common path
 // one test; and the big lock around each exit's handling (kShared: other
-// vCPUs share the VM) or not.
-template <typename V, bool kAnalysed, bool kShared>
+// vCPUs share the VM) or not; and each exit's site recorded around it
+// (kSites) or not.
+template <typename V, bool kAnalysed, bool kShared, bool kSites>
 RunStop RunLoop::LoopWith(V& vcpu) {
   const bool observed = observed_;
   for (;;) {
@@ -157,19 +181,26 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     std::optional<std::lock_guard<std::mutex>> lock;
     if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
+    if constexpr (kSites) sites_->Begin(exit, p_.vcpu, IsHypercall(exit));
     std::optional<RunStop> stop =
         !kAnalysed && observed ? HandleObserved(exit) : Handle(exit, nullptr);
     if constexpr (kAnalysed) waste_->EndExit();
+    if constexpr (kSites) sites_->End(waste_ ? &*waste_ : nullptr, sequence_ - 1);
     if (stop) [[unlikely]]
       return *stop;
   }
 }
 
+// Whether Handle dispatches `exit` as a hypercall.
+inline bool RunLoop::IsHypercall(const VcpuExit& exit) const {
+  const IoOut* io = std::get_if<IoOut>(&exit);
+  return io != nullptr && hypercall_device_ >= 0 && HypercallPort::IsHypercall(*io);
+}
+
 // Every exit goes through here, hypercalls first: a hypercall costs two
 // increments and the dispatcher, then one test of the run control.
 inline std::optional<RunStop> RunLoop::Handle(const VcpuExit& exit, ExitEvent* event) {
-  const IoOut* io = std::get_if<IoOut>(&exit);
-  if (io != nullptr && hypercall_device_ >= 0 && HypercallPort::IsHypercall(*io)) [[likely]] {
+  if (IsHypercall(exit)) [[likely]] {
     ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
     ++stats_.pio_by_device[hypercall_device_];
     p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);

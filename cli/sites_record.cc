@@ -1,0 +1,165 @@
+#include "cli/sites_record.h"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_replace.h"
+#include "fmt/format.h"
+#include "minivmm/symbolizer.h"
+
+namespace minivmm::cli {
+namespace {
+
+using json = nlohmann::json;
+
+// The sites of every vCPU, each with its count per vCPU.
+struct Merged {
+  SiteCount total;
+  std::vector<uint64_t> by_vcpu;
+};
+
+// Names code addresses once each.
+class Names {
+ public:
+  explicit Names(const std::string& kernel_path) {
+    absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(kernel_path);
+    if (s.ok()) {
+      symbolizer_ = *std::move(s);
+    } else {
+      error_ = std::string(s.status().message());
+    }
+  }
+  const std::string& error() const { return error_; }
+
+  // The source frames of raw frame `index` at `pc`, innermost first; a
+  // return address (index > 0) is looked up one byte back, in its call.
+  const std::vector<SourceFrame>& At(uint64_t pc, bool return_address) {
+    const uint64_t key = return_address ? pc - 1 : pc;
+    auto [it, inserted] = cache_.try_emplace(key);
+    if (inserted)
+      it->second = symbolizer_ != nullptr ? symbolizer_->Lookup(key)
+                                          : std::vector<SourceFrame>{SourceFrame{}};
+    return it->second;
+  }
+
+ private:
+  std::unique_ptr<Symbolizer> symbolizer_;
+  std::string error_;
+  absl::flat_hash_map<uint64_t, std::vector<SourceFrame>> cache_;
+};
+
+json Frames(const ExitSite& site, Names& names) {
+  json frames = json::array();
+  for (size_t i = 0; i < site.depth; ++i) {
+    for (const SourceFrame& f : names.At(site.frames[i], i > 0)) {
+      json one = {{"pc", fmt::format("{:#x}", site.frames[i])}, {"function", f.function}};
+      if (!f.file.empty()) one["file"] = f.file;
+      if (f.line != 0) one["line"] = f.line;
+      if (f.inlined) one["inlined"] = true;
+      frames.push_back(std::move(one));
+    }
+  }
+  return frames;
+}
+
+json Wasted(const SiteCount& count) {
+  json wasted = json::object();
+  for (int r = 0; r < static_cast<int>(WasteReason::kCount); ++r)
+    wasted[std::string(WasteReasonName(static_cast<WasteReason>(r)))] = count.wasted[r];
+  return wasted;
+}
+
+// A frame as folded stacks name it: the function, else the raw address.
+std::string FoldedName(const json& frame) {
+  std::string name = frame.value("function", "");
+  if (name.empty()) name = frame.value("pc", "?");
+  return absl::StrReplaceAll(name, {{";", ":"}, {"\n", " "}});
+}
+
+}  // namespace
+
+json SitesRecord(const RunResult& result, const std::string& kernel_path) {
+  absl::flat_hash_map<ExitSite, Merged> merged;
+  uint64_t unplaced = 0;
+  for (size_t v = 0; v < result.sites_per_vcpu.size(); ++v) {
+    const ExitSites& sites = result.sites_per_vcpu[v];
+    unplaced += sites.wasted_unplaced;
+    for (const auto& [site, count] : sites.counts) {
+      Merged& m = merged[site];
+      m.by_vcpu.resize(result.sites_per_vcpu.size());
+      m.by_vcpu[v] += count.exits;
+      m.total.exits += count.exits;
+      for (size_t r = 0; r < count.wasted.size(); ++r) m.total.wasted[r] += count.wasted[r];
+    }
+  }
+  std::vector<std::pair<const ExitSite*, const Merged*>> order;
+  for (const auto& [site, m] : merged) order.emplace_back(&site, &m);
+  // Most exits first; ties in a fixed order (by the stack's addresses).
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.second->total.exits != b.second->total.exits)
+      return a.second->total.exits > b.second->total.exits;
+    return std::lexicographical_compare(a.first->stack().begin(), a.first->stack().end(),
+                                        b.first->stack().begin(), b.first->stack().end());
+  });
+  Names names(kernel_path);
+  json stacks = json::array();
+  for (const auto& [site, m] : order) {
+    json one = {
+        {"cause", site->cause == Cause::kCount ? "none" : std::string(CauseName(site->cause))},
+        {"reason", std::string(ExitReasonName(site->reason))},
+        {"exits", m->total.exits},
+        {"by_vcpu", m->by_vcpu},
+        {"frames", Frames(*site, names)},
+    };
+    if (site->hypercall >= 0) {
+      const size_t nr = static_cast<size_t>(site->hypercall);
+      one["hypercall"] = nr < result.hypercall_names.size() && !result.hypercall_names[nr].empty()
+                             ? result.hypercall_names[nr]
+                             : fmt::format("nr{}", nr);
+    }
+    if (site->user) one["user"] = true;
+    if (!result.per_vcpu.empty() && result.per_vcpu[0].waste_analysed)
+      one["wasted"] = Wasted(m->total);
+    stacks.push_back(std::move(one));
+  }
+  json sites = {{"symbols", names.error().empty() ? kernel_path : names.error()},
+                {"stacks", std::move(stacks)}};
+  if (!result.per_vcpu.empty() && result.per_vcpu[0].waste_analysed)
+    sites["wasted_unplaced"] = unplaced;
+  return sites;
+}
+
+std::string FoldedStacks(const json& sites) {
+  // Two stacks that differ only in addresses fold to one line.
+  std::vector<std::string> lines;
+  absl::flat_hash_map<std::string, uint64_t> counts;
+  for (const json& stack : sites["stacks"]) {
+    std::string line = stack["cause"].get<std::string>();
+    if (stack["cause"] == "none")
+      line = stack.value("hypercall", stack["reason"].get<std::string>());
+    const json& frames = stack["frames"];
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += ";" + FoldedName(*it);
+    auto [at, inserted] = counts.try_emplace(line, 0);
+    if (inserted) lines.push_back(line);
+    at->second += stack["exits"].get<uint64_t>();
+  }
+  std::string out;
+  for (const std::string& line : lines) out += fmt::format("{} {}\n", line, counts[line]);
+  return out;
+}
+
+absl::Status AddSites(json& record, const RunResult& result, const std::string& kernel_path,
+                      const std::string& stacks_path) {
+  if (result.sites_per_vcpu.empty()) return absl::OkStatus();
+  record["sites"] = SitesRecord(result, kernel_path);
+  if (stacks_path.empty()) return absl::OkStatus();
+  std::ofstream out(stacks_path);
+  out << FoldedStacks(record["sites"]);
+  if (!out) return absl::UnavailableError(fmt::format("cannot write {}", stacks_path));
+  return absl::OkStatus();
+}
+
+}  // namespace minivmm::cli

@@ -1,0 +1,79 @@
+#include "vmm/run/site_recorder.h"
+
+#include <variant>
+
+#include "vmm/run/frame_walk.h"
+
+namespace minivmm {
+
+uint64_t SiteRecorder::WastedExits() const {
+  uint64_t sum = 0;
+  for (const CauseCount& c : stats_.wasted_by_reason) sum += c.exits;
+  return sum;
+}
+
+void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall) {
+  recording_ = !std::holds_alternative<RunFailed>(exit);
+  if (!recording_) return;
+  current_ = ExitSite{};
+  current_.reason = ReasonOf(exit);
+  current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
+  current_.user = vcpu.Cpl() == 3;
+  const uint64_t rip = vcpu.Get(Reg::kRip);
+  if (current_.user) {
+    current_.frames[0] = rip;
+    current_.depth = 1;
+  } else {
+    current_.depth =
+        static_cast<uint8_t>(WalkFrames(memory_, rip, vcpu.Get(Reg::kRbp), current_.frames));
+  }
+  for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
+    cause_exits_before_[c] = stats_.causes[c].exits;
+  wasted_before_ = WastedExits();
+}
+
+void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
+  if (!recording_) return;
+  // The cause is the one whose exit count this exit moved (at most one).
+  for (int c = 0; c < static_cast<int>(Cause::kCount); ++c) {
+    if (stats_.causes[c].exits != cause_exits_before_[c]) {
+      current_.cause = static_cast<Cause>(c);
+      break;
+    }
+  }
+  SiteCount& count = sites_.counts[current_];
+  ++count.exits;
+  if (waste == nullptr) return;
+  const std::optional<WasteReason> verdict = waste->verdict();
+  if (verdict) ++count.wasted[static_cast<int>(*verdict)];
+  // A wasted exit counted now that is not this one: the earlier exit whose
+  // operation this one cancelled.
+  const uint64_t late = WastedExits() - wasted_before_ - (verdict ? 1 : 0);
+  if (late != 0) {
+    const std::optional<uint64_t> cancelled = waste->cancels();
+    const Candidate* found = nullptr;
+    for (size_t back = 1; cancelled && back <= history_.size(); ++back) {
+      const Candidate& c = history_[(next_ + history_.size() - back) % history_.size()];
+      if (c.sequence == *cancelled) {
+        found = &c;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      sites_.wasted_unplaced += late;
+    } else {
+      const WasteReason reason = found->site.cause == Cause::kMulticall
+                                     ? WasteReason::kAllEntriesWasted
+                                     : WasteReason::kCancelledPair;
+      sites_.counts[found->site].wasted[static_cast<int>(reason)] += late;
+    }
+  }
+  const bool candidate = current_.cause == Cause::kCr0Write || current_.cause == Cause::kIfSet ||
+                         current_.cause == Cause::kMulticall;
+  if (candidate && !verdict) {
+    history_[next_] = Candidate{sequence, current_};
+    next_ = (next_ + 1) % history_.size();
+  }
+}
+
+}  // namespace minivmm
