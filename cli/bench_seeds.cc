@@ -54,11 +54,14 @@ std::optional<SeedComparison> Compare(const SeedDef& def, const std::string& bas
   c.before = Scaled(*tb, factor);
   c.after = Scaled(*ta, factor);
   c.within_spread = WithinSpread(c.before, c.after);
-  c.insns_before = PerUnit(*before, "kvm.insn_emulation_per_op", def.ops_per_unit);
-  c.insns_after = PerUnit(*after, "kvm.insn_emulation_per_op", def.ops_per_unit);
-  // Exits per timed operation: only where the workload counts exits per the
-  // operation it times (cpa times pte_flags calls apart from its exits).
+  // Exits and emulated instructions per timed operation: only where the
+  // workload counts them per the operation it times (cpa times pte_flags
+  // calls apart from the walks whose PTEs it counts).
   const WorkloadOps ops = OpsFor(before->workload);
+  if (ops.op_name == ops.time_op_name) {
+    c.insns_before = PerUnit(*before, "kvm.insn_emulation_per_op", def.ops_per_unit);
+    c.insns_after = PerUnit(*after, "kvm.insn_emulation_per_op", def.ops_per_unit);
+  }
   const Stats* eb = before->Find("exits_per_op");
   const Stats* ea = after->Find("exits_per_op");
   if (ops.op_name == ops.time_op_name && eb != nullptr && ea != nullptr) {
