@@ -3,10 +3,12 @@
 // every host: they are about agreement between independent observations and
 // about each answer's own evidence, never a table keyed by module name or
 // host: the same source passes on every KVM.
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -113,6 +115,71 @@ TEST(CliTest, RunRecordHasTheProbeAndAgreesWithTheRunsOwnGuest) {
     EXPECT_TRUE(probe["vmcall_rax"].is_null()) << evidence;
     EXPECT_GE(probe["vmcall_wait_ns"].get<int64_t>(), 250'000'000) << evidence;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A `run --json --workload none` with the probe cache in `cache`; its
+// record's provenance.host.
+json HostOfRun(const std::string& cache, const std::string& extra = "") {
+  const std::string path = ::testing::TempDir() + "/probe_cache_run.json";
+  std::remove(path.c_str());
+  Outcome o = Shell("MINIVMM_CACHE_DIR=" + cache + " " + std::string(MINIVMM_BIN) +
+                    " run -q --workload none --json " + path + " " + extra);
+  EXPECT_EQ(o.status, 0) << o.out;
+  std::ifstream in(path);
+  json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  EXPECT_TRUE(record.is_object()) << o.out;
+  return record.is_object() ? record["provenance"]["host"] : json();
+}
+
+// The cache's files (one per key).
+std::vector<std::string> CacheFiles(const std::string& cache) {
+  Outcome o = Shell("ls " + cache);
+  std::vector<std::string> files;
+  std::istringstream in(o.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) files.push_back(line);
+  return files;
+}
+
+// The host probe runs once per host: the first record measures it and keeps
+// it, the next ones read it (probe.cached), with the same answers;
+// --reprobe measures again; a corrupt cache file is a miss, rewritten.
+TEST(CliTest, TheHostProbeIsMeasuredOnceAndThenReadFromTheCache) {
+  REQUIRE_KVM();
+  const std::string cache = ::testing::TempDir() + "/probe_cache";
+  Shell("rm -rf " + cache);
+  const json first = HostOfRun(cache);
+  ASSERT_TRUE(first.contains("probe")) << first.dump();
+  EXPECT_EQ(first["probe"]["cached"], false) << first.dump();
+  const std::vector<std::string> files = CacheFiles(cache);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].rfind("host-probe-", 0), 0u) << files[0];
+
+  const json second = HostOfRun(cache);
+  EXPECT_EQ(second["probe"]["cached"], true) << second.dump();
+  for (const char* key : {"ring0_emulated", "ring3_nm", "vmcall_in_kernel"})
+    EXPECT_EQ(second[key], first[key]) << key;
+  EXPECT_EQ(second["probe"]["evidence"], first["probe"]["evidence"]);
+  EXPECT_EQ(second["probe"]["runs"], first["probe"]["runs"]);
+
+  const json again = HostOfRun(cache, "--reprobe");
+  EXPECT_EQ(again["probe"]["cached"], false) << again.dump();
+  for (const char* key : {"ring0_emulated", "ring3_nm", "vmcall_in_kernel"})
+    EXPECT_EQ(again[key], first[key]) << key;
+
+  // A corrupt or foreign file under the same name: measured again, rewritten.
+  for (const char* junk : {"not json", "{\"version\": 1, \"key\": \"another host\"}",
+                           "{\"version\": 1, \"behaviour\": {\"ring3_nm\": 7}}"}) {
+    std::ofstream(cache + "/" + files[0]) << junk;
+    const json after = HostOfRun(cache);
+    EXPECT_EQ(after["probe"]["cached"], false) << junk;
+    EXPECT_EQ(HostOfRun(cache)["probe"]["cached"], true) << junk;
+  }
+  EXPECT_EQ(CacheFiles(cache).size(), 1u);
 }
 
 }  // namespace
