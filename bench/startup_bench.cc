@@ -29,9 +29,10 @@
 //     Whole wall time is spawn (posix_spawn) to wait4 for both, with stdout
 //     sent to /dev/null. Target: B's outside-the-guest time at most 3.0x A's
 //     (medians of N).
-//     For reference, the same command with --json FILE, which adds the host
-//     probe (two short guest runs, docs/run-record.md) and the record; not
-//     part of the ratio.
+//     C = the same command with --json FILE, which adds the record and the
+//     host probe, read from the probe cache (docs/run-record.md "The host
+//     probe and its cache": a cache of this benchmark's own, measured once
+//     before the timed runs). Target: C at most 1.5x B (medians of N).
 //
 // 3c. QEMU booting the same guest image (PVH entry, backend=native), when
 //     qemu-system-x86_64 is installed.
@@ -46,6 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -63,8 +65,9 @@ namespace {
 
 using minivmm::bench::Median;
 
-constexpr double kTargetMs = 5.0;     // 3a
-constexpr double kTargetRatio = 3.0;  // 3b
+constexpr double kTargetMs = 5.0;         // 3a
+constexpr double kTargetRatio = 3.0;      // 3b: B outside the guest / A
+constexpr double kTargetJsonRatio = 1.5;  // 3b: C / B (the cached probe)
 
 struct FirstExit {
   double create_ms;      // Vm::Create
@@ -223,15 +226,20 @@ int main(int argc, char** argv) {
     }
   }
   std::string json_path = fmt::format("/tmp/startup_bench_{}.json", getpid());
+  // A probe cache of its own, filled by one untimed run.
+  std::string cache_dir = fmt::format("/tmp/startup_bench_cache_{}", getpid());
+  setenv("MINIVMM_CACHE_DIR", cache_dir.c_str(), 1);
+  std::vector<std::string> json_args = run;
+  json_args.insert(json_args.end(), {"--json", json_path});
+  const bool warmed = TimeProcess(json_args).status == 0;
   std::vector<double> with_json_ms;
-  for (int i = 0; i < repeat; ++i) {
-    std::vector<std::string> args = run;
-    args.insert(args.end(), {"--json", json_path});
-    Timed t = TimeProcess(args);
+  for (int i = 0; warmed && i < repeat; ++i) {
+    Timed t = TimeProcess(json_args);
     if (t.status == 0) with_json_ms.push_back(t.ms);
   }
   unlink(stderr_path.c_str());
   unlink(json_path.c_str());
+  std::filesystem::remove_all(cache_dir);
 
   // Medians decide; minima (the runs least disturbed by other load on the
   // machine) are shown beside them.
@@ -252,9 +260,15 @@ int main(int argc, char** argv) {
   row("     outside the guest (whole - guest, per run)", outside_ms);
   fmt::print("{:<50} {:>8.2f}x {:>8.2f}x  target <= {:.1f}x: {} it\n", "  B outside the guest / A",
              ratio, min_ratio, kTargetRatio, ratio <= kTargetRatio ? "meets" : "misses");
-  if (!with_json_ms.empty())
-    row("  minivmm run --workload none --json FILE", with_json_ms,
-        "  (+ host probe, record; not in the ratio)");
+  if (!with_json_ms.empty()) {
+    row("  C. minivmm run --workload none --json FILE", with_json_ms,
+        "  (+ record, cached host probe)");
+    const double json_ratio = Median(with_json_ms) / Median(whole_ms);
+    fmt::print("{:<50} {:>8.2f}x {:>9}  target <= {:.1f}x: {} it\n", "  C / B", json_ratio, "",
+               kTargetJsonRatio, json_ratio <= kTargetJsonRatio ? "meets" : "misses");
+  } else {
+    fmt::print("  C. minivmm run --workload none --json FILE failed: no ratio\n");
+  }
 
   if (!qemu_wanted) return 0;
   if (!minivmm::bench::InPath("qemu-system-x86_64")) {
