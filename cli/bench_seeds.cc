@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fmt/format.h"
+#include "lib/cmdline.h"
 
 namespace minivmm::cli {
 namespace {
@@ -98,17 +99,20 @@ std::string ShareCell(const SeedComparison& c, const std::optional<double>& shar
 
 }  // namespace
 
+// An op's name in the guest's list (guest/lib/pvop_list.h).
+static std::string Op(guest::PvOp op) { return guest::PvOpName(op); }
+
 const std::vector<SeedDef>& SeedDefs() {
   static const std::vector<SeedDef> kSeeds = {
-      {"TLS shadow copies", "tls", "ctx,tls=same", "lat_ctx", "us per switch", 1, 1e3,
-       "-9% (lmbench lat_ctx)"},
-      {"TLS shadow copies", "tls", "pipe,tls=same", "lat_pipe", "us per round trip", 2, 1e3,
-       "-7% (lmbench lat_pipe)"},
-      {"no stts/clts pair", "fpu_switch", "fpu", "context switch, FPU users", "us per yield", 1,
-       1e3, "-10% (context switch)"},
-      {"inline pte_flags", "pte_flags", "cpa", "cpa (kernbench proxy)", "ns per pte_flags call", 1,
-       1e6, "the calls cost up to 13% of kernbench time, on AMD"},
-      {"conditional irq_restore", "irq_restore", "irq", "irq restore (AIM7 proxy)",
+      {"TLS shadow copies", Op(guest::PvOp::kTls), "ctx,tls=same", "lat_ctx", "us per switch", 1,
+       1e3, "-9% (lmbench lat_ctx)"},
+      {"TLS shadow copies", Op(guest::PvOp::kTls), "pipe,tls=same", "lat_pipe", "us per round trip",
+       2, 1e3, "-7% (lmbench lat_pipe)"},
+      {"no stts/clts pair", Op(guest::PvOp::kFpuSwitch), "fpu", "context switch, FPU users",
+       "us per yield", 1, 1e3, "-10% (context switch)"},
+      {"inline pte_flags", Op(guest::PvOp::kPteFlags), "cpa", "cpa (kernbench proxy)",
+       "ns per pte_flags call", 1, 1e6, "the calls cost up to 13% of kernbench time, on AMD"},
+      {"conditional irq_restore", Op(guest::PvOp::kIrqRestore), "irq", "irq restore (AIM7 proxy)",
        "ns per restore", 1, 1e6, "+1.3% AIM7 jobs/min (throughput, not a time per restore)"},
   };
   return kSeeds;
@@ -128,9 +132,9 @@ std::vector<SeedResult> SeedResults(const std::vector<ConfigResult>& results,
       r.comparisons.push_back(*c);
     // pte_flags also has the slow kernel's own form: call sites patched at
     // boot with the translation inline.
-    if (def.op == "pte_flags") {
+    if (def.op == Op(guest::PvOp::kPteFlags)) {
       if (auto c = Compare(def, "naive, to patched", Find(results, def.workload, "naive"),
-                           Find(results, def.workload, "pte_flags_patched"), exit_cost, tsc_khz))
+                           Find(results, def.workload, def.op + "_patched"), exit_cost, tsc_khz))
         r.comparisons.push_back(*c);
     }
     if (!r.comparisons.empty()) out.push_back(std::move(r));
