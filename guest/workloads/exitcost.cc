@@ -20,38 +20,58 @@
 #include "workloads/workload.h"
 
 namespace guest {
+namespace {
+
+struct TimedLoop {
+  uint64_t tsc;     // the loop's TSC cycles
+  uint64_t empty;   // an empty loop's of the same length, measured right after
+  uint64_t failed;  // calls that did not return 0
+};
+
+// `loops` null hypercalls (console_io of 0 bytes) made by `call`, timed.
+template <typename Call>
+TimedLoop TimeNullCalls(uint64_t loops, Call call) {
+  TimedLoop t = {0, 0, 0};
+  const uint64_t t0 = cpu::Rdtsc();
+  for (uint64_t i = 0; i < loops; ++i)
+    t.failed += call(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 0, 0) != 0;
+  t.tsc = cpu::Rdtsc() - t0;
+  t.empty = EmptyLoopTsc(loops);
+  return t;
+}
+
+void CheckNullCalls(const TimedLoop& t) {
+  if (t.failed != 0) Fatal(kExitCheckFailed, "exitcost: console_io of 0 bytes did not return 0");
+}
+
+}  // namespace
 
 void RunExitCost(const WorkloadArgs& args) {
   const uint64_t loops = args.Get("loops");
   WorkloadRecord rec("exitcost");
 
-  uint64_t bare_failed = 0;
-  const uint64_t t0 = cpu::Rdtsc();
-  for (uint64_t i = 0; i < loops; ++i)
-    bare_failed += RawHypercall(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 0, 0) != 0;
-  const uint64_t bare = cpu::Rdtsc() - t0;
-  const uint64_t bare_empty = EmptyLoopTsc(loops);
+  const TimedLoop bare =
+      TimeNullCalls(loops, [](uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
+        return RawHypercall(nr, a0, a1, a2);
+      });
   // The bare calls' accounting, as Hypercall() would have done it per call.
   HypercallCounts& hc = Hc();
   hc.ops[MVMM_HC_console_io] += loops;
   hc.exits[MVMM_HC_console_io] += loops;
-  hc.errors[MVMM_HC_console_io] += bare_failed;
-  if (bare_failed != 0) Fatal(kExitCheckFailed, "exitcost: console_io of 0 bytes did not return 0");
+  hc.errors[MVMM_HC_console_io] += bare.failed;
+  CheckNullCalls(bare);
 
-  uint64_t wrapper_failed = 0;
-  const uint64_t t1 = cpu::Rdtsc();
-  for (uint64_t i = 0; i < loops; ++i)
-    wrapper_failed += Hypercall(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 0, 0) != 0;
-  const uint64_t wrapper = cpu::Rdtsc() - t1;
-  const uint64_t wrapper_empty = EmptyLoopTsc(loops);
-  if (wrapper_failed != 0)
-    Fatal(kExitCheckFailed, "exitcost: console_io of 0 bytes did not return 0");
+  const TimedLoop wrapped = TimeNullCalls(
+      loops,
+      [](uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) { return Hypercall(nr, a0, a1, a2); });
+  CheckNullCalls(wrapped);
 
+  const uint64_t ops = loops ? loops : 1;
   rec.Put("calls", 2 * loops);
-  rec.PutTiming(loops, bare, bare_empty);
-  rec.Put("wrapper_tsc_per_op", wrapper / (loops ? loops : 1));
+  rec.PutTiming(loops, bare.tsc, bare.empty);
+  rec.Put("wrapper_tsc_per_op", wrapped.tsc / ops);
   rec.Put("wrapper_tsc_net_per_op",
-          wrapper > wrapper_empty ? (wrapper - wrapper_empty) / (loops ? loops : 1) : 0);
+          wrapped.tsc > wrapped.empty ? (wrapped.tsc - wrapped.empty) / ops : 0);
   // Self-checks: each call of each loop returned 0.
   rec.Finish(2 * loops);
 }
