@@ -84,9 +84,19 @@ case "$mode" in
     exec scripts/nestkvm -- build/debug/minivmm run "$@"
     ;;
   test)
+    # t0 times each step.
+    t0=$SECONDS
+    took() { say "$1 took $((SECONDS - t0)) s"; t0=$SECONDS; }
     build debug
+    took "the debug build"
     mkdir -p build/test-results
-    rm -f build/test-results/*.xml build/test-results/*.json
+    rm -f build/test-results/*.xml build/test-results/*.json build/test-results/*.log \
+      build/test-results/*.ready
+    # Each ctest run gets its own scratch directory (gtest's TEST_TMPDIR, and
+    # the install tests' prefix): the host's runs and the nested ones share
+    # this file system and run at the same time.
+    rm -rf build/test-tmp
+    scratch() { mkdir -p "$PWD/build/test-tmp/$1" && echo "$PWD/build/test-tmp/$1"; }
     # The nested VM's kernel and initramfs, built once from Debian packages.
     # Without it there may be no KVM at all: then nothing below can pass.
     if ! scripts/nestkvm --prepare; then
@@ -102,65 +112,120 @@ case "$mode" in
     # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
     # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).
     export MINIVMM_SMP_STRESS_LIFECYCLES=200
+    bench=(build/debug/minivmm bench --backend both --repeat 1 --quiet
+           --workloads ctx,ctx:tls=same,pipe,irq,cpa,fpu)
 
-    # 1. debug: unit tests here; whole-VM tests (label vm) on the host's KVM
-    #    and on the nested one.
-    run_ctest debug build/test-results/debug-unit.xml -LE vm -j "$(nproc)" "$@"
+    # The nested kvm_amd is one TCG vCPU: one host core. Its steps run in the
+    # background, in this order, while this host runs its own on the other
+    # cores; its output goes to build/test-results/nested.log and is printed
+    # when it ends. It waits for the asan and tsan builds (the *.ready files).
+    nested_steps() {
+      set -euo pipefail
+      local t0=$SECONDS
+      "${nested[@]}" env TEST_TMPDIR="$(scratch nested-debug)" ctest --preset debug \
+        --output-on-failure --output-junit "$PWD/build/test-results/debug-vm-nested.xml" \
+        -L vm -LE cross_host -j 1 "$@"
+      say "nested: debug whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
+      "${nested[@]}" "${bench[@]}" --json "$PWD/build/test-results/bench-nested-$nested_kvm.json" >/dev/null
+      say "nested: the bench matrix took $((SECONDS - t0)) s"; t0=$SECONDS
+      if [ "$host_kvm" = no ]; then
+        until [ -e build/test-results/asan.ready ]; do sleep 5; done
+        "${nested[@]}" env TEST_TMPDIR="$(scratch nested-asan)" ctest --preset asan \
+          --output-on-failure --output-junit "$PWD/build/test-results/asan-vm-nested.xml" \
+          -L vm -LE cross_host -j 1 "$@"
+        say "nested: asan whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
+      fi
+      until [ -e build/test-results/tsan.ready ]; do sleep 5; done
+      "${nested[@]}" env TEST_TMPDIR="$(scratch nested-tsan)" ctest --preset tsan \
+        --output-on-failure --output-junit "$PWD/build/test-results/tsan-smp-nested.xml" \
+        -L smp -j 1 "$@"
+      say "nested: tsan smp tests took $((SECONDS - t0)) s"
+    }
+    nested_log=build/test-results/nested.log
+    # A session of its own, so that stopping this script stops all of it
+    # (nestkvm kills its QEMU on SIGTERM).
+    export -f nested_steps scratch say
+    export host_kvm nested_kvm
+    nested_pid=""
+    trap '[ -n "$nested_pid" ] && kill -TERM -- -"$nested_pid" 2>/dev/null; true' EXIT
+    NESTED="${nested[*]}" BENCH="${bench[*]}" setsid bash -c \
+      'nested=($NESTED) bench=($BENCH); nested_steps "$@"' nested_steps "$@" >"$nested_log" 2>&1 &
+    nested_pid=$!
+    say "the nested $nested_kvm's tests run in the background (output: $nested_log)"
+
+    took "preparing the nested $nested_kvm"
+    # 1. debug: unit tests here; whole-VM tests (label vm) on the host's KVM.
+    TEST_TMPDIR="$(scratch host-debug-unit)" run_ctest debug build/test-results/debug-unit.xml \
+      -LE vm -j "$(nproc)" "$@"
     results+=("debug unit tests (no KVM needed)|build/test-results/debug-unit.xml")
+    took "debug unit tests"
     if [ "$host_kvm" = yes ]; then
       host_name=$(kvm_name)
-      run_ctest debug build/test-results/debug-vm-host.xml -L vm -LE cross_host -j "$(nproc)" "$@"
+      TEST_TMPDIR="$(scratch host-debug)" run_ctest debug build/test-results/debug-vm-host.xml \
+        -L vm -LE cross_host -j "$(nproc)" "$@"
       results+=("debug whole-VM tests on $host_name (this host)|build/test-results/debug-vm-host.xml")
+      took "debug whole-VM tests on $host_name"
+      # The cross-host check's record from this host (the check itself is last).
+      "${bench[@]}" --json "$PWD/build/test-results/bench-$host_name.json" >/dev/null
+      took "the bench matrix on $host_name"
     else
       say "this host has no usable /dev/kvm: whole-VM tests run on the nested $nested_kvm only"
     fi
-    "${nested[@]}" ctest --preset debug --output-on-failure \
-      --output-junit "$PWD/build/test-results/debug-vm-nested.xml" -L vm -LE cross_host -j 1 "$@"
     results+=("debug whole-VM tests on $nested_kvm (nested)|build/test-results/debug-vm-nested.xml")
 
-    # 2. The cross-host check: the bench matrix on every KVM reached, every
-    #    count equal or following its documented formula.
-    bench=(build/debug/minivmm bench --backend both --repeat 1 --quiet
-           --workloads ctx,ctx:tls=same,pipe,irq,cpa,fpu)
-    bench_records=()  # absolute: ctest runs the test in the build tree
+    # 2. The tests with several vCPU or VM threads (label smp) under
+    #    ThreadSanitizer, which fails a test on any report (the tsan test
+    #    preset's TSAN_OPTIONS); only what they need is built. Built first,
+    #    for the nested KVM waits for it.
+    cmake --preset tsan >/dev/null
+    cmake --build --preset tsan --target smp_test_binaries
+    touch build/test-results/tsan.ready
+    took "the tsan build"
+
+    # 3. The same suite again with AddressSanitizer and UBSan (the guest and
+    #    the fuzzers keep their own flags), whole-VM tests on the host's KVM,
+    #    or on the nested one where the host has none.
+    build asan
+    touch build/test-results/asan.ready
+    took "the asan build"
+    TEST_TMPDIR="$(scratch host-asan-unit)" run_ctest asan build/test-results/asan-unit.xml \
+      -LE vm -j "$(nproc)" "$@"
+    results+=("asan unit tests|build/test-results/asan-unit.xml")
+    took "asan unit tests"
     if [ "$host_kvm" = yes ]; then
-      "${bench[@]}" --json "$PWD/build/test-results/bench-$host_name.json" >/dev/null
-      bench_records+=("$PWD/build/test-results/bench-$host_name.json")
+      TEST_TMPDIR="$(scratch host-asan-vm)" run_ctest asan build/test-results/asan-vm-host.xml \
+        -L vm -LE cross_host -j "$(nproc)" "$@"
+      results+=("asan whole-VM tests on $host_name (this host)|build/test-results/asan-vm-host.xml")
+      took "asan whole-VM tests on $host_name"
+      TEST_TMPDIR="$(scratch host-tsan)" run_ctest tsan build/test-results/tsan-smp-host.xml \
+        -L smp -j "$(nproc)" "$@"
+      results+=("tsan smp tests on $host_name (this host)|build/test-results/tsan-smp-host.xml")
+      took "tsan smp tests on $host_name"
+    else
+      results+=("asan whole-VM tests on $nested_kvm (nested)|build/test-results/asan-vm-nested.xml")
     fi
-    "${nested[@]}" "${bench[@]}" --json "$PWD/build/test-results/bench-nested-$nested_kvm.json" >/dev/null
+    results+=("tsan smp tests on $nested_kvm (nested)|build/test-results/tsan-smp-nested.xml")
+
+    # 4. The nested KVM's steps end; then the cross-host check: the bench
+    #    matrix on every KVM reached, every count equal or following its
+    #    documented formula.
+    nested_rc=0
+    wait "$nested_pid" || nested_rc=$?
+    nested_pid=""
+    took "waiting for the nested $nested_kvm"
+    say "the nested $nested_kvm's output ($nested_log):"
+    cat "$nested_log"
+    if [ "$nested_rc" -ne 0 ]; then
+      say "FAILED: a step on the nested $nested_kvm failed (exit status $nested_rc, output above)"
+      exit 1
+    fi
+    bench_records=()  # absolute: ctest runs the test in the build tree
+    [ "$host_kvm" = yes ] && bench_records+=("$PWD/build/test-results/bench-$host_name.json")
     bench_records+=("$PWD/build/test-results/bench-nested-$nested_kvm.json")
     MINIVMM_CROSS_HOST_RECORDS="$(IFS=:; echo "${bench_records[*]}")" \
       run_ctest debug build/test-results/cross-host.xml -L cross_host "$@"
     results+=("cross-host check over ${#bench_records[@]} KVM(s)|build/test-results/cross-host.xml")
-
-    # 3. The same suite again with AddressSanitizer and UBSan (the guest and
-    #    the fuzzers keep their own flags), whole-VM tests wherever the debug
-    #    ones ran.
-    build asan
-    run_ctest asan build/test-results/asan-unit.xml -LE vm -j "$(nproc)" "$@"
-    results+=("asan unit tests|build/test-results/asan-unit.xml")
-    if [ "$host_kvm" = yes ]; then
-      run_ctest asan build/test-results/asan-vm-host.xml -L vm -LE cross_host -j "$(nproc)" "$@"
-      results+=("asan whole-VM tests on $host_name (this host)|build/test-results/asan-vm-host.xml")
-    else
-      "${nested[@]}" ctest --preset asan --output-on-failure \
-        --output-junit "$PWD/build/test-results/asan-vm-nested.xml" -L vm -LE cross_host -j 1 "$@"
-      results+=("asan whole-VM tests on $nested_kvm (nested)|build/test-results/asan-vm-nested.xml")
-    fi
-
-    # 4. The tests with several vCPU or VM threads (label smp) under
-    #    ThreadSanitizer, which fails a test on any report (the tsan test
-    #    preset's TSAN_OPTIONS); only what they need is built. On the host's
-    #    KVM and on the nested one.
-    cmake --preset tsan >/dev/null
-    cmake --build --preset tsan --target smp_test_binaries
-    if [ "$host_kvm" = yes ]; then
-      run_ctest tsan build/test-results/tsan-smp-host.xml -L smp -j "$(nproc)" "$@"
-      results+=("tsan smp tests on $host_name (this host)|build/test-results/tsan-smp-host.xml")
-    fi
-    "${nested[@]}" ctest --preset tsan --output-on-failure \
-      --output-junit "$PWD/build/test-results/tsan-smp-nested.xml" -L smp -j 1 "$@"
-    results+=("tsan smp tests on $nested_kvm (nested)|build/test-results/tsan-smp-nested.xml")
+    rm -rf build/test-tmp
 
     echo
     total_passed=0 total_failed=0 total_skipped=0

@@ -23,6 +23,14 @@ endforeach()
 if("${BUILD_TYPE}" STREQUAL "")
   set(BUILD_TYPE Debug)
 endif()
+# A scratch directory of the caller's (gtest's TEST_TMPDIR, which
+# scripts/quickstart.sh sets per ctest run) holds the prefix and the
+# consumer builds instead of the build tree, so that two ctest runs of one
+# build (this host's and the nested KVM's) can install at the same time.
+if(NOT "$ENV{TEST_TMPDIR}" STREQUAL "")
+  set(PREFIX $ENV{TEST_TMPDIR}/install/prefix)
+  set(WORK_DIR $ENV{TEST_TMPDIR}/install)
+endif()
 
 function(run_step what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
