@@ -16,7 +16,7 @@ class ConsoleIoTest : public ::testing::Test {
 TEST_F(ConsoleIoTest, WritesBytesAndReturnsCount) {
   vm_.PokeBytes(0x4000, "hello\n");
   const HypercallResult result = vm_.Result(MVMM_HC_console_io, MVMM_CONSOLEIO_WRITE, 6, 0x4000);
-  EXPECT_EQ(result.value, 6);
+  EXPECT_EQ(testing::AbiRow(result.value, "console_io.ok"), 6);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.console.out, "hello\n");
   EXPECT_EQ(vm_.console.writes, 1u);
@@ -36,7 +36,7 @@ TEST_F(ConsoleIoTest, MaximumLengthIsAccepted) {
 TEST_F(ConsoleIoTest, OverMaximumIsE2big) {
   const HypercallResult result =
       vm_.Result(MVMM_HC_console_io, 0, MVMM_CONSOLEIO_MAX_BYTES + 1, 0x4000);
-  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_EQ(testing::AbiRow(result.value, "console_io.E2BIG"), -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "count above MVMM_CONSOLEIO_MAX_BYTES");
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, 0, ~0ull, 0x4000), -MVMM_E2BIG);
   EXPECT_EQ(vm_.console.writes, 0u);
@@ -44,7 +44,7 @@ TEST_F(ConsoleIoTest, OverMaximumIsE2big) {
 
 TEST_F(ConsoleIoTest, UnknownCommandIsEinval) {
   const HypercallResult result = vm_.Result(MVMM_HC_console_io, 1, 4, 0x4000);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "console_io.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "unknown cmd");
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, ~0ull, 4, 0x4000), -MVMM_EINVAL);
   EXPECT_EQ(vm_.console.writes, 0u);
@@ -52,7 +52,7 @@ TEST_F(ConsoleIoTest, UnknownCommandIsEinval) {
 
 TEST_F(ConsoleIoTest, BufferOutsideRamIsEfault) {
   const HypercallResult result = vm_.Result(MVMM_HC_console_io, 0, 1, kRamSize);
-  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(result.value, "console_io.EFAULT"), -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "buffer outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, 0, 16, kRamSize - 15), -MVMM_EFAULT);  // crosses end
   EXPECT_EQ(vm_.Call(MVMM_HC_console_io, 0, 16, ~0ull - 7), -MVMM_EFAULT);      // wraps

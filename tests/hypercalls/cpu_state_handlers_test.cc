@@ -41,7 +41,7 @@ class CpuStateHandlersTest : public ::testing::Test {
 
 TEST_F(CpuStateHandlersTest, FpuTaskswitchSetsTs) {
   const HypercallResult result = vm_.Result(MVMM_HC_fpu_taskswitch, 1);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "fpu_taskswitch.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0 | MVMM_CR0_TS);
 }
@@ -54,16 +54,31 @@ TEST_F(CpuStateHandlersTest, FpuTaskswitchClearsTs) {
 
 TEST_F(CpuStateHandlersTest, FpuTaskswitchOtherValueIsEinval) {
   const HypercallResult result = vm_.Result(MVMM_HC_fpu_taskswitch, 2);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "fpu_taskswitch.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "set is neither 0 nor 1");
   EXPECT_EQ(vm_.Call(MVMM_HC_fpu_taskswitch, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
 }
 
+// A set takes only reason 0; a clear takes 0 or MVMM_TS_CLEAR_FOR_NM (1).
+TEST_F(CpuStateHandlersTest, FpuTaskswitchUnknownReasonIsEinval) {
+  const HypercallResult set = vm_.Result(MVMM_HC_fpu_taskswitch, 1, MVMM_TS_CLEAR_FOR_NM);
+  EXPECT_EQ(testing::AbiRow(set.value, "fpu_taskswitch.EINVAL.2"), -MVMM_EINVAL);
+  EXPECT_STREQ(set.refusal, "unknown reason for the TS change");
+  vm_.vcpu.cr0 = kBootCr0 | MVMM_CR0_TS;
+  for (uint64_t reason : {uint64_t{2}, ~uint64_t{0}}) {
+    EXPECT_EQ(
+        testing::AbiRow(vm_.Call(MVMM_HC_fpu_taskswitch, 0, reason), "fpu_taskswitch.EINVAL.2"),
+        -MVMM_EINVAL)
+        << reason;
+  }
+  EXPECT_EQ(vm_.vcpu.cr0, kBootCr0 | MVMM_CR0_TS);  // refused: TS as it was
+}
+
 TEST_F(CpuStateHandlersTest, WriteCr0MayChangeMpEmTs) {
   const uint64_t value = (kBootCr0 & ~MVMM_CR0_MP) | MVMM_CR0_EM | MVMM_CR0_TS;
   const HypercallResult result = vm_.Result(MVMM_HC_write_cr0, value);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "write_cr0.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.cr0, value);
   EXPECT_EQ(vm_.Call(MVMM_HC_write_cr0, kBootCr0), 0);
@@ -81,7 +96,7 @@ TEST_F(CpuStateHandlersTest, WriteCr0ProtectedBitsArePermissionDenied) {
 
 TEST_F(CpuStateHandlersTest, WriteCr0ZeroIsPermissionDenied) {
   const HypercallResult result = vm_.Result(MVMM_HC_write_cr0, 0);
-  EXPECT_EQ(result.value, -MVMM_EPERM);
+  EXPECT_EQ(testing::AbiRow(result.value, "write_cr0.EPERM"), -MVMM_EPERM);
   EXPECT_STREQ(result.refusal, "would change CR0 bits other than MP, EM, TS");
   EXPECT_EQ(vm_.vcpu.cr0, kBootCr0);
 }
@@ -102,7 +117,7 @@ TEST_F(CpuStateHandlersTest, UnchangedCr0IsNotWritten) {
 TEST_F(CpuStateHandlersTest, SetIfReturnsPreviousAndSets) {
   vm_.vcpu.Set(Reg::kRflags, 0x2);
   const HypercallResult result = vm_.Result(MVMM_HC_set_if, 1);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "set_if.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
   EXPECT_EQ(vm_.Call(MVMM_HC_set_if, 1), 1);
@@ -129,7 +144,7 @@ TEST_F(CpuStateHandlersTest, UnchangedIfDoesNotDirtyRegisters) {
 TEST_F(CpuStateHandlersTest, SetIfOtherValueIsEinval) {
   vm_.vcpu.Set(Reg::kRflags, 0x2);
   const HypercallResult result = vm_.Result(MVMM_HC_set_if, 2);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "set_if.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "enable is neither 0 nor 1");
   EXPECT_EQ(vm_.Call(MVMM_HC_set_if, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2u);

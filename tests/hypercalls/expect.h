@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "tests/common/fake_vm.h"
+#include "tests/hypercalls/abi_row.h"
 
 namespace minivmm::testing {
 

@@ -36,7 +36,7 @@ TEST(SendIpiTest, EveryTargetGetsOneIpiAndTheResultCountsThem) {
   CheckedVm vm;
   MakeCpus(vm, 4, 1);
   vm.cpus.blocked[2] = true;
-  EXPECT_EQ(vm.Call(MVMM_HC_send_ipi, 0b1110, MVMM_IPI_VECTOR), 3);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_send_ipi, 0b1110, MVMM_IPI_VECTOR), "send_ipi.ok"), 3);
   EXPECT_EQ(vm.cpus.sent, (std::vector<Ipi>{{1, 1}, {1, 2}, {1, 3}}));  // own bit included
   EXPECT_EQ(vm.cause(Cause::kIpi).ops, 3u);
   EXPECT_EQ(vm.cause(Cause::kIpi).exits, 1u);
@@ -65,21 +65,21 @@ TEST(SendIpiTest, RefusalsInCheckOrderDeliverNothing) {
   MakeCpus(vm, 2, 0);
   struct Case {
     uint64_t mask, vector;
-    int64_t want;
+    const char* row;
   };
   const Case cases[] = {
-      {0, MVMM_IPI_VECTOR, -MVMM_EINVAL},           // empty mask
-      {0, MVMM_TIMER_VECTOR, -MVMM_EINVAL},         // empty mask (checked first)
-      {0b100, MVMM_IPI_VECTOR, -MVMM_EINVAL},       // vCPU 2 of 2
-      {0b111, MVMM_IPI_VECTOR, -MVMM_EINVAL},       // good bits and one bad: none delivered
-      {1ull << 63, MVMM_IPI_VECTOR, -MVMM_EINVAL},  // the top bit
-      {0b11, MVMM_TIMER_VECTOR, -MVMM_EINVAL},      // another vector
-      {0b11, MVMM_IPI_VECTOR | (1ull << 32), -MVMM_EINVAL},  // high bits of the vector
-      {0b11, 0, -MVMM_EINVAL},
+      {0, MVMM_IPI_VECTOR, "send_ipi.EINVAL"},             // empty mask
+      {0, MVMM_TIMER_VECTOR, "send_ipi.EINVAL"},           // empty mask (checked first)
+      {0b100, MVMM_IPI_VECTOR, "send_ipi.EINVAL.2"},       // vCPU 2 of 2
+      {0b111, MVMM_IPI_VECTOR, "send_ipi.EINVAL.2"},       // good bits and one bad: none delivered
+      {1ull << 63, MVMM_IPI_VECTOR, "send_ipi.EINVAL.2"},  // the top bit
+      {0b11, MVMM_TIMER_VECTOR, "send_ipi.EINVAL.3"},      // another vector
+      {0b11, MVMM_IPI_VECTOR | (1ull << 32), "send_ipi.EINVAL.3"},  // high bits of the vector
+      {0b11, 0, "send_ipi.EINVAL.3"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "mask " << c.mask << " vector " << c.vector);
-    EXPECT_EQ(vm.Call(MVMM_HC_send_ipi, c.mask, c.vector), c.want);
+    testing::AbiRow(vm.Call(MVMM_HC_send_ipi, c.mask, c.vector), c.row);
   }
   EXPECT_TRUE(vm.cpus.sent.empty());
   EXPECT_EQ(vm.cause(Cause::kIpi).ops, 0u);
@@ -90,8 +90,10 @@ TEST(SendIpiTest, RefusalsInCheckOrderDeliverNothing) {
 TEST(SendIpiTest, NoDirectoryIsEnosys) {
   CheckedVm vm;
   vm.env.cpus = nullptr;
-  EXPECT_EQ(vm.Call(MVMM_HC_send_ipi, 1, MVMM_IPI_VECTOR), -MVMM_ENOSYS);
-  EXPECT_EQ(vm.Call(MVMM_HC_flush_tlb_others, 2), -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_send_ipi, 1, MVMM_IPI_VECTOR), "send_ipi.ENOSYS"),
+            -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_flush_tlb_others, 2), "flush_tlb_others.ENOSYS"),
+            -MVMM_ENOSYS);
   EXPECT_TRUE(vm.cpus.sent.empty());
 }
 
@@ -141,7 +143,8 @@ TEST(FlushTlbOthersTest, FlagsEveryTargetKicksOnlyTheRunningOnes) {
   MakeCpus(vm, 4, 0, /*junk=*/0x80);
   vm.cpus.blocked[1] = true;
   vm.cpus.blocked[3] = true;
-  EXPECT_EQ(vm.Call(MVMM_HC_flush_tlb_others, 0b1110), 1);  // vCPU 2 ran
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_flush_tlb_others, 0b1110), "flush_tlb_others.ok"),
+            1);  // vCPU 2 ran
   EXPECT_EQ(vm.cpus.sent, (std::vector<Ipi>{{0, 2}}));
   EXPECT_EQ(Flags(vm, 0), 0x80u);  // the caller: untouched
   for (uint32_t cpu = 1; cpu < 4; ++cpu) {
@@ -171,20 +174,21 @@ TEST(FlushTlbOthersTest, RefusalsInCheckOrderChangeNothing) {
   struct Case {
     uint64_t mask;
     const char* what;
+    const char* row;
   };
   const Case cases[] = {
-      {0, "empty mask"},
-      {0b1000, "vCPU 3 of 3"},
-      {0b1001, "a good target and vCPU 3 of 3"},
-      {0b010, "the caller's own bit"},
-      {0b011, "the caller's own bit beside a good target"},
-      {0b100, "a target without a run-state area"},
-      {0b101, "a good target first, then one without a run-state area"},
+      {0, "empty mask", "flush_tlb_others.EINVAL"},
+      {0b1000, "vCPU 3 of 3", "flush_tlb_others.EINVAL.2"},
+      {0b1001, "a good target and vCPU 3 of 3", "flush_tlb_others.EINVAL.2"},
+      {0b010, "the caller's own bit", "flush_tlb_others.EINVAL.3"},
+      {0b011, "the caller's own bit beside a good target", "flush_tlb_others.EINVAL.3"},
+      {0b100, "a target without a run-state area", "flush_tlb_others.EINVAL.4"},
+      {0b101, "a good target first, then one without a run-state area",
+       "flush_tlb_others.EINVAL.4"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    const HypercallResult r = vm.Result(MVMM_HC_flush_tlb_others, c.mask);
-    EXPECT_EQ(r.value, -MVMM_EINVAL);
+    testing::AbiRow(vm.Result(MVMM_HC_flush_tlb_others, c.mask).value, c.row);
   }
   EXPECT_TRUE(vm.cpus.sent.empty());
   for (uint32_t cpu = 0; cpu < 3; ++cpu) EXPECT_EQ(vm.Peek64(kRunstate + 8 * cpu), 0u) << cpu;

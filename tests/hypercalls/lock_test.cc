@@ -27,7 +27,8 @@ TEST(LockWaitTest, AChangedWordReturnsAtOnceAndAsksNothing) {
   CheckedVm vm;
   MakeCpus(vm, 2, 1);
   vm.Poke64(kWord, 0xAAAA'AAAA'0000'0001ull);  // only the low u32 is the word
-  EXPECT_EQ(vm.Call(MVMM_HC_lock_wait, kWord, 2), MVMM_LOCK_WAIT_CHANGED);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_lock_wait, kWord, 2), "lock_wait.ok"),
+            MVMM_LOCK_WAIT_CHANGED);
   EXPECT_EQ(vm.control.request, VcpuRequest::kNone);
   EXPECT_EQ(vm.cause(Cause::kLockWait).ops, 1u);
   EXPECT_EQ(vm.cause(Cause::kLockWait).exits, 1u);
@@ -58,21 +59,21 @@ TEST(LockWaitTest, RefusalsInCheckOrderChangeNothing) {
   MakeCpus(vm, 2, 0);
   struct Case {
     uint64_t gpa, expected;
-    int64_t want;
+    const char* row;
     const char* what;
   };
   const Case cases[] = {
-      {kWord + 2, 0, -MVMM_EINVAL, "misaligned"},
-      {kWord + 1, 1ull << 32, -MVMM_EINVAL, "misaligned (checked before expected)"},
-      {testing::kRamSize + 2, 0, -MVMM_EINVAL, "misaligned and outside RAM: alignment first"},
-      {kWord, 1ull << 32, -MVMM_EINVAL, "expected above a u32"},
-      {testing::kRamSize, 0, -MVMM_EFAULT, "just past RAM"},
-      {~uint64_t{0} - 3, 0, -MVMM_EFAULT, "the top of the address space"},
-      {testing::kRamSize - 4, 1ull << 33, -MVMM_EINVAL, "in RAM, expected too big"},
+      {kWord + 2, 0, "lock_wait.EINVAL", "misaligned"},
+      {kWord + 1, 1ull << 32, "lock_wait.EINVAL", "misaligned (checked before expected)"},
+      {testing::kRamSize + 2, 0, "lock_wait.EINVAL", "misaligned and outside RAM: alignment first"},
+      {kWord, 1ull << 32, "lock_wait.EINVAL.2", "expected above a u32"},
+      {testing::kRamSize, 0, "lock_wait.EFAULT", "just past RAM"},
+      {~uint64_t{0} - 3, 0, "lock_wait.EFAULT", "the top of the address space"},
+      {testing::kRamSize - 4, 1ull << 33, "lock_wait.EINVAL.2", "in RAM, expected too big"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    EXPECT_EQ(vm.Call(MVMM_HC_lock_wait, c.gpa, c.expected), c.want);
+    testing::AbiRow(vm.Call(MVMM_HC_lock_wait, c.gpa, c.expected), c.row);
     EXPECT_EQ(vm.control.request, VcpuRequest::kNone);
   }
   EXPECT_EQ(vm.Call(MVMM_HC_lock_wait, testing::kRamSize - 4, 0),
@@ -85,9 +86,11 @@ TEST(LockWaitTest, RefusalsInCheckOrderChangeNothing) {
 TEST(LockWaitTest, NoDirectoryIsEnosys) {
   CheckedVm vm;
   vm.env.cpus = nullptr;
-  EXPECT_EQ(vm.Call(MVMM_HC_lock_wait, kWord, 0), -MVMM_ENOSYS);
-  EXPECT_EQ(vm.Call(MVMM_HC_lock_kick, 1), -MVMM_ENOSYS);
-  EXPECT_EQ(vm.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, 1), -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_lock_wait, kWord, 0), "lock_wait.ENOSYS"),
+            -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_lock_kick, 1), "lock_kick.ENOSYS"), -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, 1), "sched_op.ENOSYS"),
+            -MVMM_ENOSYS);
   EXPECT_EQ(vm.control.request, VcpuRequest::kNone);
 }
 
@@ -101,8 +104,8 @@ TEST(LockWaitTest, AsAMulticallEntryIsRefusedAndAsksNothing) {
   entries[1].args[0] = 1;
   ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(0x6000), entries));
   EXPECT_EQ(vm.Call(MVMM_HC_multicall, 0x6000, 2), 0);
-  EXPECT_EQ(static_cast<int64_t>(vm.Peek64(0x6000 + offsetof(mvmm_multicall_entry, result))),
-            -MVMM_EINVAL);
+  testing::AbiRow(static_cast<int64_t>(vm.Peek64(0x6000 + offsetof(mvmm_multicall_entry, result))),
+                  "lock_wait.EINVAL.3");
   EXPECT_EQ(vm.Peek64(0x6040 + offsetof(mvmm_multicall_entry, result)), 0u);
   EXPECT_EQ(vm.control.request, VcpuRequest::kNone);
   EXPECT_EQ(vm.cpus.kicks, (std::vector<Kick>{{0, 1}}));
@@ -117,7 +120,7 @@ TEST(LockWaitTest, AsAMulticallEntryIsRefusedAndAsksNothing) {
 TEST(LockKickTest, KicksExactlyTheTarget) {
   CheckedVm vm;
   MakeCpus(vm, 4, 2);
-  EXPECT_EQ(vm.Call(MVMM_HC_lock_kick, 3), 0);
+  EXPECT_EQ(testing::AbiRow(vm.Call(MVMM_HC_lock_kick, 3), "lock_kick.ok"), 0);
   EXPECT_EQ(vm.Call(MVMM_HC_lock_kick, 0), 0);
   EXPECT_EQ(vm.cpus.kicks, (std::vector<Kick>{{2, 3}, {2, 0}}));
   EXPECT_EQ(vm.cause(Cause::kLockKick).ops, 2u);
@@ -130,7 +133,9 @@ TEST(LockKickTest, RefusalsKickNobody) {
   MakeCpus(vm, 3, 1);
   for (uint64_t cpu :
        {uint64_t{1}, uint64_t{3}, uint64_t{MVMM_MAX_CPUS}, uint64_t{1} << 32, ~uint64_t{0}}) {
-    EXPECT_EQ(vm.Call(MVMM_HC_lock_kick, cpu), -MVMM_EINVAL) << cpu;
+    // vCPU 1 is the caller; the others are at or above the count.
+    testing::AbiRow(vm.Call(MVMM_HC_lock_kick, cpu),
+                    cpu == 1 ? "lock_kick.EINVAL.2" : "lock_kick.EINVAL");
   }
   EXPECT_TRUE(vm.cpus.kicks.empty());
   EXPECT_EQ(vm.cause(Cause::kLockKick).ops, 0u);
@@ -164,7 +169,10 @@ TEST(YieldToTest, ABadCpuIsRefusedAndAsksNothing) {
   CheckedVm vm;
   MakeCpus(vm, 2, 1);
   for (uint64_t cpu : {uint64_t{1}, uint64_t{2}, uint64_t{1} << 32, ~uint64_t{0}})
-    EXPECT_EQ(vm.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, cpu), -MVMM_EINVAL) << cpu;
+    EXPECT_EQ(
+        testing::AbiRow(vm.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, cpu), "sched_op.EINVAL.3"),
+        -MVMM_EINVAL)
+        << cpu;
   EXPECT_EQ(vm.control.request, VcpuRequest::kNone);
   EXPECT_EQ(vm.stats.directed_yields, 0u);
   EXPECT_EQ(vm.cause(Cause::kYield).ops, 0u);

@@ -29,7 +29,7 @@ class MmuUpdateTest : public ::testing::Test {
 TEST_F(MmuUpdateTest, WritesEveryPteAndReturnsCount) {
   const HypercallResult result =
       UpdateResult({{kTable, 0x5000 | 0x3}, {kTable + 8, 0x6000 | 0x7 | (1ull << 63)}});
-  EXPECT_EQ(result.value, 2);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmu_update.ok"), 2);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.Peek64(kTable), 0x5003u);
   EXPECT_EQ(vm_.Peek64(kTable + 8), 0x6007u | (1ull << 63));
@@ -61,14 +61,14 @@ TEST_F(MmuUpdateTest, MaximumCountIsAccepted) {
 TEST_F(MmuUpdateTest, OverMaximumCountIsE2big) {
   const HypercallResult result =
       vm_.Result(MVMM_HC_mmu_update, kReqs, MVMM_MMU_UPDATE_MAX_REQS + 1);
-  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmu_update.E2BIG"), -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "count above MVMM_MMU_UPDATE_MAX_REQS");
   EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, kReqs, 1ull << 60), -MVMM_E2BIG);  // count*16 wraps
 }
 
 TEST_F(MmuUpdateTest, ListOutsideRamIsEfault) {
   const HypercallResult result = vm_.Result(MVMM_HC_mmu_update, kRamSize - 16, 2);  // crosses end
-  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmu_update.EFAULT"), -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "request list outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_mmu_update, ~0ull - 15, 1), -MVMM_EFAULT);  // wraps
 }
@@ -81,12 +81,12 @@ TEST_F(MmuUpdateTest, ListEndingAtEndOfRamIsAccepted) {
 
 TEST_F(MmuUpdateTest, MisalignedPtrIsEinval) {
   const HypercallResult result = UpdateResult({{kTable + 4, 0}});
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmu_update.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "PTE address misaligned");
 }
 
 TEST_F(MmuUpdateTest, PtrOutsideRamIsEfault) {
-  EXPECT_EQ(Update({{kRamSize, 0}}), -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(Update({{kRamSize, 0}}), "mmu_update.EFAULT.2"), -MVMM_EFAULT);
   EXPECT_EQ(Update({{MVMM_GDT_GPA + 56, 0}}), -MVMM_EFAULT);  // the GDT is not RAM
   EXPECT_EQ(Update({{~7ull, 0}}), -MVMM_EFAULT);
 }
@@ -98,7 +98,7 @@ TEST_F(MmuUpdateTest, PtrAtLastWordOfRamIsAccepted) {
 
 TEST_F(MmuUpdateTest, PresentFrameOutsideRamIsEperm) {
   const HypercallResult result = UpdateResult({{kTable, kRamSize | 1}});
-  EXPECT_EQ(result.value, -MVMM_EPERM);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmu_update.EPERM"), -MVMM_EPERM);
   EXPECT_STREQ(result.refusal, "PTE maps a frame outside RAM");
   EXPECT_EQ(Update({{kTable, MVMM_GDT_GPA | 3}}), -MVMM_EPERM);
   EXPECT_EQ(vm_.Peek64(kTable), 0u);

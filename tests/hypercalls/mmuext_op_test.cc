@@ -42,7 +42,7 @@ class MmuextOpTest : public ::testing::Test {
 
 TEST_F(MmuextOpTest, NewBasePtrLoadsCr3AndReturnsCount) {
   const HypercallResult result = OpResult({BasePtr(kPml4A)});
-  EXPECT_EQ(result.value, 1);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmuext_op.ok"), 1);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.vcpu.cr3, kPml4A);
 }
@@ -81,7 +81,7 @@ TEST_F(MmuextOpTest, MaximumCountIsAccepted) {
 TEST_F(MmuextOpTest, OverMaximumCountIsE2big) {
   PokeOps(kOps, {BasePtr(kPml4A)});
   const HypercallResult result = vm_.Result(MVMM_HC_mmuext_op, kOps, MVMM_MMUEXT_OP_MAX_OPS + 1);
-  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmuext_op.E2BIG"), -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "count above MVMM_MMUEXT_OP_MAX_OPS");
   EXPECT_EQ(vm_.Call(MVMM_HC_mmuext_op, kOps, 1ull << 60), -MVMM_E2BIG);  // count*24 wraps
   EXPECT_EQ(vm_.Call(MVMM_HC_mmuext_op, kOps, ~0ull), -MVMM_E2BIG);
@@ -90,7 +90,7 @@ TEST_F(MmuextOpTest, OverMaximumCountIsE2big) {
 
 TEST_F(MmuextOpTest, ListOutsideRamIsEfault) {
   const HypercallResult result = vm_.Result(MVMM_HC_mmuext_op, kRamSize - 24, 2);  // crosses end
-  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(result.value, "mmuext_op.EFAULT"), -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "op list outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_mmuext_op, ~0ull - 15, 1), -MVMM_EFAULT);  // wraps
   EXPECT_EQ(vm_.Call(MVMM_HC_mmuext_op, MVMM_GDT_GPA, 1), -MVMM_EFAULT);
@@ -106,30 +106,30 @@ TEST_F(MmuextOpTest, ListEndingAtEndOfRamIsAccepted) {
 TEST_F(MmuextOpTest, EveryBadOpGetsItsErrnoAndChangesNothing) {
   struct Bad {
     mvmm_mmuext_op op;
-    int64_t errno_value;
+    const char* row;
   };
   const Bad bad[] = {
-      {{0, 0, kPml4A >> 12, 0}, -MVMM_EINVAL},                        // MMUEXT_PIN_L1_TABLE
-      {{6, 0, kPml4A >> 12, 0}, -MVMM_EINVAL},                        // MMUEXT_TLB_FLUSH_LOCAL
-      {{0xffffffffu, 0, kPml4A >> 12, 0}, -MVMM_EINVAL},              // no command
-      {{MVMM_MMUEXT_NEW_BASEPTR, 1, kPml4A >> 12, 0}, -MVMM_EINVAL},  // reserved
-      {{MVMM_MMUEXT_NEW_BASEPTR, 0, kPml4A >> 12, 1}, -MVMM_EINVAL},  // arg2
-      {BasePtr(kRamSize), -MVMM_EFAULT},                              // past RAM
-      {BasePtr(MVMM_GDT_GPA), -MVMM_EFAULT},                          // the GDT page
-      {{MVMM_MMUEXT_NEW_BASEPTR, 0, ~0ull, 0}, -MVMM_EFAULT},         // address overflows
-      {{MVMM_MMUEXT_NEW_BASEPTR, 0, 1ull << 52, 0}, -MVMM_EFAULT},
-      {BasePtr(0), -MVMM_EPERM},                   // page 0
-      {BasePtr(MVMM_BOOT_INFO_GPA), -MVMM_EPERM},  // the VMM's pages
-      {BasePtr(MVMM_CMDLINE_GPA), -MVMM_EPERM},
-      {BasePtr(MVMM_TSS_GPA), -MVMM_EPERM},
-      {BasePtr(MVMM_PAGE_TABLES_GPA - 4096), -MVMM_EPERM},
+      {{0, 0, kPml4A >> 12, 0}, "mmuext_op.EINVAL"},            // MMUEXT_PIN_L1_TABLE
+      {{6, 0, kPml4A >> 12, 0}, "mmuext_op.EINVAL"},            // MMUEXT_TLB_FLUSH_LOCAL
+      {{0xffffffffu, 0, kPml4A >> 12, 0}, "mmuext_op.EINVAL"},  // no command
+      {{MVMM_MMUEXT_NEW_BASEPTR, 1, kPml4A >> 12, 0}, "mmuext_op.EINVAL.2"},  // reserved
+      {{MVMM_MMUEXT_NEW_BASEPTR, 0, kPml4A >> 12, 1}, "mmuext_op.EINVAL.2"},  // arg2
+      {BasePtr(kRamSize), "mmuext_op.EFAULT.2"},                              // past RAM
+      {BasePtr(MVMM_GDT_GPA), "mmuext_op.EFAULT.2"},                          // the GDT page
+      {{MVMM_MMUEXT_NEW_BASEPTR, 0, ~0ull, 0}, "mmuext_op.EFAULT.2"},         // address overflows
+      {{MVMM_MMUEXT_NEW_BASEPTR, 0, 1ull << 52, 0}, "mmuext_op.EFAULT.2"},
+      {BasePtr(0), "mmuext_op.EPERM"},                   // page 0
+      {BasePtr(MVMM_BOOT_INFO_GPA), "mmuext_op.EPERM"},  // the VMM's pages
+      {BasePtr(MVMM_CMDLINE_GPA), "mmuext_op.EPERM"},
+      {BasePtr(MVMM_TSS_GPA), "mmuext_op.EPERM"},
+      {BasePtr(MVMM_PAGE_TABLES_GPA - 4096), "mmuext_op.EPERM"},
   };
   for (const Bad& b : bad) {
     // Alone, and after a good op: all or nothing, so the good one does not
     // run either.
-    EXPECT_EQ(Op({b.op}), b.errno_value) << b.op.cmd << " " << b.op.arg1;
-    EXPECT_EQ(Op({BasePtr(kPml4A), b.op, BasePtr(kPml4B)}), b.errno_value)
-        << b.op.cmd << " " << b.op.arg1;
+    SCOPED_TRACE(::testing::Message() << b.op.cmd << " " << b.op.arg1);
+    testing::AbiRow(Op({b.op}), b.row);
+    testing::AbiRow(Op({BasePtr(kPml4A), b.op, BasePtr(kPml4B)}), b.row);
     ExpectUnchanged();
   }
   EXPECT_EQ(vm_.cause(Cause::kCr3Write).exits, 2 * std::size(bad));

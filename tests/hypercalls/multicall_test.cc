@@ -52,7 +52,7 @@ TEST_F(MulticallTest, RunsEntriesInOrder) {
       {Entry(MVMM_HC_console_io, {0, 1, kText}), Entry(MVMM_HC_console_io, {0, 1, kText + 1}),
        Entry(MVMM_HC_console_io, {0, 1, kText + 2})});
   const HypercallResult result = vm_.Result(MVMM_HC_multicall, kList, 3);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "multicall.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.console.out, "abc");
 }
@@ -115,7 +115,7 @@ TEST_F(MulticallTest, ZeroCountIsNoopEvenWithBadList) {
 TEST_F(MulticallTest, OverMaximumCountIsE2big) {
   const HypercallResult result =
       vm_.Result(MVMM_HC_multicall, kList, MVMM_MULTICALL_MAX_ENTRIES + 1);
-  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_EQ(testing::AbiRow(result.value, "multicall.E2BIG"), -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "count above MVMM_MULTICALL_MAX_ENTRIES");
 }
 
@@ -139,7 +139,7 @@ TEST_F(MulticallTest, ListCrossingEndOfRamIsEfaultAndRunsNothing) {
   vm_.PokeBytes(kText, "x");
   Put(kRamSize - 64, {Entry(MVMM_HC_console_io, {0, 1, kText})});
   const HypercallResult result = vm_.Result(MVMM_HC_multicall, kRamSize - 64, 2);
-  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(result.value, "multicall.EFAULT"), -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "entry list outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_multicall, kRamSize - 32, 1), -MVMM_EFAULT);
   EXPECT_EQ(vm_.console.out, "");

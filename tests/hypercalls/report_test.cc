@@ -22,7 +22,7 @@ class ReportTest : public ::testing::Test {
 
 TEST_F(ReportTest, AppendsEntriesAndReturnsTheirNumber) {
   const HypercallResult result = ReportResult("backend=pv\nworkload=hello\n");
-  EXPECT_EQ(result.value, 2);
+  EXPECT_EQ(testing::AbiRow(result.value, "report.ok"), 2);
   EXPECT_EQ(result.refusal, nullptr);
   ASSERT_EQ(vm_.reports.entries.size(), 2u);
   EXPECT_EQ(vm_.reports.entries[0], (std::pair<std::string, std::string>{"backend", "pv"}));
@@ -45,13 +45,13 @@ TEST_F(ReportTest, EmptyRecordReturnsZero) {
 TEST_F(ReportTest, NoStoreIsEnosys) {
   vm_.env.reports = nullptr;
   const HypercallResult result = ReportResult("a=1");
-  EXPECT_EQ(result.value, -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(result.value, "report.ENOSYS"), -MVMM_ENOSYS);
   EXPECT_STREQ(result.refusal, "no report store wired");
 }
 
 TEST_F(ReportTest, OverMaximumLengthIsE2big) {
   const HypercallResult result = vm_.Result(MVMM_HC_report, 0x8000, MVMM_REPORT_MAX_BYTES + 1);
-  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_EQ(testing::AbiRow(result.value, "report.E2BIG"), -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "len above MVMM_REPORT_MAX_BYTES");
   EXPECT_EQ(vm_.Call(MVMM_HC_report, 0x8000, ~0ull), -MVMM_E2BIG);
 }
@@ -65,14 +65,14 @@ TEST_F(ReportTest, MaximumLengthIsAccepted) {
 
 TEST_F(ReportTest, OutsideRamIsEfault) {
   const HypercallResult result = vm_.Result(MVMM_HC_report, kRamSize - 2, 3);
-  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(result.value, "report.EFAULT"), -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "text outside RAM");
   EXPECT_EQ(vm_.Call(MVMM_HC_report, ~0ull, 2), -MVMM_EFAULT);
 }
 
 TEST_F(ReportTest, BadRecordIsEinvalAndAppendsNothing) {
   const HypercallResult result = ReportResult("good=1\nbad line\n");
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "report.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "report line is not key=value");
   EXPECT_STREQ(ReportResult("k=\xC0\x80").refusal, "report is not valid UTF-8");
   EXPECT_EQ(Report("k=\xC0\x80"), -MVMM_EINVAL);
@@ -85,7 +85,7 @@ TEST_F(ReportTest, FullStoreIsE2bigAndAppendsNothing) {
   // Each entry costs its key and value plus a fixed host overhead.
   vm_.reports.bytes = GuestReports::kMaxBytes - 3 - GuestReports::kEntryOverheadBytes;
   const HypercallResult result = ReportResult("ab=cd");
-  EXPECT_EQ(result.value, -MVMM_E2BIG);
+  EXPECT_EQ(testing::AbiRow(result.value, "report.E2BIG.2"), -MVMM_E2BIG);
   EXPECT_STREQ(result.refusal, "report store full");
   EXPECT_TRUE(vm_.reports.entries.empty());
   EXPECT_EQ(Report("a=bc"), 1);  // exactly fills the store

@@ -14,7 +14,7 @@ class SchedOpTest : public ::testing::Test {
 
 TEST_F(SchedOpTest, YieldRequestsYield) {
   const HypercallResult result = vm_.Result(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "sched_op.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kYield);
 }
@@ -38,7 +38,7 @@ TEST_F(SchedOpTest, ShutdownWithZero) {
 
 TEST_F(SchedOpTest, ShutdownCodeAbove255IsEinval) {
   const HypercallResult result = vm_.Result(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 256);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "sched_op.EINVAL.2"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "exit code above 255");
   EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);
@@ -46,7 +46,7 @@ TEST_F(SchedOpTest, ShutdownCodeAbove255IsEinval) {
 
 TEST_F(SchedOpTest, UnknownCommandIsEinval) {
   const HypercallResult result = vm_.Result(MVMM_HC_sched_op, 4);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "sched_op.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "unknown cmd");
   EXPECT_EQ(vm_.Call(MVMM_HC_sched_op, ~0ull), -MVMM_EINVAL);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kNone);

@@ -10,7 +10,7 @@ using testing::CheckedVm;
 TEST(SetTimerOpTest, ArmsOneShotAtDeadline) {
   CheckedVm vm;
   const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 123456789);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "set_timer_op.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm.timer.armed, std::vector<uint64_t>{123456789});
   EXPECT_EQ(vm.timer.armed_by, std::vector<uint32_t>{0});
@@ -72,7 +72,7 @@ TEST(PeriodicTimerTest, SetsAndStopsTheCallingVcpusOwn) {
 TEST(PeriodicTimerTest, BadInputIsRefusedAndChangesNothing) {
   struct Bad {
     uint64_t cmd, vcpu, period;
-    int64_t result;
+    const char* row;
     const char* reason;
   };
   constexpr uint64_t kSet = MVMM_VCPUOP_SET_PERIODIC_TIMER;
@@ -80,28 +80,28 @@ TEST(PeriodicTimerTest, BadInputIsRefusedAndChangesNothing) {
   CheckedVm vm;
   vm.exit.vcpu_id = 1;
   for (const Bad& c : {
-           Bad{kSet, 0, 4'000'000, -MVMM_EINVAL, "not the calling vCPU"},
-           Bad{kSet, 2, 4'000'000, -MVMM_EINVAL, "not the calling vCPU"},
-           Bad{kSet, ~0ull, 4'000'000, -MVMM_EINVAL, "not the calling vCPU"},
-           Bad{kSet, 1ull << 32 | 1, 4'000'000, -MVMM_EINVAL, "not the calling vCPU"},
-           Bad{kStop, 0, 0, -MVMM_EINVAL, "not the calling vCPU"},
-           Bad{kSet, 1, 0, -MVMM_EINVAL, "period outside 1 ms to 1 hour"},
-           Bad{kSet, 1, MVMM_PERIODIC_TIMER_MIN_NS - 1, -MVMM_EINVAL,
+           Bad{kSet, 0, 4'000'000, "vcpu_op.EINVAL.4", "not the calling vCPU"},
+           Bad{kSet, 2, 4'000'000, "vcpu_op.EINVAL.4", "not the calling vCPU"},
+           Bad{kSet, ~0ull, 4'000'000, "vcpu_op.EINVAL.4", "not the calling vCPU"},
+           Bad{kSet, 1ull << 32 | 1, 4'000'000, "vcpu_op.EINVAL.4", "not the calling vCPU"},
+           Bad{kStop, 0, 0, "vcpu_op.EINVAL.4", "not the calling vCPU"},
+           Bad{kSet, 1, 0, "vcpu_op.EINVAL.5", "period outside 1 ms to 1 hour"},
+           Bad{kSet, 1, MVMM_PERIODIC_TIMER_MIN_NS - 1, "vcpu_op.EINVAL.5",
                "period outside 1 ms to 1 hour"},
-           Bad{kSet, 1, MVMM_PERIODIC_TIMER_MAX_NS + 1, -MVMM_EINVAL,
+           Bad{kSet, 1, MVMM_PERIODIC_TIMER_MAX_NS + 1, "vcpu_op.EINVAL.5",
                "period outside 1 ms to 1 hour"},
-           Bad{kSet, 1, ~0ull, -MVMM_EINVAL, "period outside 1 ms to 1 hour"},
+           Bad{kSet, 1, ~0ull, "vcpu_op.EINVAL.5", "period outside 1 ms to 1 hour"},
        }) {
     SCOPED_TRACE(::testing::Message()
                  << "cmd " << c.cmd << " vcpu " << c.vcpu << " period " << c.period);
     const HypercallResult result = vm.Result(MVMM_HC_vcpu_op, c.cmd, c.vcpu, c.period);
-    EXPECT_EQ(result.value, c.result);
+    testing::AbiRow(result.value, c.row);
     EXPECT_STREQ(result.refusal, c.reason);
   }
   EXPECT_TRUE(vm.timer.periods.empty());
   vm.env.timer = nullptr;
   const HypercallResult none = vm.Result(MVMM_HC_vcpu_op, kSet, 1, 4'000'000);
-  EXPECT_EQ(none.value, -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(none.value, "vcpu_op.ENOSYS"), -MVMM_ENOSYS);
   EXPECT_STREQ(none.refusal, "no periodic timer for this vCPU");
 }
 
@@ -128,7 +128,7 @@ TEST(SetTimerOpTest, NoTimerIsEnosys) {
   CheckedVm vm;
   vm.env.timer = nullptr;
   const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 5);
-  EXPECT_EQ(result.value, -MVMM_ENOSYS);
+  EXPECT_EQ(testing::AbiRow(result.value, "set_timer_op.ENOSYS"), -MVMM_ENOSYS);
   EXPECT_STREQ(result.refusal, "no timer wired");
 }
 

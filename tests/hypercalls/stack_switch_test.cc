@@ -18,7 +18,7 @@ class StackSwitchTest : public ::testing::Test {
 
 TEST_F(StackSwitchTest, SetsTssRsp0) {
   const HypercallResult result = vm_.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x7FF000);
-  EXPECT_EQ(result.value, 0);
+  EXPECT_EQ(testing::AbiRow(result.value, "stack_switch.ok"), 0);
   EXPECT_EQ(result.refusal, nullptr);
   EXPECT_EQ(vm_.Peek64(kRsp0Gpa), 0x7FF000u);
   EXPECT_EQ(vm_.Peek64(MVMM_TSS_GPA + 12), 0u);  // rsp1 untouched
@@ -35,7 +35,7 @@ TEST_F(StackSwitchTest, NonCanonicalRspIsEinval) {
   vm_.Poke64(kRsp0Gpa, 0x1234);
   const HypercallResult result =
       vm_.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x0000800000000000ull);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "stack_switch.EINVAL.2"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "rsp not canonical");
   EXPECT_EQ(vm_.Call(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0xFFFF7FFFFFFFFFFFull),
             -MVMM_EINVAL);
@@ -51,7 +51,7 @@ TEST_F(StackSwitchTest, SsOtherThanKernelDataIsEinval) {
 
 TEST_F(StackSwitchTest, SsIsCheckedBeforeRsp) {
   const HypercallResult result = vm_.Result(MVMM_HC_stack_switch, 0x18, 0x0000800000000000ull);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "stack_switch.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "ss is not MVMM_SEL_KERNEL_DS");
 }
 
@@ -84,7 +84,7 @@ TEST_F(StackSwitchTest, WritesOnlyTheCallingVcpusTss) {
 TEST(StackSwitchSmallRamTest, TssOutsideRamIsEfault) {
   CheckedVm vm(MVMM_TSS_GPA + 8);  // rsp0 would end 4 bytes past RAM
   const HypercallResult result = vm.Result(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, 0x1000);
-  EXPECT_EQ(result.value, -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(result.value, "stack_switch.EFAULT"), -MVMM_EFAULT);
   EXPECT_STREQ(result.refusal, "TSS outside RAM");
 }
 

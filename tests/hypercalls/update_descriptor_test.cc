@@ -28,7 +28,7 @@ class UpdateDescriptorTest : public ::testing::Test {
 TEST_F(UpdateDescriptorTest, WritesEachTlsSlotWithAccessedBit) {
   EXPECT_EQ(Refusal(TlsSlotGpa(0), kUserTlsDesc), nullptr);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(Update(TlsSlotGpa(i), kUserTlsDesc), 0);
+    EXPECT_EQ(testing::AbiRow(Update(TlsSlotGpa(i), kUserTlsDesc), "update_descriptor.ok"), 0);
     EXPECT_EQ(vm_.GdtSlot(7 + i), kUserTlsDesc | MVMM_DESC_ACCESSED);
   }
 }
@@ -41,7 +41,10 @@ TEST_F(UpdateDescriptorTest, ZeroDescriptorClearsSlot) {
 
 TEST_F(UpdateDescriptorTest, MisalignedAddressIsEinval) {
   for (uint64_t off = 1; off < 8; ++off) {
-    EXPECT_EQ(Update(TlsSlotGpa(0) + off, kUserTlsDesc), -MVMM_EINVAL) << off;
+    EXPECT_EQ(
+        testing::AbiRow(Update(TlsSlotGpa(0) + off, kUserTlsDesc), "update_descriptor.EINVAL"),
+        -MVMM_EINVAL)
+        << off;
   }
   EXPECT_EQ(Update(MVMM_GDT_GPA - 3, kUserTlsDesc), -MVMM_EINVAL);  // before range check
   EXPECT_STREQ(Refusal(MVMM_GDT_GPA - 3, kUserTlsDesc), "gpa misaligned");
@@ -49,7 +52,8 @@ TEST_F(UpdateDescriptorTest, MisalignedAddressIsEinval) {
 }
 
 TEST_F(UpdateDescriptorTest, AddressOutsideGdtPageIsEfault) {
-  EXPECT_EQ(Update(MVMM_GDT_GPA - 8, kUserTlsDesc), -MVMM_EFAULT);
+  EXPECT_EQ(testing::AbiRow(Update(MVMM_GDT_GPA - 8, kUserTlsDesc), "update_descriptor.EFAULT"),
+            -MVMM_EFAULT);
   EXPECT_EQ(Update(MVMM_GDT_GPA + 4096, kUserTlsDesc), -MVMM_EFAULT);
   EXPECT_EQ(Update(0x1000 + 56, kUserTlsDesc), -MVMM_EFAULT);  // RAM, not the GDT
   EXPECT_EQ(Update(~7ull, kUserTlsDesc), -MVMM_EFAULT);
@@ -60,7 +64,10 @@ TEST_F(UpdateDescriptorTest, AddressOutsideGdtPageIsEfault) {
 
 TEST_F(UpdateDescriptorTest, ReservedSlotIsEperm) {
   for (uint64_t slot : {0, 1, 2, 3, 4, 5, 6, 10, 11, 511}) {
-    EXPECT_EQ(Update(MVMM_GDT_GPA + 8 * slot, kUserTlsDesc), -MVMM_EPERM) << slot;
+    EXPECT_EQ(
+        testing::AbiRow(Update(MVMM_GDT_GPA + 8 * slot, kUserTlsDesc), "update_descriptor.EPERM"),
+        -MVMM_EPERM)
+        << slot;
   }
   EXPECT_STREQ(Refusal(MVMM_GDT_GPA + 8, kUserTlsDesc), "slot is not a TLS slot");
   EXPECT_TRUE(GdtUntouched());
@@ -116,7 +123,9 @@ TEST_F(UpdateDescriptorTest, RefusedDescriptorIsEinval) {
       0x0000EC0000080000ull,  // call gate, DPL 3
   };
   for (uint64_t desc : refused) {
-    EXPECT_EQ(Update(TlsSlotGpa(2), desc), -MVMM_EINVAL) << std::hex << desc;
+    EXPECT_EQ(testing::AbiRow(Update(TlsSlotGpa(2), desc), "update_descriptor.EINVAL.2"),
+              -MVMM_EINVAL)
+        << std::hex << desc;
   }
   EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[0]), "DPL is not 3");
   EXPECT_STREQ(Refusal(TlsSlotGpa(2), refused[2]), "code segment");

@@ -27,7 +27,7 @@ TEST(VcpuOpTest, RegistersAndClearsPendingButNotTheMask) {
   CheckedVm vm;
   vm.ram[kPendingAt] = 1;
   vm.ram[kMaskAt] = 1;
-  EXPECT_EQ(Register(vm, kInfo), 0);
+  EXPECT_EQ(testing::AbiRow(Register(vm, kInfo), "vcpu_op.ok"), 0);
   EXPECT_EQ(vm.control.vcpu_info_gpa, std::optional<uint64_t>(kInfo));
   EXPECT_EQ(Byte(vm, kPendingAt), 0);
   EXPECT_EQ(Byte(vm, kMaskAt), 1);
@@ -42,7 +42,7 @@ TEST(VcpuOpTest, LastWholeSlotOfRamIsAccepted) {
 
 struct BadRegistration {
   uint64_t cmd, vcpu, gpa;
-  int64_t result;
+  const char* row;
   const char* reason;
 };
 
@@ -50,22 +50,22 @@ TEST(VcpuOpTest, BadInputIsRefusedWithNoStateChange) {
   CheckedVm vm;
   const uint64_t end = vm.ram.size();
   for (const BadRegistration& c : {
-           BadRegistration{0, 0, kInfo, -MVMM_EINVAL, "unknown cmd"},
-           BadRegistration{11, 0, kInfo, -MVMM_EINVAL, "unknown cmd"},
-           BadRegistration{~0ull, 0, kInfo, -MVMM_EINVAL, "unknown cmd"},
-           BadRegistration{10, 1, kInfo, -MVMM_ENOENT, "no such vCPU"},
-           BadRegistration{10, ~0ull, kInfo, -MVMM_ENOENT, "no such vCPU"},
-           BadRegistration{10, 0, kInfo + 1, -MVMM_EINVAL, "vcpu_info not 64-byte aligned"},
-           BadRegistration{10, 0, kInfo + 32, -MVMM_EINVAL, "vcpu_info not 64-byte aligned"},
-           BadRegistration{10, 0, ~0ull, -MVMM_EINVAL, "vcpu_info not 64-byte aligned"},
-           BadRegistration{10, 0, end, -MVMM_EFAULT, "vcpu_info outside guest RAM"},
-           BadRegistration{10, 0, MVMM_GDT_GPA, -MVMM_EFAULT, "vcpu_info outside guest RAM"},
-           BadRegistration{10, 0, ~63ull, -MVMM_EFAULT, "vcpu_info outside guest RAM"},
+           BadRegistration{0, 0, kInfo, "vcpu_op.EINVAL", "unknown cmd"},
+           BadRegistration{11, 0, kInfo, "vcpu_op.EINVAL", "unknown cmd"},
+           BadRegistration{~0ull, 0, kInfo, "vcpu_op.EINVAL", "unknown cmd"},
+           BadRegistration{10, 1, kInfo, "vcpu_op.ENOENT", "no such vCPU"},
+           BadRegistration{10, ~0ull, kInfo, "vcpu_op.ENOENT", "no such vCPU"},
+           BadRegistration{10, 0, kInfo + 1, "vcpu_op.EINVAL.2", "vcpu_info not 64-byte aligned"},
+           BadRegistration{10, 0, kInfo + 32, "vcpu_op.EINVAL.2", "vcpu_info not 64-byte aligned"},
+           BadRegistration{10, 0, ~0ull, "vcpu_op.EINVAL.2", "vcpu_info not 64-byte aligned"},
+           BadRegistration{10, 0, end, "vcpu_op.EFAULT", "vcpu_info outside guest RAM"},
+           BadRegistration{10, 0, MVMM_GDT_GPA, "vcpu_op.EFAULT", "vcpu_info outside guest RAM"},
+           BadRegistration{10, 0, ~63ull, "vcpu_op.EFAULT", "vcpu_info outside guest RAM"},
        }) {
     SCOPED_TRACE(::testing::Message() << "cmd " << c.cmd << " vcpu " << c.vcpu << " gpa " << c.gpa);
     vm.ram[kPendingAt] = 1;
     const HypercallResult result = vm.Result(MVMM_HC_vcpu_op, c.cmd, c.vcpu, c.gpa);
-    EXPECT_EQ(result.value, c.result);
+    testing::AbiRow(result.value, c.row);
     EXPECT_STREQ(result.refusal, c.reason);
     EXPECT_FALSE(vm.control.vcpu_info_gpa.has_value());
     EXPECT_EQ(Byte(vm, kPendingAt), 1);
@@ -78,7 +78,7 @@ TEST(VcpuOpTest, SecondRegistrationIsRefusedAndKeepsTheFirst) {
   vm.ram[kPendingAt] = 1;
   const HypercallResult again =
       vm.Result(MVMM_HC_vcpu_op, MVMM_VCPUOP_REGISTER_VCPU_INFO, 0, kInfo + sizeof(mvmm_vcpu_info));
-  EXPECT_EQ(again.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(again.value, "vcpu_op.EINVAL.3"), -MVMM_EINVAL);
   EXPECT_STREQ(again.refusal, "vcpu_info already registered");
   EXPECT_EQ(vm.control.vcpu_info_gpa, std::optional<uint64_t>(kInfo));
   EXPECT_EQ(Byte(vm, kPendingAt), 1);
@@ -155,16 +155,16 @@ TEST(VcpuOpRunstateTest, BadInputIsRefusedWithNoStateChange) {
   const uint64_t end = vm.ram.size();
   constexpr uint64_t kCmd = MVMM_VCPUOP_REGISTER_RUNSTATE_AREA;
   for (const BadRegistration& c : {
-           BadRegistration{kCmd, 1, kRunstate, -MVMM_ENOENT, "no such vCPU"},
-           BadRegistration{kCmd, 0, kRunstate + 4, -MVMM_EINVAL,
+           BadRegistration{kCmd, 1, kRunstate, "vcpu_op.ENOENT", "no such vCPU"},
+           BadRegistration{kCmd, 0, kRunstate + 4, "vcpu_op.EINVAL.2",
                            "runstate area not 8-byte aligned"},
-           BadRegistration{kCmd, 0, end, -MVMM_EFAULT, "runstate area outside guest RAM"},
-           BadRegistration{kCmd, 0, ~7ull, -MVMM_EFAULT, "runstate area outside guest RAM"},
+           BadRegistration{kCmd, 0, end, "vcpu_op.EFAULT", "runstate area outside guest RAM"},
+           BadRegistration{kCmd, 0, ~7ull, "vcpu_op.EFAULT", "runstate area outside guest RAM"},
        }) {
     SCOPED_TRACE(::testing::Message() << "vcpu " << c.vcpu << " gpa " << c.gpa);
     ASSERT_TRUE(vm.memory.WriteObj(GuestAddress(kRunstate), uint32_t{0xdead}));
     const HypercallResult result = vm.Result(MVMM_HC_vcpu_op, c.cmd, c.vcpu, c.gpa);
-    EXPECT_EQ(result.value, c.result);
+    testing::AbiRow(result.value, c.row);
     EXPECT_STREQ(result.refusal, c.reason);
     EXPECT_FALSE(vm.control.runstate_gpa.has_value());
     EXPECT_EQ(State(vm, kRunstate), 0xdeadu);
@@ -184,7 +184,7 @@ TEST(VcpuOpRunstateTest, SecondRegistrationIsRefusedAndKeepsTheFirst) {
 TEST(ForceEvtchnCallbackTest, WithoutVcpuInfoIsEinvalAndNoCauseOp) {
   CheckedVm vm;
   const HypercallResult result = vm.Result(MVMM_HC_force_evtchn_callback);
-  EXPECT_EQ(result.value, -MVMM_EINVAL);
+  EXPECT_EQ(testing::AbiRow(result.value, "force_evtchn_callback.EINVAL"), -MVMM_EINVAL);
   EXPECT_STREQ(result.refusal, "no vcpu_info registered");
   // The exit was paid, the operation was not carried out.
   EXPECT_EQ(vm.cause(Cause::kIfSet).exits, 1u);
@@ -199,7 +199,10 @@ TEST(ForceEvtchnCallbackTest, IsOneIfSetExitAndTouchesNothing) {
   vm.ram[kMaskAt] = 0;
   const uint64_t rflags = vm.vcpu.Get(Reg::kRflags);
   // Arguments are ignored, whatever they are.
-  EXPECT_EQ(vm.Call(MVMM_HC_force_evtchn_callback, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull), 0);
+  EXPECT_EQ(
+      testing::AbiRow(vm.Call(MVMM_HC_force_evtchn_callback, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull),
+                      "force_evtchn_callback.ok"),
+      0);
   EXPECT_EQ(vm.Call(MVMM_HC_force_evtchn_callback), 0);
   EXPECT_EQ(vm.cause(Cause::kIfSet).exits, 2u);
   EXPECT_EQ(vm.cause(Cause::kIfSet).ops, 2u);
