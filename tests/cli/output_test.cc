@@ -2,7 +2,11 @@
 // before anything runs (README.md "Exit status", docs/run-record.md "What a
 // failure leaves"): OutputFile itself, every command's output files, the
 // host-side check of the guest command line, and a bench stopped early.
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,6 +147,45 @@ TEST(CliOutputTest, UncreatableOutputIsUsageErrorBeforeAnythingRuns) {
     EXPECT_NE(o.out.find("cannot create"), std::string::npos) << o.out;
     EXPECT_NE(o.out.find("/nonexistent/dir/x."), std::string::npos) << o.out;
   }
+}
+
+// Makes `dir` read-only for this process and the commands it starts: as
+// root (CI), where permission bits do not stop writes, a read-only bind
+// mount of it in a private mount namespace of this test process (the host's
+// mounts are untouched); otherwise mode 0555. "" on success, else why not.
+std::string MakeReadOnly(const std::string& dir) {
+  if (geteuid() != 0) {
+    return chmod(dir.c_str(), 0555) == 0 ? "" : std::string("chmod: ") + strerror(errno);
+  }
+  if (unshare(CLONE_NEWNS) != 0) return std::string("unshare(CLONE_NEWNS): ") + strerror(errno);
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+      mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) {
+    return std::string("read-only bind mount: ") + strerror(errno);
+  }
+  return "";
+}
+
+// The premise is checked, not assumed: a file cannot be created in the
+// directory; a host where that cannot be arranged fails the test.
+TEST(CliOutputTest, AReadOnlyDirectoryIsAUsageErrorBeforeAnythingRuns) {
+  const std::string dir = Dir("readonly");
+  ASSERT_EQ(MakeReadOnly(dir), "");
+  const std::string probe = dir + "/probe";
+  const int fd = open(probe.c_str(), O_CREAT | O_WRONLY, 0644);
+  if (fd >= 0) close(fd);
+  ASSERT_LT(fd, 0) << "could create " << probe << ": the directory is not read-only";
+  for (const std::string& args : {"run --workload hello --json " + dir + "/x.json",
+                                  "run --workload hello --trace " + dir + "/x.txt",
+                                  "bench --workloads irq --repeat 1 --json " + dir + "/x.json",
+                                  "bench --workloads irq --repeat 1 --csv " + dir + "/x.csv"}) {
+    Outcome o = Minivmm(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.out;
+    EXPECT_EQ(Lines(o.out), 1u) << args << "\n" << o.out;
+    EXPECT_NE(o.out.find("cannot create"), std::string::npos) << o.out;
+    EXPECT_NE(o.out.find(dir + "/x."), std::string::npos) << o.out;
+  }
+  EXPECT_TRUE(Entries(dir).empty());
 }
 
 TEST(CliOutputTest, ReportAndTraceOutputsThatCannotBeCreatedAreUsageErrors) {
