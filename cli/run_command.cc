@@ -153,7 +153,8 @@ int RunCommand(const RunOptions& o) {
     trace = std::make_unique<TraceWriter>(
         std::move(trace_out),
         o.trace_format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kJsonl,
-        "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload));
+        "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload),
+        config.record_sites ? config.kernel_path : std::string());
     (*vm)->SetExitObserver([&trace](const ExitEvent& e) { trace->Write(e); });
   }
 
