@@ -249,6 +249,11 @@ def run_figures(plt, run):
         fig.tight_layout()
         figs.append(("Hypercalls", fig))
 
+    if run.get("sites"):
+        figs.append(("Exits by stack (flame graph)", flame_graph(plt, run)))
+    if run.get("timeline"):
+        figs.append(("Exits over time, by cause", exits_over_time(plt, run)))
+        return figs
     # Integer reports are JSON numbers since run schema version 2, strings of
     # digits before (docs/run-record.md); float() reads both.
     reports = run.get("guest", {}).get("reports", {})
@@ -263,6 +268,101 @@ def run_figures(plt, run):
         fig.tight_layout()
         figs.append(("Guest time per operation", fig))
     return figs
+
+
+# The causes a run record names, in its order, then "none" (an exit of no
+# cause, docs/run-record.md "sites"); each with a colour that is the same in
+# every figure of the page.
+FALLBACK_COLORS = ["#332288", "#88CCEE", "#AA4499", "#661100", "#6699CC", "#888855"]
+
+
+def record_causes(run):
+    return list(run.get("causes", {}).get("causes", {})) + ["none"]
+
+
+def cause_color(run, cause):
+    if cause == "none":
+        return CAUSE_COLORS["other"]
+    names = record_causes(run)
+    index = names.index(cause) if cause in names else len(names)
+    return CAUSE_COLORS.get(cause, FALLBACK_COLORS[index % len(FALLBACK_COLORS)])
+
+
+def frame_name(frame):
+    """A frame as folded stacks name it (docs/sites.md): its function, else its address."""
+    return frame.get("function") or frame.get("pc", "?")
+
+
+def flame_tree(sites):
+    """The record's stacks as a tree rooted at their causes: {name: [exits, children]}."""
+    root = {}
+    for stack in sites.get("stacks", []):
+        path = [stack["cause"]] + [frame_name(f) for f in reversed(stack.get("frames", []))]
+        level = root
+        for name in path:
+            node = level.setdefault(name, [0, {}])
+            node[0] += stack["exits"]
+            level = node[1]
+    return root
+
+
+def flame_depth(tree):
+    return 1 + max((flame_depth(children) for _, children in tree.values()), default=0) if tree else 0
+
+
+def flame_graph(plt, run):
+    """A flame graph of the run's exits by stack: the cause at the bottom, the
+    exiting function on top, each frame a rectangle as wide as its exits."""
+    tree = flame_tree(run["sites"])
+    total = sum(n for n, _ in tree.values()) or 1
+    depth = flame_depth(tree)
+    fig, ax = plt.subplots(figsize=(11, 0.24 * depth + 1.2))
+
+    def draw(level, x, y, cause):
+        for name in sorted(level):
+            n, children = level[name]
+            c = cause or name
+            ax.add_patch(plt.Rectangle((x, y), n, 1, facecolor=cause_color(run, c),
+                                       alpha=1.0 if y == 0 else 0.55 + 0.4 * ((y % 2) == 0),
+                                       edgecolor="white", linewidth=0.5))
+            if n / total > 0.04:
+                ax.text(x + n / 2, y + 0.5, name if y else CAUSE_LABELS.get(name, name),
+                        ha="center", va="center", fontsize=6, clip_on=True)
+            draw(children, x, y + 1, c)
+            x += n
+
+    draw(tree, 0, 0, None)
+    ax.set_xlim(0, total)
+    ax.set_ylim(0, depth)
+    ax.set_yticks([])
+    ax.set_xlabel(f"exits ({total} in all, source: vmm); bottom: the cause, top: the exiting function")
+    ax.set_title("Exits by stack (docs/sites.md)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def exits_over_time(plt, run):
+    """The record's timeline: exits per bin of host time, stacked by cause."""
+    timeline = run["timeline"]
+    bin_ms = timeline["bin_ns"] / 1e6
+    rows = timeline.get("exits_by_cause", {})
+    order = [c for c in record_causes(run) if c in rows] + sorted(c for c in rows if c not in record_causes(run))
+    x = [i * bin_ms for i in range(timeline.get("bins", 0))]
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    bottoms = [0] * len(x)
+    for cause in order:
+        values = rows[cause]
+        ax.bar(x, values, bin_ms, bottom=bottoms, align="edge", color=cause_color(run, cause),
+               label=CAUSE_LABELS.get(cause, cause))
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    ax.set_xlabel(f"host time since the run started, ms (bins of {bin_ms:g} ms, source: host)")
+    ax.set_ylabel("exits per bin")
+    ax.set_title("Exits over time, by cause", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    fig.tight_layout()
+    return fig
 
 
 def png_base64(fig):

@@ -25,8 +25,8 @@ const std::vector<SourceFrame>& SiteNames::At(uint64_t pc, bool return_address) 
   return it->second;
 }
 
-std::string SiteCauseName(const ExitSite& site) {
-  return site.cause == Cause::kCount ? "none" : std::string(CauseName(site.cause));
+std::string CauseKey(Cause cause) {
+  return cause == Cause::kCount ? "none" : std::string(CauseName(cause));
 }
 
 json SiteFrames(const ExitSite& site, SiteNames& names) {

@@ -33,8 +33,10 @@ class SiteNames {
   absl::flat_hash_map<uint64_t, std::vector<SourceFrame>> cache_;
 };
 
-// "none" for an exit of no cause, else the cause's name.
-std::string SiteCauseName(const ExitSite& site);
+// A cause as the record's sites and timeline name it: its name, "none" for
+// Cause::kCount (an exit of no cause).
+std::string CauseKey(Cause cause);
+inline std::string SiteCauseName(const ExitSite& site) { return CauseKey(site.cause); }
 
 // The record's `frames` of a site: innermost first, each inlined call its
 // own {"pc", "function", "file", "line", "inlined"}.

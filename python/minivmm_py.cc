@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/bench_plan.h"
+#include "cli/exit_timeline.h"
 #include "cli/experiment.h"
 #include "cli/file_digest.h"
 #include "cli/probe_cache.h"
@@ -247,14 +248,19 @@ class PyVm {
     // An exception from the callback: kept, the run stopped, and rethrown
     // here with the GIL held.
     std::exception_ptr callback_error;
-    if (!on_exit.is_none()) {
-      if (!PyCallable_Check(on_exit.ptr())) {
-        PyErr_SetString(PyExc_TypeError, "on_exit must be callable or None");
-        throw py::error_already_set();
-      }
+    const bool callback = !on_exit.is_none();
+    if (callback && !PyCallable_Check(on_exit.ptr())) {
+      PyErr_SetString(PyExc_TypeError, "on_exit must be callable or None");
+      throw py::error_already_set();
+    }
+    // The record's exits over time, as `minivmm run --sites --json` keeps it.
+    std::optional<cli::ExitTimeline> timeline;
+    if (config_.record_sites) timeline.emplace(ExitClockNs());
+    if (callback || timeline) {
       Vm* vm = vm_.get();
-      vm_->SetExitObserver([&on_exit, &callback_error, vm](const ExitEvent& e) {
-        if (callback_error) return;  // stopping: no more calls
+      vm_->SetExitObserver([&on_exit, &callback_error, &timeline, callback, vm](const ExitEvent& e) {
+        if (timeline) timeline->Add(e);
+        if (!callback || callback_error) return;  // stopping: no more calls
         py::gil_scoped_acquire acquire;
         try {
           on_exit(EventToDict(e));
@@ -269,7 +275,7 @@ class PyVm {
       py::gil_scoped_release release;
       result = vm_->Run();
     }
-    if (!on_exit.is_none()) vm_->SetExitObserver(nullptr);
+    if (callback || timeline) vm_->SetExitObserver(nullptr);
     if (callback_error) std::rethrow_exception(callback_error);
     if (!result.ok()) Raise(result.status());
     // The record as `minivmm run --json` makes it: the host, with the host
@@ -288,6 +294,7 @@ class PyVm {
                                   cli::FileSha256(config_.kernel_path));
       // No --stacks file: AddSites cannot fail.
       (void)cli::AddSites(record, *result, config_.kernel_path, "");
+      if (timeline) record["timeline"] = timeline->Record();
     }
     // What the record does not hold, as attributes (docs/python.md).
     py::module_ module = py::module_::import("minivmm");

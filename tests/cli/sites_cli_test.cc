@@ -3,10 +3,12 @@
 // add up to the run's exits exactly.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/exit_codes.h"
 #include "gtest/gtest.h"
@@ -154,6 +156,67 @@ TEST(SitesCliTest, WithoutSitesTheTraceHasNone) {
   for (std::string text; std::getline(trace, text); ++exits)
     EXPECT_FALSE(json::parse(text).contains("site")) << text;
   EXPECT_GT(exits, 1u);
+}
+
+// The report page's figure titles, in order.
+std::vector<std::string> ReportFigures(const std::string& record_path, const std::string& page) {
+  const Outcome o = Minivmm("report " + record_path + " -o " + page);
+  EXPECT_EQ(o.status, 0) << "status 3: no matplotlib (apt-get install python3-matplotlib)\n"
+                         << o.out;
+  const std::string html = Slurp(page);
+  std::vector<std::string> titles;
+  for (size_t at = html.find("<img alt=\""); at != std::string::npos;
+       at = html.find("<img alt=\"", at + 1)) {
+    const size_t from = at + 10;
+    titles.push_back(html.substr(from, html.find('"', from) - from));
+    EXPECT_EQ(html.compare(html.find("src=\"", from), 27, "src=\"data:image/png;base64,"), 0);
+  }
+  return titles;
+}
+
+TEST(SitesCliTest, TheRecordsTimelineCountsEveryExitOfEachCause) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm("run -q --workload ctx,tls=same --pvops naive --sites --json " +
+                            Path("timeline.json"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  const json record = RecordOf(Path("timeline.json"));
+  ASSERT_TRUE(record.contains("timeline"));
+  const json& timeline = record["timeline"];
+  EXPECT_EQ(timeline["source"], "host");
+  EXPECT_GT(timeline["bin_ns"].get<int64_t>(), 0);
+  const size_t bins = timeline["bins"].get<size_t>();
+  EXPECT_LE(bins, 256u);
+  std::map<std::string, uint64_t> counted;
+  for (const auto& [cause, row] : timeline["exits_by_cause"].items()) {
+    EXPECT_EQ(row.size(), bins) << cause;
+    for (const json& n : row) counted[cause] += n.get<uint64_t>();
+  }
+  EXPECT_EQ(counted, RecordExitsByCause(record));
+}
+
+TEST(SitesCliTest, TheReportOfARecordWithSitesHasAFlameGraphAndExitsOverTime) {
+  REQUIRE_KVM();
+  ASSERT_EQ(Minivmm("run -q --workload ctx --pvops naive --sites --json " + Path("report.json"))
+                .status,
+            0);
+  const std::vector<std::string> figures =
+      ReportFigures(Path("report.json"), Path("report.html"));
+  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
+            figures.end());
+  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits over time, by cause"),
+            figures.end());
+  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Guest time per operation"), figures.end());
+}
+
+TEST(SitesCliTest, WithoutSitesTheRecordHasNoTimelineAndTheReportNoFlameGraph) {
+  REQUIRE_KVM();
+  ASSERT_EQ(Minivmm("run -q --workload ctx --pvops naive --json " + Path("plain.json")).status, 0);
+  EXPECT_FALSE(RecordOf(Path("plain.json")).contains("timeline"));
+  const std::vector<std::string> figures = ReportFigures(Path("plain.json"), Path("plain.html"));
+  EXPECT_FALSE(figures.empty());
+  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
+            figures.end());
+  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
 }
 
 TEST(SitesCliTest, AnUnwritableStacksFileIsAVmmError) {

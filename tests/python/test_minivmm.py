@@ -388,6 +388,12 @@ def test_run_record_is_the_clis(flags, kwargs):
     cli = cli_json(["run", "--quiet", "--kernel", kernel] + flags)
     module = minivmm.run(kernel=kernel, **kwargs)
     assert module.ok, module.failure
+    # The timeline's bins are host time: only its exits per cause are exact.
+    assert ("timeline" in cli) == ("timeline" in module) == bool(kwargs.get("sites"))
+    if "timeline" in cli:
+        a, b = cli.pop("timeline"), module.pop("timeline")
+        assert {c: sum(r) for c, r in a["exits_by_cause"].items()} == \
+            {c: sum(r) for c, r in b["exits_by_cause"].items()} == exits_by_cause(cli)
     assert record_differences(cli, module) == []
     # Both probed the host.
     assert "probe" in module["provenance"]["host"]
