@@ -20,8 +20,8 @@ const std::vector<SourceFrame>& SiteNames::At(uint64_t pc, bool return_address) 
   const uint64_t key = return_address ? pc - 1 : pc;
   auto [it, inserted] = cache_.try_emplace(key);
   if (inserted)
-    it->second = symbolizer_ != nullptr ? symbolizer_->Lookup(key)
-                                        : std::vector<SourceFrame>{SourceFrame{}};
+    it->second =
+        symbolizer_ != nullptr ? symbolizer_->Lookup(key) : std::vector<SourceFrame>{SourceFrame{}};
   return it->second;
 }
 

@@ -258,17 +258,18 @@ class PyVm {
     if (config_.record_sites) timeline.emplace(ExitClockNs());
     if (callback || timeline) {
       Vm* vm = vm_.get();
-      vm_->SetExitObserver([&on_exit, &callback_error, &timeline, callback, vm](const ExitEvent& e) {
-        if (timeline) timeline->Add(e);
-        if (!callback || callback_error) return;  // stopping: no more calls
-        py::gil_scoped_acquire acquire;
-        try {
-          on_exit(EventToDict(e));
-        } catch (...) {
-          callback_error = std::current_exception();
-          vm->RequestStop();
-        }
-      });
+      vm_->SetExitObserver(
+          [&on_exit, &callback_error, &timeline, callback, vm](const ExitEvent& e) {
+            if (timeline) timeline->Add(e);
+            if (!callback || callback_error) return;  // stopping: no more calls
+            py::gil_scoped_acquire acquire;
+            try {
+              on_exit(EventToDict(e));
+            } catch (...) {
+              callback_error = std::current_exception();
+              vm->RequestStop();
+            }
+          });
     }
     absl::StatusOr<RunResult> result;
     {
@@ -598,9 +599,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("backend") = py::none(), py::arg("pvops") = py::none(),
            py::arg("workload") = py::none(), py::arg("cmdline") = py::none(),
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
-           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false,
-           py::arg("sites") = false, py::arg("cpus") = 1,
-           py::arg("probe_host") = true)
+           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("sites") = false,
+           py::arg("cpus") = 1, py::arg("probe_host") = true)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

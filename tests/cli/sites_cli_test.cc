@@ -196,15 +196,13 @@ TEST(SitesCliTest, TheRecordsTimelineCountsEveryExitOfEachCause) {
 
 TEST(SitesCliTest, TheReportOfARecordWithSitesHasAFlameGraphAndExitsOverTime) {
   REQUIRE_KVM();
-  ASSERT_EQ(Minivmm("run -q --workload ctx --pvops naive --sites --json " + Path("report.json"))
-                .status,
-            0);
-  const std::vector<std::string> figures =
-      ReportFigures(Path("report.json"), Path("report.html"));
+  ASSERT_EQ(
+      Minivmm("run -q --workload ctx --pvops naive --sites --json " + Path("report.json")).status,
+      0);
+  const std::vector<std::string> figures = ReportFigures(Path("report.json"), Path("report.html"));
   EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
             figures.end());
-  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits over time, by cause"),
-            figures.end());
+  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
   EXPECT_EQ(std::find(figures.begin(), figures.end(), "Guest time per operation"), figures.end());
 }
 
