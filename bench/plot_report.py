@@ -18,39 +18,39 @@ import math
 import os
 import sys
 
-CAUSES = ["if_set", "if_clear", "cr0_write", "descriptor_update", "page_table_update", "cr3_write", "multicall",
-          "ipi", "tlb_flush", "lock_wait", "lock_kick", "yield", "other"]
-CAUSE_LABELS = {
-    "if_set": "IF set",
-    "if_clear": "IF clear",
-    "cr0_write": "CR0 write",
-    "descriptor_update": "descriptor update",
-    "page_table_update": "page-table update",
-    "cr3_write": "CR3 write",
-    "multicall": "multicall",
-    "ipi": "IPI",
-    "tlb_flush": "TLB flush",
-    "lock_wait": "lock wait",
-    "lock_kick": "lock kick",
-    "yield": "yield",
-    "other": "other (stack switch, console, ...)",
-}
-# Colour-blind-safe (Okabe-Ito), one per cause, the same in every figure.
-CAUSE_COLORS = {
-    "if_set": "#E69F00",
-    "if_clear": "#56B4E9",
-    "cr0_write": "#009E73",
-    "descriptor_update": "#D55E00",
-    "page_table_update": "#CC79A7",
-    "cr3_write": "#F0E442",
-    "multicall": "#0072B2",
-    "ipi": "#000000",
-    "tlb_flush": "#882255",
-    "lock_wait": "#44AA99",
-    "lock_kick": "#117733",
-    "yield": "#DDCC77",
-    "other": "#999999",
-}
+# Cause names come from the record (the VMM's one list, exit_stats.h's
+# MINIVMM_CAUSE_LIST): a run's causes.causes, a bench's exits.<cause>
+# metrics. Colours are given in that order from a colour-blind-safe palette
+# (Okabe-Ito, then Tol's), so a cause has one colour on a page.
+PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#D55E00", "#CC79A7", "#F0E442", "#0072B2", "#000000",
+           "#882255", "#44AA99", "#117733", "#DDCC77", "#332288", "#88CCEE", "#AA4499", "#661100"]
+# Not causes: the bench's exits of no cause, and a site's.
+UNCAUSED = {"other": "other (stack switch, console, ...)", "none": "no cause"}
+UNCAUSED_COLOR = "#999999"
+
+
+def cause_label(name):
+    return UNCAUSED.get(name, name.replace("_", " "))
+
+
+def cause_colors(names):
+    """{cause: colour} for the causes in `names`, in order; the uncaused grey."""
+    causes = [n for n in names if n not in UNCAUSED]
+    colors = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(causes)}
+    colors.update({n: UNCAUSED_COLOR for n in UNCAUSED})
+    return colors
+
+
+def bench_causes(bench):
+    """The exits.<cause> metrics' causes of a bench, in the record's order, "other" last."""
+    names = {}
+    for r in bench.get("results", []):
+        for metric in r.get("metrics", {}):
+            if metric.startswith("exits.") and metric != "exits.total":
+                names.setdefault(metric[len("exits."):])
+    return [n for n in names if n != "other"] + [n for n in names if n == "other"]
+
+
 CONFIG_COLORS = {"naive": "#7f7f7f", "optimized": "#009E73"}
 SINGLE_COLOR = "#56B4E9"
 HOST_NOTE = (
@@ -96,15 +96,15 @@ def config_color(name):
     return CONFIG_COLORS.get(name, SINGLE_COLOR)
 
 
-def draw_exits(ax, results, title):
-    """Stacked exits by cause, one bar per configuration."""
+def draw_exits(ax, results, title, causes):
+    """Stacked exits by cause (`causes`: {cause: colour}), one bar per configuration."""
     names = [r["configuration"] for r in results]
     bottoms = [0.0] * len(results)
-    for cause in CAUSES:
+    for cause, color in causes.items():
         values = [median(r, "exits." + cause) or 0 for r in results]
         if not any(values):
             continue
-        ax.bar(names, values, bottom=bottoms, color=CAUSE_COLORS[cause], label=CAUSE_LABELS[cause],
+        ax.bar(names, values, bottom=bottoms, color=color, label=cause_label(cause),
                edgecolor="white", linewidth=0.5)
         bottoms = [b + v for b, v in zip(bottoms, values)]
     if not any(bottoms):
@@ -120,7 +120,7 @@ def draw_exits(ax, results, title):
     ax.set_axisbelow(True)
 
 
-def draw_time(ax, results, title):
+def draw_time(ax, results, title, causes):
     """Guest TSC per operation, median with min-max whiskers."""
     names = [r["configuration"] for r in results]
     med, low, high = [], [], []
@@ -177,6 +177,8 @@ def bench_figures(plt, bench):
     specs = list(dict.fromkeys(k[0] for k in keys))
     backends = list(dict.fromkeys(k[1] for k in keys))
     figs = []
+    names = bench_causes(bench)
+    causes = {c: color for c, color in cause_colors(names).items() if c in names}
 
     fig, ax = plt.subplots(figsize=(max(6, 1.3 * len(keys) + 2), 4))
     draw_summary(ax, groups)
@@ -193,13 +195,13 @@ def bench_figures(plt, bench):
                 if (spec, backend) not in groups:
                     ax.set_visible(False)
                     continue
-                draw(ax, groups[(spec, backend)], f"{spec} · backend={backend}")
+                draw(ax, groups[(spec, backend)], f"{spec} · backend={backend}", causes)
         if draw is draw_exits:
             handles, labels = {}, {}
             for ax in axes.flat:
                 for h, l in zip(*ax.get_legend_handles_labels()):
                     handles.setdefault(l, h)
-            order = [CAUSE_LABELS[c] for c in CAUSES if CAUSE_LABELS[c] in handles]
+            order = [cause_label(c) for c in causes if cause_label(c) in handles]
             fig.tight_layout()
             # Above the panels; savefig's tight bounding box keeps it in the image.
             fig.legend([handles[l] for l in order], order, loc="lower center", bbox_to_anchor=(0.5, 1.0),
@@ -212,7 +214,8 @@ def bench_figures(plt, bench):
 
 def run_figures(plt, run):
     causes = run.get("causes", {}).get("causes", {})
-    names = [c for c in CAUSES if c in causes]
+    names = list(causes)
+    colors = cause_colors(record_causes(run))
     ops = [causes[c].get("ops", 0) for c in names]
     exits = [causes[c].get("exits", 0) for c in names]
     figs = []
@@ -220,8 +223,8 @@ def run_figures(plt, run):
     y = range(len(names))
     h = 0.38
     ax.barh([i - h / 2 for i in y], ops, h, label="operations", color="#bbbbbb")
-    ax.barh([i + h / 2 for i in y], exits, h, label="exits", color=[CAUSE_COLORS[c] for c in names])
-    ax.set_yticks(list(y), [CAUSE_LABELS[c] for c in names])
+    ax.barh([i + h / 2 for i in y], exits, h, label="exits", color=[colors[c] for c in names])
+    ax.set_yticks(list(y), [cause_label(c) for c in names])
     ax.invert_yaxis()
     ax.set_xlabel("count (whole run, source: vmm)")
     ax.set_title("Operations and the exits they took, by cause: " + run.get("config", {}).get("cmdline", ""),
@@ -249,6 +252,11 @@ def run_figures(plt, run):
         fig.tight_layout()
         figs.append(("Hypercalls", fig))
 
+    if run.get("sites"):
+        figs.append(("Exits by stack (flame graph)", flame_graph(plt, run)))
+    if run.get("timeline"):
+        figs.append(("Exits over time, by cause", exits_over_time(plt, run)))
+        return figs
     # Integer reports are JSON numbers since run schema version 2, strings of
     # digits before (docs/run-record.md); float() reads both.
     reports = run.get("guest", {}).get("reports", {})
@@ -263,6 +271,93 @@ def run_figures(plt, run):
         fig.tight_layout()
         figs.append(("Guest time per operation", fig))
     return figs
+
+
+# The causes a run record names, in its order, then "none" (an exit of no
+# cause, docs/run-record.md "sites").
+def record_causes(run):
+    return list(run.get("causes", {}).get("causes", {})) + ["none"]
+
+
+def cause_color(run, cause):
+    return cause_colors(record_causes(run)).get(cause, UNCAUSED_COLOR)
+
+
+def frame_name(frame):
+    """A frame as folded stacks name it (docs/sites.md): its function, else its address."""
+    return frame.get("function") or frame.get("pc", "?")
+
+
+def flame_tree(sites):
+    """The record's stacks as a tree rooted at their causes: {name: [exits, children]}."""
+    root = {}
+    for stack in sites.get("stacks", []):
+        path = [stack["cause"]] + [frame_name(f) for f in reversed(stack.get("frames", []))]
+        level = root
+        for name in path:
+            node = level.setdefault(name, [0, {}])
+            node[0] += stack["exits"]
+            level = node[1]
+    return root
+
+
+def flame_depth(tree):
+    return 1 + max((flame_depth(children) for _, children in tree.values()), default=0) if tree else 0
+
+
+def flame_graph(plt, run):
+    """A flame graph of the run's exits by stack: the cause at the bottom, the
+    exiting function on top, each frame a rectangle as wide as its exits."""
+    tree = flame_tree(run["sites"])
+    total = sum(n for n, _ in tree.values()) or 1
+    depth = flame_depth(tree)
+    fig, ax = plt.subplots(figsize=(11, 0.24 * depth + 1.2))
+
+    def draw(level, x, y, cause):
+        for name in sorted(level):
+            n, children = level[name]
+            c = cause or name
+            ax.add_patch(plt.Rectangle((x, y), n, 1, facecolor=cause_color(run, c),
+                                       alpha=1.0 if y == 0 else 0.55 + 0.4 * ((y % 2) == 0),
+                                       edgecolor="white", linewidth=0.5))
+            if n / total > 0.04:
+                ax.text(x + n / 2, y + 0.5, name if y else cause_label(name),
+                        ha="center", va="center", fontsize=6, clip_on=True)
+            draw(children, x, y + 1, c)
+            x += n
+
+    draw(tree, 0, 0, None)
+    ax.set_xlim(0, total)
+    ax.set_ylim(0, depth)
+    ax.set_yticks([])
+    ax.set_xlabel(f"exits ({total} in all, source: vmm); bottom: the cause, top: the exiting function")
+    ax.set_title("Exits by stack (docs/sites.md)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def exits_over_time(plt, run):
+    """The record's timeline: exits per bin of host time, stacked by cause."""
+    timeline = run["timeline"]
+    bin_ms = timeline["bin_ns"] / 1e6
+    rows = timeline.get("exits_by_cause", {})
+    order = [c for c in record_causes(run) if c in rows] + sorted(c for c in rows if c not in record_causes(run))
+    x = [i * bin_ms for i in range(timeline.get("bins", 0))]
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    bottoms = [0] * len(x)
+    for cause in order:
+        values = rows[cause]
+        ax.bar(x, values, bin_ms, bottom=bottoms, align="edge", color=cause_color(run, cause),
+               label=cause_label(cause))
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    ax.set_xlabel(f"host time since the run started, ms (bins of {bin_ms:g} ms, source: host)")
+    ax.set_ylabel("exits per bin")
+    ax.set_title("Exits over time, by cause", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    fig.tight_layout()
+    return fig
 
 
 def png_base64(fig):
@@ -306,13 +401,13 @@ def per_vcpu_table(run):
     if len(per_vcpu) < 2:
         return ""
     causes = run.get("causes", {}).get("causes", {})
-    names = [c for c in CAUSES if c in causes] + sorted(c for c in causes if c not in CAUSES)
+    names = list(causes)
     rows = []
     for name in names:
         cells = [v.get("causes", {}).get(name, {}).get("exits", 0) for v in per_vcpu]
         total = causes[name].get("exits", 0)
         if total or any(cells):
-            rows.append([f"cause {CAUSE_LABELS.get(name, name)}"] + cells + [total])
+            rows.append([f"cause {cause_label(name)}"] + cells + [total])
     for name, c in sorted(run.get("hypercalls", {}).get("calls", {}).items()):
         cells = [v.get("hypercalls", {}).get(name, {}).get("exits", 0) for v in per_vcpu]
         if c.get("exits", 0) or any(cells):
@@ -324,7 +419,8 @@ def per_vcpu_table(run):
 
 def bench_tables(bench):
     parts = []
-    metrics = [("exits.total", "exits")] + [("exits." + c, "exits: " + CAUSE_LABELS[c]) for c in CAUSES] + [
+    metrics = [("exits.total", "exits")] + [("exits." + c, "exits: " + cause_label(c))
+                                            for c in bench_causes(bench)] + [
         ("exits_per_op", "exits per operation"),
         ("guest.tsc_per_op_net", "guest TSC per operation, net"),
         ("kvm.insn_emulation_per_op", "emulated instructions per operation (kvm-stats)"),

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/exit_table.h"
+#include "cli/exit_timeline.h"
 #include "cli/experiment.h"
 #include "cli/file_digest.h"
 #include "cli/guest_cmdline.h"
@@ -153,8 +154,17 @@ int RunCommand(const RunOptions& o) {
     trace = std::make_unique<TraceWriter>(
         std::move(trace_out),
         o.trace_format == "perfetto" ? TraceFormat::kPerfetto : TraceFormat::kJsonl,
-        "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload));
-    (*vm)->SetExitObserver([&trace](const ExitEvent& e) { trace->Write(e); });
+        "minivmm: " + (o.workload.empty() ? std::string("default workload") : o.workload),
+        config.record_sites ? config.kernel_path : std::string());
+  }
+  // The record's exits over time: with sites (each exit's cause) and a record.
+  std::optional<ExitTimeline> timeline;
+  if (json_out != nullptr && config.record_sites) timeline.emplace(ExitClockNs());
+  if (trace != nullptr || timeline) {
+    (*vm)->SetExitObserver([&trace, &timeline](const ExitEvent& e) {
+      if (trace != nullptr) trace->Write(e);
+      if (timeline) timeline->Add(e);
+    });
   }
 
   g_running_vm.store(vm->get());
@@ -195,6 +205,7 @@ int RunCommand(const RunOptions& o) {
     fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
     return kExitVmmError;
   }
+  if (timeline) record["timeline"] = timeline->Record();
   for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result->vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
   if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <fstream>
-#include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/str_replace.h"
+#include "cli/site_names.h"
 #include "fmt/format.h"
-#include "minivmm/symbolizer.h"
 
 namespace minivmm::cli {
 namespace {
@@ -21,62 +19,11 @@ struct Merged {
   std::vector<uint64_t> by_vcpu;
 };
 
-// Names code addresses once each.
-class Names {
- public:
-  explicit Names(const std::string& kernel_path) {
-    absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(kernel_path);
-    if (s.ok()) {
-      symbolizer_ = *std::move(s);
-    } else {
-      error_ = std::string(s.status().message());
-    }
-  }
-  const std::string& error() const { return error_; }
-
-  // The source frames of raw frame `index` at `pc`, innermost first; a
-  // return address (index > 0) is looked up one byte back, in its call.
-  const std::vector<SourceFrame>& At(uint64_t pc, bool return_address) {
-    const uint64_t key = return_address ? pc - 1 : pc;
-    auto [it, inserted] = cache_.try_emplace(key);
-    if (inserted)
-      it->second = symbolizer_ != nullptr ? symbolizer_->Lookup(key)
-                                          : std::vector<SourceFrame>{SourceFrame{}};
-    return it->second;
-  }
-
- private:
-  std::unique_ptr<Symbolizer> symbolizer_;
-  std::string error_;
-  absl::flat_hash_map<uint64_t, std::vector<SourceFrame>> cache_;
-};
-
-json Frames(const ExitSite& site, Names& names) {
-  json frames = json::array();
-  for (size_t i = 0; i < site.depth; ++i) {
-    for (const SourceFrame& f : names.At(site.frames[i], i > 0)) {
-      json one = {{"pc", fmt::format("{:#x}", site.frames[i])}, {"function", f.function}};
-      if (!f.file.empty()) one["file"] = f.file;
-      if (f.line != 0) one["line"] = f.line;
-      if (f.inlined) one["inlined"] = true;
-      frames.push_back(std::move(one));
-    }
-  }
-  return frames;
-}
-
 json Wasted(const SiteCount& count) {
   json wasted = json::object();
   for (int r = 0; r < static_cast<int>(WasteReason::kCount); ++r)
     wasted[std::string(WasteReasonName(static_cast<WasteReason>(r)))] = count.wasted[r];
   return wasted;
-}
-
-// A frame as folded stacks name it: the function, else the raw address.
-std::string FoldedName(const json& frame) {
-  std::string name = frame.value("function", "");
-  if (name.empty()) name = frame.value("pc", "?");
-  return absl::StrReplaceAll(name, {{";", ":"}, {"\n", " "}});
 }
 
 }  // namespace
@@ -104,15 +51,15 @@ json SitesRecord(const RunResult& result, const std::string& kernel_path) {
     return std::lexicographical_compare(a.first->stack().begin(), a.first->stack().end(),
                                         b.first->stack().begin(), b.first->stack().end());
   });
-  Names names(kernel_path);
+  SiteNames names(kernel_path);
   json stacks = json::array();
   for (const auto& [site, m] : order) {
     json one = {
-        {"cause", site->cause == Cause::kCount ? "none" : std::string(CauseName(site->cause))},
+        {"cause", SiteCauseName(*site)},
         {"reason", std::string(ExitReasonName(site->reason))},
         {"exits", m->total.exits},
         {"by_vcpu", m->by_vcpu},
-        {"frames", Frames(*site, names)},
+        {"frames", SiteFrames(*site, names)},
     };
     if (site->hypercall >= 0) {
       const size_t nr = static_cast<size_t>(site->hypercall);
@@ -141,7 +88,7 @@ std::string FoldedStacks(const json& sites) {
     if (stack["cause"] == "none")
       line = stack.value("hypercall", stack["reason"].get<std::string>());
     const json& frames = stack["frames"];
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += ";" + FoldedName(*it);
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += ";" + FrameName(*it);
     auto [at, inserted] = counts.try_emplace(line, 0);
     if (inserted) lines.push_back(line);
     at->second += stack["exits"].get<uint64_t>();

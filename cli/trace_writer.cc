@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report_value.h"
+#include "cli/site_names.h"
 #include "fmt/format.h"
 #include "minivmm/exit_event.h"
 #include "minivmm_abi/hypercall.h"
@@ -72,6 +73,24 @@ std::string ReportMarkerName(const json& report) {
     if (name.empty() || (name == "check" && prefix != "check")) name = prefix;
   }
   return name.empty() ? "report" : "report " + name;
+}
+
+// An exit's `site` (docs/trace.md): its cause, RIP, the innermost source
+// frame and the stack's frame names, innermost first.
+json SiteLine(const ExitSite& site, SiteNames& names) {
+  const json frames = SiteFrames(site, names);
+  json line = {{"cause", SiteCauseName(site)}, {"rip", fmt::format("{:#x}", site.frames[0])}};
+  if (!frames.empty()) {
+    const json& leaf = frames.front();
+    line["function"] = leaf["function"];
+    if (leaf.contains("file")) line["file"] = leaf["file"];
+    if (leaf.contains("line")) line["line"] = leaf["line"];
+  }
+  json stack = json::array();
+  for (const json& frame : frames) stack.push_back(FrameName(frame));
+  line["stack"] = std::move(stack);
+  if (site.user) line["user"] = true;
+  return line;
 }
 
 }  // namespace
@@ -186,8 +205,9 @@ std::string_view TraceFormatName(TraceFormat format) {
 }
 
 TraceWriter::TraceWriter(std::unique_ptr<OutputFile> out, TraceFormat format,
-                         const std::string& process_name)
+                         const std::string& process_name, const std::string& sites_elf)
     : out_(std::move(out)), format_(format), base_ns_(ExitClockNs()) {
+  if (!sites_elf.empty()) site_names_ = std::make_unique<SiteNames>(sites_elf);
   if (format_ == TraceFormat::kPerfetto) {
     perfetto_ = std::make_unique<PerfettoOut>(out_.get(), static_cast<int>(getpid()));
     perfetto_->Header();
@@ -202,6 +222,11 @@ void TraceWriter::Write(const ExitEvent& e) {
   if (finished_) return;
   ++exits_;
   json line = Line(e, base_ns_);
+  if (e.site != nullptr && site_names_ != nullptr) {
+    auto [at, inserted] = sites_.try_emplace(*e.site);
+    if (inserted) at->second = SiteLine(*e.site, *site_names_);
+    line["site"] = at->second;
+  }
   if (perfetto_ != nullptr) {
     perfetto_->Exit(std::move(line));
     return;

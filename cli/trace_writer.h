@@ -19,8 +19,10 @@
 #include <string>
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "cli/output_file.h"
+#include "minivmm/exit_sites.h"
 #include "minivmm/vm.h"
 #include "nlohmann/json.hpp"
 
@@ -29,6 +31,7 @@ namespace minivmm::cli {
 enum class TraceFormat { kJsonl, kPerfetto };
 
 class PerfettoOut;  // trace_writer.cc
+class SiteNames;    // cli/site_names.h
 
 // "jsonl", "perfetto".
 std::string_view TraceFormatName(TraceFormat format);
@@ -41,8 +44,11 @@ inline constexpr char kTraceEndKey[] = "trace_end";
 class TraceWriter {
  public:
   // Writes into `out` (created before the run); `process_name` names the
-  // VM's process track ("minivmm: ctx,tasks=2").
-  TraceWriter(std::unique_ptr<OutputFile> out, TraceFormat format, const std::string& process_name);
+  // VM's process track ("minivmm: ctx,tasks=2"). With `sites_elf` (a run
+  // that records sites), each exit carries its site named from that ELF
+  // (docs/trace.md); empty: no sites.
+  TraceWriter(std::unique_ptr<OutputFile> out, TraceFormat format, const std::string& process_name,
+              const std::string& sites_elf = "");
   // Without Commit, the file is abandoned: nothing under its name.
   ~TraceWriter();
 
@@ -57,6 +63,9 @@ class TraceWriter {
   TraceFormat format_;
   int64_t base_ns_;                        // the steady clock when the file was opened: ts 0
   std::unique_ptr<PerfettoOut> perfetto_;  // null for jsonl
+  std::unique_ptr<SiteNames> site_names_;  // null: no sites
+  // Each distinct site's `site` value, named once.
+  absl::flat_hash_map<ExitSite, nlohmann::json> sites_;
   uint64_t exits_ = 0;
   bool finished_ = false;
 };

@@ -24,11 +24,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/bench_plan.h"
+#include "cli/exit_timeline.h"
 #include "cli/experiment.h"
 #include "cli/file_digest.h"
 #include "cli/probe_cache.h"
 #include "cli/report_value.h"
 #include "cli/run_record.h"
+#include "cli/sites_record.h"
 #include "fmt/format.h"
 #include "minivmm/host_info.h"
 #include "minivmm/vm.h"
@@ -181,6 +183,7 @@ struct PyVmOptions {
   std::optional<double> timeout;
   std::string kvm_device = "/dev/kvm";
   bool wasted = false;
+  bool sites = false;
   int64_t cpus = 1;
   bool probe_host = true;  // the host probe's answers in provenance.host
 };
@@ -213,6 +216,7 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   config.cpus = static_cast<uint32_t>(o.cpus);
   config.kvm_device = o.kvm_device;
   config.analyse_waste = o.wasted;
+  config.record_sites = o.sites;
   config.console = console;
   return config;
 }
@@ -244,29 +248,35 @@ class PyVm {
     // An exception from the callback: kept, the run stopped, and rethrown
     // here with the GIL held.
     std::exception_ptr callback_error;
-    if (!on_exit.is_none()) {
-      if (!PyCallable_Check(on_exit.ptr())) {
-        PyErr_SetString(PyExc_TypeError, "on_exit must be callable or None");
-        throw py::error_already_set();
-      }
+    const bool callback = !on_exit.is_none();
+    if (callback && !PyCallable_Check(on_exit.ptr())) {
+      PyErr_SetString(PyExc_TypeError, "on_exit must be callable or None");
+      throw py::error_already_set();
+    }
+    // The record's exits over time, as `minivmm run --sites --json` keeps it.
+    std::optional<cli::ExitTimeline> timeline;
+    if (config_.record_sites) timeline.emplace(ExitClockNs());
+    if (callback || timeline) {
       Vm* vm = vm_.get();
-      vm_->SetExitObserver([&on_exit, &callback_error, vm](const ExitEvent& e) {
-        if (callback_error) return;  // stopping: no more calls
-        py::gil_scoped_acquire acquire;
-        try {
-          on_exit(EventToDict(e));
-        } catch (...) {
-          callback_error = std::current_exception();
-          vm->RequestStop();
-        }
-      });
+      vm_->SetExitObserver(
+          [&on_exit, &callback_error, &timeline, callback, vm](const ExitEvent& e) {
+            if (timeline) timeline->Add(e);
+            if (!callback || callback_error) return;  // stopping: no more calls
+            py::gil_scoped_acquire acquire;
+            try {
+              on_exit(EventToDict(e));
+            } catch (...) {
+              callback_error = std::current_exception();
+              vm->RequestStop();
+            }
+          });
     }
     absl::StatusOr<RunResult> result;
     {
       py::gil_scoped_release release;
       result = vm_->Run();
     }
-    if (!on_exit.is_none()) vm_->SetExitObserver(nullptr);
+    if (callback || timeline) vm_->SetExitObserver(nullptr);
     if (callback_error) std::rethrow_exception(callback_error);
     if (!result.ok()) Raise(result.status());
     // The record as `minivmm run --json` makes it: the host, with the host
@@ -283,9 +293,14 @@ class PyVm {
       }
       record = cli::MakeRunRecord(config_, *result, host ? &*host : nullptr,
                                   cli::FileSha256(config_.kernel_path));
+      // No --stacks file: AddSites cannot fail.
+      (void)cli::AddSites(record, *result, config_.kernel_path, "");
+      if (timeline) record["timeline"] = timeline->Record();
     }
     // What the record does not hold, as attributes (docs/python.md).
-    py::object out = py::module_::import("minivmm").attr("RunRecord")(ToPython(record));
+    py::module_ module = py::module_::import("minivmm");
+    py::object out = module.attr("RunRecord")(ToPython(record));
+    if (record.contains("sites")) out.attr("sites") = module.attr("sites")(out);
     const std::string failure = cli::RunFailure(*result);
     out.attr("ok") = failure.empty();
     out.attr("failure") = failure;
@@ -384,7 +399,66 @@ class RunRecord(dict):
     ok (the guest shut down with 0 and no self-check failed), failure (why
     not, or ""), status (the exit status `minivmm run` would return),
     console (the guest's output, up to 1 MiB) and console_tail (its last
-    lines)."""
+    lines); with sites=True, sites (minivmm.sites(record)), else None."""
+
+    sites = None
+
+
+def sites(record):
+    """The exit sites of a run record (its "sites" section, docs/sites.md)
+    as a list of dicts, one per distinct (cause, stack), most exits first:
+    cause, reason, hypercall (or None), function, file, line (the
+    innermost source frame; "" / None where the ELF names nothing), rip
+    (int), exits, wasted (its wasted exits, None without wasted=True),
+    user (a CPL-3 exit), stack (every frame's name, innermost first: the
+    function, else the raw address) and by_vcpu. For every cause, the
+    sites' exits sum to that cause's exits. A record without sites raises
+    KeyError."""
+    out = []
+    for s in record["sites"]["stacks"]:
+        frames = s["frames"]
+        leaf = frames[0] if frames else {}
+        wasted = s.get("wasted")
+        out.append({
+            "cause": s["cause"],
+            "reason": s["reason"],
+            "hypercall": s.get("hypercall"),
+            "function": leaf.get("function", ""),
+            "file": leaf.get("file", ""),
+            "line": leaf.get("line"),
+            "rip": int(leaf["pc"], 16) if leaf else None,
+            "exits": s["exits"],
+            "wasted": sum(wasted.values()) if wasted is not None else None,
+            "user": s.get("user", False),
+            "stack": [f.get("function") or f["pc"] for f in frames],
+            "by_vcpu": s["by_vcpu"],
+        })
+    return out
+
+
+def sites_dataframe(record):
+    """minivmm.sites(record) as a pandas DataFrame, one row per site; the
+    stack column is its frames joined root first with ";", as a folded
+    stack (docs/sites.md) without the cause."""
+    pandas = _pandas("sites_dataframe")
+    rows = []
+    for s in sites(record):
+        row = dict(s)
+        row["stack"] = ";".join(reversed(s["stack"]))
+        rows.append(row)
+    columns = ["cause", "reason", "hypercall", "function", "file", "line", "rip", "exits",
+               "wasted", "user", "stack", "by_vcpu"]
+    return pandas.DataFrame(rows, columns=columns)
+
+
+def _pandas(what):
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError(
+            "minivmm.%s needs pandas (Debian: apt-get install python3-pandas)" % what
+        ) from e
+    return pandas
 
 
 def to_dataframe(results):
@@ -400,12 +474,7 @@ def to_dataframe(results):
     also vcpuN.exits.total, vcpuN.causes.<cause>.exits and
     vcpuN.hypercalls.<name>.exits.
     """
-    try:
-        import pandas
-    except ImportError as e:
-        raise ImportError(
-            "minivmm.to_dataframe needs pandas (Debian: apt-get install python3-pandas)"
-        ) from e
+    pandas = _pandas("to_dataframe")
     if isinstance(results, dict) and results.get("schema") == "minivmm.bench":
         results = results["runs"]
     rows = []
@@ -487,12 +556,15 @@ A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
-   cpus=1, probe_host=True)
+   sites=False, cpus=1, probe_host=True)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
 wasted=True runs the wasted-exit analysis (`minivmm run --wasted`): the
 record's "wasted" section, and "wasted"/"cancels" in each on_exit event.
+sites=True records where exits come from (`minivmm run --sites`,
+docs/sites.md): the record's "sites" section and the RunRecord's sites
+(minivmm.sites()).
 cpus=N gives the VM N vCPUs (1 to 32, `minivmm run --cpus N`), each on a
 thread of its own; the record has result.vcpus (how each stopped) and
 exits.per_vcpu (each vCPU's counts). probe_host=False skips the host probe
@@ -503,7 +575,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
       .def(py::init([](py::object kernel, int64_t memory, py::object backend, py::object pvops,
                        py::object workload, py::object cmdline, int64_t timer_hz,
                        std::optional<double> timeout, std::string kvm_device, bool wasted,
-                       int64_t cpus, bool probe_host) {
+                       bool sites, int64_t cpus, bool probe_host) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -518,6 +590,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.timeout = timeout;
              o.kvm_device = std::move(kvm_device);
              o.wasted = wasted;
+             o.sites = sites;
              o.cpus = cpus;
              o.probe_host = probe_host;
              return std::make_unique<PyVm>(o);
@@ -526,8 +599,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("backend") = py::none(), py::arg("pvops") = py::none(),
            py::arg("workload") = py::none(), py::arg("cmdline") = py::none(),
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
-           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("cpus") = 1,
-           py::arg("probe_host") = true)
+           py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("sites") = false,
+           py::arg("cpus") = 1, py::arg("probe_host") = true)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

@@ -16,6 +16,8 @@
 
 namespace minivmm {
 
+struct ExitSite;  // minivmm/exit_sites.h
+
 // One exit, as seen by an exit observer (and --trace).
 struct ExitEvent {
   uint64_t sequence = 0;  // this vCPU's exits before this one (counted per vCPU)
@@ -44,6 +46,10 @@ struct ExitEvent {
   // (both wasted as a pair), -1 when none.
   std::string_view wasted;
   int64_t cancels = -1;
+  // With VmConfig::record_sites: the exit's site (its cause and guest
+  // stack, as counted in RunResult::sites_per_vcpu); null without. Valid
+  // only during the observer call.
+  const ExitSite* site = nullptr;
 };
 
 // The clock of ExitEvent::exit_ns and resume_ns: std::chrono::steady_clock in

@@ -3,10 +3,12 @@
 // add up to the run's exits exactly.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/exit_codes.h"
 #include "gtest/gtest.h"
@@ -69,6 +71,150 @@ TEST(SitesCliTest, SitesTableRecordAndFoldedStacksAddUpToTheExits) {
   }
   EXPECT_EQ(folded_exits, record_exits);
   EXPECT_GT(load_tls, 0u);
+}
+
+// Exits per cause ("none" for an exit of no cause) as the record counts them.
+std::map<std::string, uint64_t> RecordExitsByCause(const json& record) {
+  std::map<std::string, uint64_t> by_cause;
+  uint64_t caused = 0;
+  for (const auto& [cause, c] : record["causes"]["causes"].items()) {
+    if (c["exits"].get<uint64_t>() == 0) continue;
+    by_cause[cause] = c["exits"].get<uint64_t>();
+    caused += by_cause[cause];
+  }
+  const uint64_t total = record["exits"]["total"].get<uint64_t>();
+  if (total > caused) by_cause["none"] = total - caused;
+  return by_cause;
+}
+
+// Exits per cause as the trace's sites count them; every exit has a site
+// whose innermost frame is named, and whose RIP is its stack's first frame.
+void CountSites(const json& site, std::map<std::string, uint64_t>& by_cause) {
+  ASSERT_TRUE(site.is_object()) << site;
+  ++by_cause[site["cause"].get<std::string>()];
+  ASSERT_TRUE(site["rip"].is_string()) << site;
+  ASSERT_FALSE(site["stack"].empty()) << site;
+  if (site.value("user", false)) return;  // ring 3: the raw RIP only
+  EXPECT_FALSE(site["function"].get<std::string>().empty()) << site;
+  EXPECT_EQ(site["stack"][0], site["function"]) << site;
+}
+
+json RecordOf(const std::string& path) {
+  json record = json::parse(Slurp(path), nullptr, false);
+  EXPECT_FALSE(record.is_discarded()) << path;
+  return record;
+}
+
+TEST(SitesCliTest, EveryExitOfTheJsonlTraceCarriesItsSite) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm("run -q --workload ctx,tls=same --pvops naive --sites --trace " +
+                            Path("trace.jsonl") + " --json " + Path("traced.json"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  const json record = RecordOf(Path("traced.json"));
+  std::map<std::string, uint64_t> traced;
+  bool load_tls = false;
+  std::istringstream trace(Slurp(Path("trace.jsonl")));
+  for (std::string text; std::getline(trace, text);) {
+    const json line = json::parse(text);
+    if (line.contains("trace_end")) continue;
+    ASSERT_TRUE(line.contains("site")) << text;
+    CountSites(line["site"], traced);
+    for (const json& frame : line["site"]["stack"]) load_tls |= frame == "LoadTls";
+    if (line["site"]["cause"] == "descriptor_update") {
+      EXPECT_EQ(line["site"]["function"], "RawHypercall") << text;
+      EXPECT_EQ(line["site"]["file"], "hypercall.h") << text;
+      EXPECT_GT(line["site"]["line"].get<int>(), 0) << text;
+    }
+  }
+  EXPECT_EQ(traced, RecordExitsByCause(record));
+  EXPECT_TRUE(load_tls) << "tls=same updates descriptors from LoadTls";
+}
+
+TEST(SitesCliTest, EveryExitSliceOfThePerfettoTraceCarriesItsSite) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm("run -q --workload ctx --pvops naive --sites --trace-format perfetto " +
+                            std::string("--trace ") + Path("trace.perfetto.json") + " --json " +
+                            Path("perfetto.json"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  const json record = RecordOf(Path("perfetto.json"));
+  const json trace = json::parse(Slurp(Path("trace.perfetto.json")));
+  std::map<std::string, uint64_t> traced;
+  for (const json& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    ASSERT_TRUE(event["args"].contains("site")) << event;
+    CountSites(event["args"]["site"], traced);
+  }
+  EXPECT_EQ(traced, RecordExitsByCause(record));
+}
+
+TEST(SitesCliTest, WithoutSitesTheTraceHasNone) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm("run -q --workload ctx --trace " + Path("plain.jsonl"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  std::istringstream trace(Slurp(Path("plain.jsonl")));
+  uint64_t exits = 0;
+  for (std::string text; std::getline(trace, text); ++exits)
+    EXPECT_FALSE(json::parse(text).contains("site")) << text;
+  EXPECT_GT(exits, 1u);
+}
+
+// The report page's figure titles, in order.
+std::vector<std::string> ReportFigures(const std::string& record_path, const std::string& page) {
+  const Outcome o = Minivmm("report " + record_path + " -o " + page);
+  EXPECT_EQ(o.status, 0) << "status 3: no matplotlib (apt-get install python3-matplotlib)\n"
+                         << o.out;
+  const std::string html = Slurp(page);
+  std::vector<std::string> titles;
+  for (size_t at = html.find("<img alt=\""); at != std::string::npos;
+       at = html.find("<img alt=\"", at + 1)) {
+    const size_t from = at + 10;
+    titles.push_back(html.substr(from, html.find('"', from) - from));
+    EXPECT_EQ(html.compare(html.find("src=\"", from), 27, "src=\"data:image/png;base64,"), 0);
+  }
+  return titles;
+}
+
+TEST(SitesCliTest, TheRecordsTimelineCountsEveryExitOfEachCause) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm("run -q --workload ctx,tls=same --pvops naive --sites --json " +
+                            Path("timeline.json"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  const json record = RecordOf(Path("timeline.json"));
+  ASSERT_TRUE(record.contains("timeline"));
+  const json& timeline = record["timeline"];
+  EXPECT_EQ(timeline["source"], "host");
+  EXPECT_GT(timeline["bin_ns"].get<int64_t>(), 0);
+  const size_t bins = timeline["bins"].get<size_t>();
+  EXPECT_LE(bins, 256u);
+  std::map<std::string, uint64_t> counted;
+  for (const auto& [cause, row] : timeline["exits_by_cause"].items()) {
+    EXPECT_EQ(row.size(), bins) << cause;
+    for (const json& n : row) counted[cause] += n.get<uint64_t>();
+  }
+  EXPECT_EQ(counted, RecordExitsByCause(record));
+}
+
+TEST(SitesCliTest, TheReportOfARecordWithSitesHasAFlameGraphAndExitsOverTime) {
+  REQUIRE_KVM();
+  ASSERT_EQ(
+      Minivmm("run -q --workload ctx --pvops naive --sites --json " + Path("report.json")).status,
+      0);
+  const std::vector<std::string> figures = ReportFigures(Path("report.json"), Path("report.html"));
+  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
+            figures.end());
+  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
+  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Guest time per operation"), figures.end());
+}
+
+TEST(SitesCliTest, WithoutSitesTheRecordHasNoTimelineAndTheReportNoFlameGraph) {
+  REQUIRE_KVM();
+  ASSERT_EQ(Minivmm("run -q --workload ctx --pvops naive --json " + Path("plain.json")).status, 0);
+  EXPECT_FALSE(RecordOf(Path("plain.json")).contains("timeline"));
+  const std::vector<std::string> figures = ReportFigures(Path("plain.json"), Path("plain.html"));
+  EXPECT_FALSE(figures.empty());
+  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
+            figures.end());
+  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
 }
 
 TEST(SitesCliTest, AnUnwritableStacksFileIsAVmmError) {

@@ -379,12 +379,21 @@ def test_record_comparison_sees_differences():
      {"backend": "pv", "cpus": 2, "workload": IRQ}),
     (["--backend", "native", "--wasted", "--workload", IRQ],
      {"backend": "native", "wasted": True, "workload": IRQ}),
-], ids=["hello", "ctx-naive", "ctx-optimized", "cpus2", "wasted"])
+    (["--backend", "pv", "--pvops", "naive", "--wasted", "--sites", "--workload", "ctx,tls=same"],
+     {"backend": "pv", "pvops": "naive", "wasted": True, "sites": True,
+      "workload": "ctx,tls=same"}),
+], ids=["hello", "ctx-naive", "ctx-optimized", "cpus2", "wasted", "sites"])
 def test_run_record_is_the_clis(flags, kwargs):
     kernel = minivmm.default_kernel_path()
     cli = cli_json(["run", "--quiet", "--kernel", kernel] + flags)
     module = minivmm.run(kernel=kernel, **kwargs)
     assert module.ok, module.failure
+    # The timeline's bins are host time: only its exits per cause are exact.
+    assert ("timeline" in cli) == ("timeline" in module) == bool(kwargs.get("sites"))
+    if "timeline" in cli:
+        a, b = cli.pop("timeline"), module.pop("timeline")
+        assert {c: sum(r) for c, r in a["exits_by_cause"].items()} == \
+            {c: sum(r) for c, r in b["exits_by_cause"].items()} == exits_by_cause(cli)
     assert record_differences(cli, module) == []
     # Both probed the host.
     assert "probe" in module["provenance"]["host"]
@@ -569,6 +578,55 @@ def test_several_cpus_per_vcpu_counts_and_stops():
 def test_cpu_count_outside_one_to_32_raises(cpus):
     with pytest.raises(ValueError, match="between 1 and 32"):
         minivmm.Vm(workload="none", cpus=cpus)
+
+
+def exits_by_cause(record):
+    """Exits per cause ("none": of no cause), as the record counts them."""
+    out = {c: n["exits"] for c, n in record["causes"]["causes"].items() if n["exits"]}
+    caused = sum(out.values())
+    if record["exits"]["total"] > caused:
+        out["none"] = record["exits"]["total"] - caused
+    return out
+
+
+def test_sites_are_a_list_of_dicts_that_add_up_to_the_exits():
+    r = minivmm.run(backend="pv", pvops="naive", workload="ctx,tls=same", wasted=True,
+                    sites=True, probe_host=False)
+    assert r.ok, r.failure
+    assert r.sites == minivmm.sites(r)
+    by_cause, wasted_by_cause = {}, {}
+    for s in r.sites:
+        assert set(s) == {"cause", "reason", "hypercall", "function", "file", "line", "rip",
+                          "exits", "wasted", "user", "stack", "by_vcpu"}
+        by_cause[s["cause"]] = by_cause.get(s["cause"], 0) + s["exits"]
+        wasted_by_cause[s["cause"]] = wasted_by_cause.get(s["cause"], 0) + s["wasted"]
+        assert s["stack"][0] == (s["function"] or "0x%x" % s["rip"])
+    assert by_cause == exits_by_cause(r)
+    assert r["sites"]["wasted_unplaced"] == 0
+    for cause, c in r["wasted"]["by_cause"].items():
+        assert wasted_by_cause.get(cause, 0) == c["exits"], cause
+    tls = [s for s in r.sites if s["cause"] == "descriptor_update" and "LoadTls" in s["stack"]]
+    assert tls, "tls=same updates descriptors from LoadTls"
+    assert all(s["function"] == "RawHypercall" and s["file"] == "hypercall.h" and s["line"] > 0
+               and s["hypercall"] == "update_descriptor" for s in tls)
+
+
+def test_sites_dataframe_has_a_row_per_site():
+    r = minivmm.run(backend="pv", pvops="naive", workload="ctx", sites=True, probe_host=False)
+    assert r.ok, r.failure
+    df = minivmm.sites_dataframe(r)
+    assert len(df) == len(r.sites) > 1
+    assert df.groupby("cause")["exits"].sum().to_dict() == exits_by_cause(r)
+    assert df["wasted"].isna().all()  # no wasted=True
+    assert all(stack.endswith(";" + f) or stack == f
+               for stack, f in zip(df["stack"], df["function"]) if f)
+
+
+def test_without_sites_the_record_has_none():
+    r = minivmm.run(workload="none", probe_host=False)
+    assert "sites" not in r and r.sites is None
+    with pytest.raises(KeyError):
+        minivmm.sites(r)
 
 
 def test_to_dataframe_without_pandas(monkeypatch):

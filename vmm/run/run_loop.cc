@@ -77,6 +77,9 @@ MaybeStop RunLoop::HandleObserved(const VcpuExit& exit) {
     if (const std::optional<uint64_t> cancels = waste_->cancels())
       event_.cancels = static_cast<int64_t>(*cancels);
   }
+  // The site as SiteRecorder::End will count it (LoopWith's kSites brackets
+  // this call with Begin and End).
+  if (sites_ && !std::holds_alternative<RunFailed>(exit)) event_.site = &sites_->Settle();
   if (reports != nullptr && reports->entries.size() > reports_before)
     event_.reports = std::span(reports->entries).subspan(reports_before);
   event_.resume_ns = ExitClockNs();

@@ -32,15 +32,21 @@ void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hyper
   wasted_before_ = WastedExits();
 }
 
-void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
-  if (!recording_) return;
+const ExitSite& SiteRecorder::Settle() {
   // The cause is the one whose exit count this exit moved (at most one).
+  current_.cause = Cause::kCount;
   for (int c = 0; c < static_cast<int>(Cause::kCount); ++c) {
     if (stats_.causes[c].exits != cause_exits_before_[c]) {
       current_.cause = static_cast<Cause>(c);
       break;
     }
   }
+  return current_;
+}
+
+void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
+  if (!recording_) return;
+  Settle();
   SiteCount& count = sites_.counts[current_];
   ++count.exits;
   if (waste == nullptr) return;

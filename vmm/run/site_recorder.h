@@ -33,6 +33,9 @@ class SiteRecorder {
   // Before the exit is handled: its registers are still the guest's. A
   // hypercall exit's number is EAX. RunFailed is not an exit and is skipped.
   void Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall);
+  // After the exit was handled: the exit's site with its cause settled,
+  // valid until the next Begin. Begin must have recorded an exit.
+  const ExitSite& Settle();
   // After the exit was handled (and, with `waste`, its verdict reached).
   void End(const WasteLog* waste, uint64_t sequence);
 

@@ -1,0 +1,52 @@
+#include "cli/site_names.h"
+
+#include "absl/strings/str_replace.h"
+#include "fmt/format.h"
+
+namespace minivmm::cli {
+
+using json = nlohmann::json;
+
+SiteNames::SiteNames(const std::string& kernel_path) {
+  absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(kernel_path);
+  if (s.ok()) {
+    symbolizer_ = *std::move(s);
+  } else {
+    error_ = std::string(s.status().message());
+  }
+}
+
+const std::vector<SourceFrame>& SiteNames::At(uint64_t pc, bool return_address) {
+  const uint64_t key = return_address ? pc - 1 : pc;
+  auto [it, inserted] = cache_.try_emplace(key);
+  if (inserted)
+    it->second =
+        symbolizer_ != nullptr ? symbolizer_->Lookup(key) : std::vector<SourceFrame>{SourceFrame{}};
+  return it->second;
+}
+
+std::string CauseKey(Cause cause) {
+  return cause == Cause::kCount ? "none" : std::string(CauseName(cause));
+}
+
+json SiteFrames(const ExitSite& site, SiteNames& names) {
+  json frames = json::array();
+  for (size_t i = 0; i < site.depth; ++i) {
+    for (const SourceFrame& f : names.At(site.frames[i], i > 0)) {
+      json one = {{"pc", fmt::format("{:#x}", site.frames[i])}, {"function", f.function}};
+      if (!f.file.empty()) one["file"] = f.file;
+      if (f.line != 0) one["line"] = f.line;
+      if (f.inlined) one["inlined"] = true;
+      frames.push_back(std::move(one));
+    }
+  }
+  return frames;
+}
+
+std::string FrameName(const json& frame) {
+  std::string name = frame.value("function", "");
+  if (name.empty()) name = frame.value("pc", "?");
+  return absl::StrReplaceAll(name, {{";", ":"}, {"\n", " "}});
+}
+
+}  // namespace minivmm::cli
