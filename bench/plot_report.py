@@ -29,8 +29,13 @@ UNCAUSED = {"other": "other (stack switch, console, ...)", "none": "no cause"}
 UNCAUSED_COLOR = "#999999"
 
 
+# The VMM's labels of its causes ("IF set"), which `minivmm report` passes
+# (--cause-label name=label); a cause without one is its name, spaced.
+CAUSE_LABELS = {}
+
+
 def cause_label(name):
-    return UNCAUSED.get(name, name.replace("_", " "))
+    return UNCAUSED.get(name, CAUSE_LABELS.get(name, name.replace("_", " ")))
 
 
 def cause_colors(names):
@@ -535,7 +540,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("record")
     parser.add_argument("-o", "--output", required=True)
+    parser.add_argument("--cause-label", action="append", default=[], metavar="NAME=LABEL",
+                        help="a cause's label in the figures (minivmm report passes the VMM's)")
     args = parser.parse_args()
+    for item in args.cause_label:
+        name, _, label = item.partition("=")
+        CAUSE_LABELS[name] = label
     try:
         import matplotlib
         matplotlib.use("Agg")

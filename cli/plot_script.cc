@@ -11,6 +11,7 @@
 
 #include "fmt/format.h"
 #include "fmt/ranges.h"
+#include "minivmm/exit_stats.h"
 
 namespace minivmm::cli {
 namespace {
@@ -79,7 +80,14 @@ int RunPlotScript(const std::string& input, const std::string& output) {
   }
   for (const std::string& python : pythons) {
     if (Spawn({python, "-c", "import matplotlib"}, /*quiet=*/true) != 0) continue;
-    return Spawn({python, script, input, "-o", output});
+    // The causes' table labels ("IF set"), from the VMM's one list.
+    std::vector<std::string> args = {python, script, input, "-o", output};
+    for (int c = 0; c < static_cast<int>(Cause::kCount); ++c) {
+      const auto cause = static_cast<Cause>(c);
+      args.push_back("--cause-label");
+      args.push_back(std::string(CauseName(cause)) + "=" + std::string(CauseLabel(cause)));
+    }
+    return Spawn(args);
   }
   fmt::print(stderr,
              "minivmm: no Python 3 with matplotlib found (tried {}); install python3-matplotlib "
