@@ -38,6 +38,8 @@ std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t 
                       result >= 0 ? static_cast<uint64_t>(std::popcount(args[0])) : 0};
     case MVMM_HC_lock_wait:
       return CauseOps{Cause::kLockWait, done};
+    case MVMM_HC_set_segment_base:
+      return CauseOps{Cause::kFsBase, done};
     case MVMM_HC_lock_kick:
       return CauseOps{Cause::kLockKick, done};
     case MVMM_HC_sched_op:
@@ -63,7 +65,7 @@ constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
        {MVMM_HC_set_if, MVMM_HC_force_evtchn_callback, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
         MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall,
         MVMM_HC_send_ipi, MVMM_HC_flush_tlb_others, MVMM_HC_lock_wait, MVMM_HC_lock_kick,
-        MVMM_HC_sched_op})
+        MVMM_HC_sched_op, MVMM_HC_set_segment_base})
     has[nr] = true;
   return has;
 }();

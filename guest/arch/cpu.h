@@ -60,11 +60,10 @@ inline void Invlpg(uint64_t va) { asm volatile("invlpg (%0)" ::"r"(va) : "memory
 inline void Fxsave(void* area) { asm volatile("fxsave64 (%0)" ::"r"(area) : "memory"); }
 inline void Fxrstor(const void* area) { asm volatile("fxrstor64 (%0)" ::"r"(area) : "memory"); }
 
-// Reloads %fs and %gs from `fs`/`gs` (0 or a TLS selector). The descriptor
+// Reload %fs or %gs from a selector (0 or a TLS selector). The descriptor
 // must already be in the GDT with its accessed bit set.
-inline void LoadFsGs(uint16_t fs, uint16_t gs) {
-  asm volatile("mov %0, %%fs; mov %1, %%gs" ::"r"(fs), "r"(gs) : "memory");
-}
+inline void LoadFs(uint16_t fs) { asm volatile("mov %0, %%fs" ::"r"(fs) : "memory"); }
+inline void LoadGs(uint16_t gs) { asm volatile("mov %0, %%gs" ::"r"(gs) : "memory"); }
 
 inline void Pause() { asm volatile("pause"); }
 

@@ -27,6 +27,7 @@ namespace guest {
   X(cr0_writes)               \
   X(cr3_writes)               \
   X(sp0_loads)                \
+  X(fs_base_loads)            \
   X(pte_updates)              \
   X(pte_flags_calls)          \
   X(m2p_lookups)              \

@@ -57,6 +57,9 @@ struct Task {
   uint64_t tls[kTlsSlots];
   uint16_t fs_sel;
   uint16_t gs_sel;
+  // x86-64 TLS: a 64-bit FS base that __switch_to writes after loading a
+  // null %fs (0 for none; fs_sel is then 0).
+  uint64_t fs_base;
 
   // FPU (Linux 3.x names): used_math = the task has FPU state; has_fpu =
   // its state is live in the registers (TS_USEDFPU); fpu_counter = consecutive

@@ -13,11 +13,18 @@
 namespace guest {
 namespace {
 
+constexpr uint32_t kFsUnknown = 0x10000;  // no selector
+
 // Per CPU, each written by its own CPU only.
 struct SwitchState {
   TlsShadow tls_shadow;     // what the VMM was last sent (empty slots at boot)
   Mm* active_mm = nullptr;  // the address space CR3 holds (null: the boot tables)
   bool fpu_ready = false;   // CR0.TS set up for the FPU policy (FpuCpuInit)
+  // What %fs holds: its selector (kFsUnknown until this CPU's first switch)
+  // and, while fs_base_known, the 64-bit base last written.
+  uint32_t fs_sel = kFsUnknown;
+  bool fs_base_known = false;
+  uint64_t fs_base = 0;
 };
 constinit SwitchState g_switch[MVMM_MAX_CPUS];
 
@@ -115,6 +122,29 @@ void LoadTls(const Task* next) {
   }
 }
 
+// %fs for next (Linux's load_seg_legacy(FS) with the fs_base variant): the
+// selector first, unless the CPU already holds a null one and next wants a
+// null one (a kernel thread, or a task with a 64-bit base), which leaves the
+// base alone; a selector load makes the base unknown (a null selector zeroes
+// it on Intel, keeps it on AMD). Then, for a task with a 64-bit base: naive
+// writes it on every switch, optimized only when the CPU does not hold it.
+// So a switch to the idle task and back writes nothing under optimized.
+void SwitchFs(const Task* next) {
+  SwitchState& s = Mine();
+  if (next->fs_sel != 0 || s.fs_sel != 0) {
+    cpu::LoadFs(next->fs_sel);
+    s.fs_sel = next->fs_sel;
+    s.fs_base_known = false;
+  }
+  if (next->fs_base == 0) return;
+  if (PvVariant(PvOp::kFsBase) == Variant::kNaive || !s.fs_base_known ||
+      s.fs_base != next->fs_base) {
+    WriteFsBase(next->fs_base);
+    s.fs_base_known = true;
+    s.fs_base = next->fs_base;
+  }
+}
+
 // A secondary CPU's first context switch: TS set, as CPU 0 has it, under
 // the lazy policies (nobody owns this CPU's FPU yet); clear (as the VMM
 // entered it) under eager. Done here, not at bring-up, because the CPUs come
@@ -132,15 +162,22 @@ uint16_t SelectorFor(const Task* t, int slot) { return t->tls[slot] ? MVMM_SEL_T
 
 void SetTaskTls(Task* t, const uint64_t tls[kTlsSlots]) {
   for (int i = 0; i < kTlsSlots; ++i) t->tls[i] = tls[i];
-  t->fs_sel = SelectorFor(t, 0);
+  t->fs_sel = t->fs_base != 0 ? 0 : SelectorFor(t, 0);
   t->gs_sel = SelectorFor(t, 1);
 }
 
+void SetTaskFsBase(Task* t, uint64_t base) {
+  t->fs_base = base;
+  t->fs_sel = 0;
+}
+
 void ReloadTls(Task* t) {
-  t->fs_sel = SelectorFor(t, 0);
+  if (t->fs_base == 0) t->fs_sel = SelectorFor(t, 0);
   t->gs_sel = SelectorFor(t, 1);
   LoadTls(t);
-  cpu::LoadFsGs(t->fs_sel, t->gs_sel);
+  Mine().fs_sel = kFsUnknown;  // SwitchFs reloads %fs, and the base if any
+  SwitchFs(t);
+  cpu::LoadGs(t->gs_sel);
 }
 
 void SwitchInit() {
@@ -169,7 +206,8 @@ void ContextSwitch(Task* prev, Task* next) {
   // Leave lazy mode before reloading segments: the GDT must hold next's
   // descriptors (Linux: arch_end_context_switch before loadsegment).
   pv_ops.end_context_switch();
-  cpu::LoadFsGs(next->fs_sel, next->gs_sel);
+  SwitchFs(next);
+  cpu::LoadGs(next->gs_sel);
   if (restore) {
     if (FpuPolicy() != Variant::kEager) ++next->fpu_counter;
     RestoreFpu(next);

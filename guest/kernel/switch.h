@@ -15,6 +15,10 @@ void ContextSwitch(Task* prev, Task* next);
 // selectors (slot 0 -> %fs, slot 1 -> %gs, slot 2 unused by selectors).
 void SetTaskTls(Task* t, const uint64_t tls[kTlsSlots]);
 
+// Gives `t` (not running) x86-64 TLS: %fs is null and its base `base`,
+// written on a switch per the fs_base variant (0: none).
+void SetTaskFsBase(Task* t, uint64_t base);
+
 // After a set_tls system call: sends the current task's changed slots
 // (per the tls variant) and reloads %fs/%gs.
 void ReloadTls(Task* t);

@@ -30,6 +30,7 @@ constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3", 0, 0, 0}};
 constexpr ParamSpec kCtxParams[] = {{"tasks", nullptr, 3, 2, 16},
                                     {"rounds", nullptr, 20, 1, kBig},
                                     {"tls", "same|one|all", 2, 0, 0},
+                                    {"fs", "desc|base", 0, 0, 0},
                                     {"fpu", "none|all", 1, 0, 0},
                                     {"preempt", nullptr, 0, 0, 1},
                                     {"mm", "process|thread", 0, 0, 0},
@@ -38,7 +39,8 @@ constexpr ParamSpec kCtxParams[] = {{"tasks", nullptr, 3, 2, 16},
                                     {"migrate", nullptr, 0, 0, kBig}};
 constexpr ParamSpec kPipeParams[] = {
     {"rounds", nullptr, 20, 1, kBig},  {"tls", "same|one|all", 2, 0, 0},
-    {"fpu", "none|all", 1, 0, 0},      {"preempt", nullptr, 0, 0, 1},
+    {"fs", "desc|base", 0, 0, 0},      {"fpu", "none|all", 1, 0, 0},
+    {"preempt", nullptr, 0, 0, 1},
     {"mm", "process|thread", 0, 0, 0}, {"ws", nullptr, 0, 0, kMaxWorkingSetKib},
     {"spread", nullptr, 0, 0, 1},      {"migrate", nullptr, 0, 0, kBig}};
 constexpr ParamSpec kIrqParams[] = {

@@ -42,6 +42,8 @@
     "a contended spinlock: spin and yield, or spin a while then sleep in lock_wait until kicked") \
   X(kYield, "yield", "naive|optimized", kOptimized, kNaive, true,                                 \
     "the spinning lock's yield: sched_op(yield), or a directed yield to the holder's vCPU")       \
+  X(kFsBase, "fs_base", "naive|optimized", kOptimized, kNaive, true,                             \
+    "a 64-bit FS base on a switch: written into every task that has one, or only when it differs") \
   X(kIrq, "irq", "hypercall|shared", kNaive, kShared, false,                                      \
     "the interrupt flag under pv: a set_if exit per change, or Xen's mask in shared memory")
 

@@ -29,6 +29,12 @@ void NativeWriteGdtEntry(unsigned index, uint64_t desc) {
 }
 
 void NativeLoadSp0(uint64_t sp0) { ThisCpuTss()->rsp[0] = sp0; }
+void NativeWriteFsBase(uint64_t base) {
+  constexpr uint32_t kMsrFsBase = 0xc0000100;
+  asm volatile("wrmsr" ::"c"(kMsrFsBase), "a"(static_cast<uint32_t>(base)),
+               "d"(static_cast<uint32_t>(base >> 32))
+               : "memory");
+}
 
 void NativeSetPte(uint64_t* ptep, uint64_t val) {
   *reinterpret_cast<volatile uint64_t*>(ptep) = val;
@@ -57,6 +63,7 @@ const PvOps kNativePvOps = {
     .clts_for_nm = NativeClts,
     .write_gdt_entry = NativeWriteGdtEntry,
     .load_sp0 = NativeLoadSp0,
+    .write_fs_base = NativeWriteFsBase,
     .set_pte = NativeSetPte,
     .make_pte = NativeMakePte,
     .pte_val = PteValCalleeThunk,

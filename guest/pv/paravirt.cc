@@ -118,6 +118,8 @@ void PvWriteGdtEntry(unsigned index, uint64_t desc) {
 }
 
 void PvLoadSp0(uint64_t sp0) { Issue(MVMM_HC_stack_switch, MVMM_SEL_KERNEL_DS, sp0); }
+// xen_write_msr(MSR_FS_BASE): not batched, as it follows the %fs reload.
+void PvWriteFsBase(uint64_t base) { Sync(MVMM_HC_set_segment_base, MVMM_SEGBASE_FS, base); }
 
 // Xen's pte_pfn_to_mfn: the frame of a present entry through the p2m.
 uint64_t PvMakePte(uint64_t val) {
@@ -182,6 +184,7 @@ const PvOps kParavirtPvOps = {
     .clts_for_nm = PvCltsForNm,
     .write_gdt_entry = PvWriteGdtEntry,
     .load_sp0 = PvLoadSp0,
+    .write_fs_base = PvWriteFsBase,
     .set_pte = PvSetPte,
     .make_pte = PvMakePte,
     .pte_val = XenPteValCalleeThunk,

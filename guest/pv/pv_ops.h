@@ -37,6 +37,8 @@ struct PvOps {
   // Descriptor tables and the TSS.
   void (*write_gdt_entry)(unsigned index, uint64_t desc);
   void (*load_sp0)(uint64_t sp0);
+  // The FS segment's 64-bit base (wrmsr MSR_FS_BASE).
+  void (*write_fs_base)(uint64_t base);
 
   // Page tables. Entries hold machine frames; the kernel speaks
   // pseudo-physical ones (lib/physmap.h): make_pte turns a pseudo-physical
@@ -115,6 +117,10 @@ inline void WriteGdtEntry(unsigned index, uint64_t desc) {
 inline void LoadSp0(uint64_t sp0) {
   ++Kc().sp0_loads;
   pv_ops.load_sp0(sp0);
+}
+inline void WriteFsBase(uint64_t base) {
+  ++Kc().fs_base_loads;
+  pv_ops.write_fs_base(base);
 }
 inline void WriteCr3(uint64_t base) {
   ++Kc().cr3_writes;

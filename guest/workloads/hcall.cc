@@ -144,6 +144,19 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   p.Expect("write_cr0 flipped TS", kNoTag, cpu::ReadCr0(), cr0 ^ probe::kCr0Ts);
   p.Call("write_cr0 restore", kNoTag, 0, MVMM_HC_write_cr0, cr0);
   p.Call("write_cr0 clear PG", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 & ~probe::kCr0Pg);
+
+  // set_segment_base: %fs reads through the base it set; a GS base or a
+  // non-canonical one is refused. The kernel keeps nothing in %fs.
+  static uint64_t fs_block = 0xf5ba5e0000000001ull;
+  p.Call("set_segment_base fs", kNoTag, 0, MVMM_HC_set_segment_base, MVMM_SEGBASE_FS,
+         reinterpret_cast<uint64_t>(&fs_block));
+  uint64_t through_fs;
+  asm volatile("movq %%fs:0, %0" : "=r"(through_fs));
+  p.Expect("set_segment_base: %fs:0 reads the block", kNoTag, through_fs, fs_block);
+  p.Call("set_segment_base gs", kNoTag, -MVMM_EINVAL, MVMM_HC_set_segment_base, 1, 0);
+  p.Call("set_segment_base non-canonical", kNoTag, -MVMM_EINVAL, MVMM_HC_set_segment_base,
+         MVMM_SEGBASE_FS, 1ull << 47);
+  p.Call("set_segment_base 0", kNoTag, 0, MVMM_HC_set_segment_base, MVMM_SEGBASE_FS, 0);
   p.Call("write_cr0 clear WP", kNoTag, -MVMM_EPERM, MVMM_HC_write_cr0, cr0 & ~probe::kCr0Wp);
   p.Expect("write_cr0 left CR0 as it was", kNoTag, cpu::ReadCr0(), cr0);
 

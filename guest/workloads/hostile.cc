@@ -152,6 +152,14 @@ void ProbeCpuState(Prober& p, uint64_t cr0) {
   p.Call("write_cr0 unchanged", kNoTag, 0, MVMM_HC_write_cr0, cr0);
   p.Expect("CR0 unchanged after write_cr0", kNoTag, cpu::ReadCr0(), cr0);
 
+  const uint64_t not_fs[] = {1, 2, 3, kMax};
+  for (uint64_t which : not_fs)
+    p.Call("set_segment_base not FS", kNoTag, -MVMM_EINVAL, MVMM_HC_set_segment_base, which, 0);
+  const uint64_t non_canonical[] = {1ull << 47, 1ull << 63, kMax >> 1, 0xffff7fffffffffffull};
+  for (uint64_t base : non_canonical)
+    p.Call("set_segment_base non-canonical", kNoTag, -MVMM_EINVAL, MVMM_HC_set_segment_base,
+           MVMM_SEGBASE_FS, base);
+
   p.Call("fpu_taskswitch 2", kNoTag, -MVMM_EINVAL, MVMM_HC_fpu_taskswitch, 2);
   p.Call("fpu_taskswitch ~0", kNoTag, -MVMM_EINVAL, MVMM_HC_fpu_taskswitch, kMax);
   p.Expect("CR0 unchanged after fpu_taskswitch", kNoTag, cpu::ReadCr0(), cr0);

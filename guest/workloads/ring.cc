@@ -6,7 +6,9 @@
 // and a working set of `ws` KiB that it touches every pass (lat_ctx -s),
 // mapped at the same virtual address in every process (at distinct ones
 // for threads). Every task has its own TLS blocks (tls=same|one|all says
-// how many of the 3 slots differ between tasks) and, with fpu=all, its own
+// how many of the 3 slots differ between tasks; with fs=base, %fs reads
+// slot 0's block through a 64-bit FS base instead of its descriptor, as
+// x86-64 TLS does) and, with fpu=all, its own
 // values in xmm0-7. Each task self-checks after every read.
 #include "arch/cpu.h"
 #include "kernel/mem.h"
@@ -37,6 +39,7 @@ uint64_t NewTlsPage(uint64_t owner) {
 void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   uint64_t rounds = args.Get("rounds");
   uint64_t tls_mode = args.Get("tls");  // 0 same, 1 one, 2 all
+  const bool fs_base = args.Get("fs") == 1;  // 0 desc, 1 base
   bool fpu = args.Get("fpu") == 1;
   bool processes = args.Get("mm") == 0;  // 0 process, 1 thread
   uint64_t ws_bytes = args.Get("ws") * 1024;
@@ -80,6 +83,7 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
     uint64_t desc[3];
     for (int s = 0; s < 3; ++s) desc[s] = MakeTlsDescriptor(static_cast<uint32_t>(base[s]), 0xfff);
     SetTaskTls(t[i], desc);
+    if (fs_base) SetTaskFsBase(t[i], base[0]);
     // Task i reads its own pipe and writes the next task's.
     a->in_fd = InstallFd(t[i], rd[i]);
     a->out_fd = InstallFd(t[i], wr[(i + 1) % tasks]);

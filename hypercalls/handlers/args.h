@@ -36,6 +36,12 @@ struct UpdateDescriptorArgs {
   static UpdateDescriptorArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
 };
 
+struct SetSegmentBaseArgs {
+  uint64_t which;  // MVMM_SEGBASE_*
+  uint64_t base;
+  static SetSegmentBaseArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
+};
+
 struct MulticallArgs {
   GuestAddress list;  // array of struct mvmm_multicall_entry
   uint64_t count;

@@ -37,6 +37,7 @@ HypercallResult force_evtchn_callback(HypercallEnv& env, const HypercallArgs& ar
 HypercallResult console_io(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult mmuext_op(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult vcpu_op(HypercallEnv& env, const HypercallArgs& args);
+HypercallResult set_segment_base(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult set_if(HypercallEnv& env, const HypercallArgs& args);
 HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& args);

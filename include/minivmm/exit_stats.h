@@ -56,7 +56,8 @@ std::string_view ExitReasonName(ExitReason reason);
   X(kTlbFlush, "tlb_flush", "TLB flush")                         \
   X(kLockWait, "lock_wait", "lock wait")                         \
   X(kLockKick, "lock_kick", "lock kick")                         \
-  X(kYield, "yield", "yield")
+  X(kYield, "yield", "yield")                                    \
+  X(kFsBase, "fs_base", "FS base")
 
 enum class Cause : uint8_t {
 #define MINIVMM_CAUSE_ENUM_(id, name, label) id,

@@ -73,6 +73,10 @@ class VcpuState {
   // The page-table base. A write reaches the vCPU before it next runs.
   virtual uint64_t Cr3() const = 0;
   virtual void SetCr3(uint64_t value) = 0;
+  // The FS segment's 64-bit base (MSR_FS_BASE). A write reaches the vCPU
+  // before it next runs; the selector is left as it is.
+  virtual uint64_t FsBase() const = 0;
+  virtual void SetFsBase(uint64_t value) = 0;
 
   // A fingerprint of the vCPU's FPU and SSE registers (x87 registers and
   // control, status and tag words, the last x87 instruction and operand
@@ -105,6 +109,7 @@ class PlainVcpuState final : public VcpuState {
   RegWord dirty = 0;  // 1 once a register was set
   uint64_t cr0 = 0x80050033;
   uint64_t cr3 = 0x10000;  // MVMM_PAGE_TABLES_GPA, as at boot
+  uint64_t fs_base = 0;
   uint8_t cpl = 0;
   std::optional<uint64_t> fpu_fingerprint;  // what FpuFingerprint() returns
 
@@ -112,6 +117,8 @@ class PlainVcpuState final : public VcpuState {
   void SetCr0(uint64_t value) override { cr0 = value; }
   uint64_t Cr3() const override { return cr3; }
   void SetCr3(uint64_t value) override { cr3 = value; }
+  uint64_t FsBase() const override { return fs_base; }
+  void SetFsBase(uint64_t value) override { fs_base = value; }
   std::optional<uint64_t> FpuFingerprint() const override { return fpu_fingerprint; }
 };
 

@@ -82,10 +82,10 @@ TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
   EXPECT_EQ(bench["schema"], "minivmm.bench");
   EXPECT_EQ(bench["schema_version"], 2);
   EXPECT_TRUE(bench["provenance"].contains("guest_image"));
-  // naive, 5 ops alone, pte_flags patched, optimized; xen and the 4 seeds
+  // naive, 5 ops and fs_base alone, pte_flags patched, optimized; xen and the 4 seeds
   // alone against it (pv)
-  EXPECT_EQ(bench["results"].size(), 13u);
-  EXPECT_EQ(bench["runs"].size(), 26u);  // 13 baselines + 13 runs
+  EXPECT_EQ(bench["results"].size(), 14u);
+  EXPECT_EQ(bench["runs"].size(), 28u);  // 14 baselines + 14 runs
   for (const json& run : bench["runs"]) {
     EXPECT_TRUE(run["ok"].get<bool>());
     EXPECT_EQ(run["record"]["schema"], "minivmm.run");
@@ -201,8 +201,8 @@ TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
     ++rows;
     if (line.find(",exits.total,") != std::string::npos) ++exits_rows;
   }
-  EXPECT_EQ(exits_rows, 13);
-  EXPECT_GT(rows, 13 * 5);
+  EXPECT_EQ(exits_rows, 14);
+  EXPECT_GT(rows, 14 * 5);
 }
 
 TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {

@@ -323,7 +323,7 @@ struct Stopped {
   std::string csv;
 };
 
-// `bench --workloads irq --backend pv --repeat 1` (13 baselines, 13 runs),
+// `bench --workloads irq --backend pv --repeat 1` (14 baselines, 14 runs),
 // sent `signo` once it has printed `after` progress lines.
 Stopped StopBench(int signo, int after, const std::string& name) {
   const std::string dir = Dir(name);
@@ -375,8 +375,8 @@ void ExpectKeptExactlyTheCompletedRuns(const Stopped& s, const std::string& reas
   EXPECT_EQ(inc["exit_status"], s.status);
   EXPECT_EQ(runs.size(), printed) << s.err;
   EXPECT_EQ(inc["completed_runs"], printed);
-  EXPECT_EQ(inc["planned_runs"], 26u);  // 13 configurations under pv, baseline and run each
-  ASSERT_EQ(inc["missing"].size(), 26u - printed);
+  EXPECT_EQ(inc["planned_runs"], 28u);  // 14 configurations under pv, baseline and run each
+  ASSERT_EQ(inc["missing"].size(), 28u - printed);
   for (size_t i = 0; i < runs.size(); ++i) {
     EXPECT_EQ(runs[i]["index"], i);
     EXPECT_EQ(runs[i]["ok"], true);
@@ -384,10 +384,10 @@ void ExpectKeptExactlyTheCompletedRuns(const Stopped& s, const std::string& reas
   for (size_t k = 0; k < inc["missing"].size(); ++k)
     EXPECT_EQ(inc["missing"][k]["index"], printed + k);
   const std::string stop_line = "minivmm bench: " + reason + " after " + std::to_string(printed) +
-                                " of 26 runs; writing what was measured\n";
+                                " of 28 runs; writing what was measured\n";
   EXPECT_NE(s.err.find(stop_line), std::string::npos) << s.err;
   const std::string csv_end = "# incomplete: " + reason + "; " + std::to_string(printed) +
-                              " of 26 runs done (the bench record lists the rest)\n";
+                              " of 28 runs done (the bench record lists the rest)\n";
   ASSERT_GE(s.csv.size(), csv_end.size());
   EXPECT_EQ(s.csv.substr(s.csv.size() - csv_end.size()), csv_end);
 }
@@ -410,19 +410,19 @@ TEST(BenchStopTest, SigintDuringTheBaselinesKeepsThemAndSaysWhatIsMissing) {
 
 TEST(BenchStopTest, SigtermDuringTheRunsKeepsTheirResultsAndCompareAndReportSaySo) {
   REQUIRE_KVM();
-  Stopped s = StopBench(SIGTERM, 16, "sigterm");
+  Stopped s = StopBench(SIGTERM, 17, "sigterm");
   EXPECT_EQ(s.status, 143) << s.err;
   ExpectKeptExactlyTheCompletedRuns(s, "stopped by SIGTERM");
   // One result per workload configuration that has a run.
-  const size_t workload_runs = s.record["runs"].size() - 13;
+  const size_t workload_runs = s.record["runs"].size() - 14;
   ASSERT_GE(workload_runs, 3u) << s.err;
   EXPECT_EQ(s.record["results"].size(), workload_runs);
   for (const json& r : s.record["results"]) EXPECT_EQ(r["runs"], 1);
 
   const std::string rec =
       ::testing::TempDir() + "/output_" + std::to_string(getpid()) + "_sigterm/b.json";
-  const std::string note = std::to_string(s.record["runs"].size()) + " of 26 runs done, " +
-                           std::to_string(26 - s.record["runs"].size()) + " missing";
+  const std::string note = std::to_string(s.record["runs"].size()) + " of 28 runs done, " +
+                           std::to_string(28 - s.record["runs"].size()) + " missing";
   Outcome c = Minivmm("compare " + rec + " " + rec);
   EXPECT_EQ(c.status, 0) << c.out;
   EXPECT_NE(c.out.find("A is incomplete: stopped by SIGTERM; " + note + "\n"), std::string::npos)
@@ -460,13 +460,13 @@ TEST(BenchStopTest, AFailedRunIsOneLineAndStopsTheBenchWithWhatItMeasured) {
   EXPECT_EQ(o.out.find("exits by"), std::string::npos) << o.out;
   const json record = json::parse(Slurp(dir + "/b.json"), nullptr, false);
   ASSERT_TRUE(record.is_object());
-  // native: the 8 configurations that are not pv-only; their baselines, then
+  // native: the 9 configurations that are not pv-only; their baselines, then
   // the first fault run, which failed.
-  EXPECT_EQ(record["runs"].size(), 9u);
+  EXPECT_EQ(record["runs"].size(), 10u);
   EXPECT_EQ(record["runs"].back()["ok"], false);
   EXPECT_EQ(record["failures"], 1);
-  EXPECT_EQ(record["incomplete"]["reason"], "run 8 failed: guest shut down with code 3");
-  EXPECT_EQ(record["incomplete"]["missing"].size(), 7u);
+  EXPECT_EQ(record["incomplete"]["reason"], "run 9 failed: guest shut down with code 3");
+  EXPECT_EQ(record["incomplete"]["missing"].size(), 8u);
 }
 
 }  // namespace

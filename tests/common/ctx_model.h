@@ -28,6 +28,22 @@ constexpr uint64_t NaiveTlsDescUpdates(uint64_t tasks, uint64_t rounds) {
   return 3 * CtxRunSwitches(tasks, rounds);
 }
 
+// ctx,fs=base: the switches into a ring task, each of which has a 64-bit FS
+// base (the ring's switches but the last, back to init).
+constexpr uint64_t CtxFsBaseSwitches(uint64_t tasks, uint64_t rounds) {
+  return CtxRingSwitches(tasks, rounds) - 1;
+}
+
+// FS base writes (kernel.fs_base_loads) of ctx,fs=base: fs_base:naive writes
+// on every switch into a ring task; optimized only when the CPU does not
+// hold that base. Ring tasks have distinct bases unless tls=same, and the
+// only other tasks (init, the boot probe) keep a null %fs: so optimized
+// writes on every one of those switches with distinct bases, and once (the
+// first) with one shared base.
+constexpr uint64_t FsBaseWrites(bool naive, bool shared_base, uint64_t tasks, uint64_t rounds) {
+  return naive || !shared_base ? CtxFsBaseSwitches(tasks, rounds) : 1;
+}
+
 }  // namespace minivmm::testing
 
 #endif  // MINIVMM_TESTS_COMMON_CTX_MODEL_H_

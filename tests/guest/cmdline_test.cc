@@ -179,14 +179,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{
             "pvops=zz:naive",
             "unknown pvops op 'zz' "
-            "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|irq)"},
+            "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|fs_base|irq)"},
         BadCase{"pvops=irq:naive", "unknown variant 'naive' for pvops op irq (hypercall|shared)"},
         BadCase{"pvops=irq:optimized",
                 "unknown variant 'optimized' for pvops op irq (hypercall|shared)"},
         BadCase{
             "pvops=xen:on",
             "unknown pvops op 'xen' "
-            "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|irq)"},
+            "(irq_restore|fpu_switch|tls|pte_flags|batch|send_ipi|flush_tlb|spinlock|yield|fs_base|irq)"},
         BadCase{"pvops=tls:eager", "unknown variant 'eager' for pvops op tls (naive|optimized)"},
         BadCase{"pvops=fpu_switch:patched",
                 "unknown variant 'patched' for pvops op fpu_switch (naive|optimized|eager)"},
@@ -202,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad value '0' for shootdown.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,bogus=1",
                 "unknown parameter 'bogus' for workload ctx "
-                "(tasks|rounds|tls|fpu|preempt|mm|ws|spread|migrate)"},
+                "(tasks|rounds|tls|fs|fpu|preempt|mm|ws|spread|migrate)"},
         BadCase{"workload=none,x=1", "unknown parameter 'x' for workload none (it takes none)"},
         BadCase{"workload=ctx,rounds=0", "bad value '0' for ctx.rounds (integer 1..1000000)"},
         BadCase{"workload=ctx,tasks=17", "bad value '17' for ctx.tasks (integer 2..16)"},
@@ -225,11 +225,13 @@ TEST(CmdlineTest, ConfigReportListsEveryOpAndParameter) {
             "config.pvops.flush_tlb=naive\n"
             "config.pvops.spinlock=naive\n"
             "config.pvops.yield=naive\n"
+            "config.pvops.fs_base=naive\n"
             "config.pvops.irq=hypercall\n"
             "config.workload=ctx\n"
             "config.workload.tasks=4\n"
             "config.workload.rounds=20\n"
             "config.workload.tls=one\n"
+            "config.workload.fs=desc\n"
             "config.workload.fpu=all\n"
             "config.workload.preempt=0\n"
             "config.workload.mm=process\n"

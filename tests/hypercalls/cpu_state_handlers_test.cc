@@ -25,11 +25,14 @@ class CountingVcpu final : public VcpuState {
   }
   uint64_t Cr3() const override { return cr3; }
   void SetCr3(uint64_t value) override { cr3 = value; }
+  uint64_t FsBase() const override { return fs_base; }
+  void SetFsBase(uint64_t value) override { fs_base = value; }
   RegWord regs[kRegCount] = {};
   RegWord dirty = 0;
   uint8_t cpl = 0;
   uint64_t cr0 = 0;
   uint64_t cr3 = 0;
+  uint64_t fs_base = 0;
   int cr0_writes = 0;
 };
 
@@ -162,6 +165,43 @@ TEST_F(CpuStateHandlersTest, CausesAreCounted) {
   EXPECT_EQ(vm_.cause(Cause::kIfClear).exits, 2u);
   EXPECT_EQ(vm_.cause(Cause::kCr0Write).ops, 1u);
   EXPECT_EQ(vm_.cause(Cause::kCr0Write).exits, 2u);
+}
+
+
+// set_segment_base: the FS base only, canonical bases only; an unchanged
+// base is not written again.
+TEST_F(CpuStateHandlersTest, SetSegmentBaseWritesTheFsBase) {
+  const uint64_t base = 0x00007fff12345000;
+  const HypercallResult result = vm_.Result(MVMM_HC_set_segment_base, MVMM_SEGBASE_FS, base);
+  EXPECT_EQ(testing::AbiRow(result.value, "set_segment_base.ok"), 0);
+  EXPECT_EQ(result.refusal, nullptr);
+  EXPECT_EQ(vm_.vcpu.fs_base, base);
+  const uint64_t high = 0xffff800000001000;  // canonical with bit 47 set
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_segment_base, MVMM_SEGBASE_FS, high), 0);
+  EXPECT_EQ(vm_.vcpu.fs_base, high);
+  EXPECT_EQ(vm_.Call(MVMM_HC_set_segment_base, MVMM_SEGBASE_FS, 0), 0);
+  EXPECT_EQ(vm_.vcpu.fs_base, 0u);
+}
+TEST_F(CpuStateHandlersTest, SetSegmentBaseOfAnotherSegmentIsInvalid) {
+  vm_.vcpu.fs_base = 0x1000;
+  // Xen's SEGBASE_GS_USER, SEGBASE_GS_KERNEL, SEGBASE_GS_USER_SEL, and beyond.
+  for (uint64_t which : {1ull, 2ull, 3ull, 4ull, ~0ull}) {
+    const HypercallResult result = vm_.Result(MVMM_HC_set_segment_base, which, 0x2000);
+    EXPECT_EQ(testing::AbiRow(result.value, "set_segment_base.EINVAL"), -MVMM_EINVAL) << which;
+    EXPECT_STREQ(result.refusal, "not SEGBASE_FS");
+  }
+  EXPECT_EQ(vm_.vcpu.fs_base, 0x1000u);
+}
+TEST_F(CpuStateHandlersTest, SetSegmentBaseNonCanonicalIsInvalid) {
+  vm_.vcpu.fs_base = 0x1000;
+  for (uint64_t base : {0x0000800000000000ull, 0x8000000000000000ull, 0xffff7fffffffffffull,
+                        0x0001000000000000ull}) {
+    const HypercallResult result = vm_.Result(MVMM_HC_set_segment_base, MVMM_SEGBASE_FS, base);
+    EXPECT_EQ(testing::AbiRow(result.value, "set_segment_base.EINVAL.2"), -MVMM_EINVAL)
+        << std::hex << base;
+    EXPECT_STREQ(result.refusal, "base not canonical");
+  }
+  EXPECT_EQ(vm_.vcpu.fs_base, 0x1000u);
 }
 
 }  // namespace

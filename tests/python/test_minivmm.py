@@ -70,7 +70,7 @@ def test_run_returns_the_run_record():
     assert exits["pio_by_device"]["hypercall"] > 0
     assert set(causes(r)) == {"if_set", "if_clear", "cr0_write", "descriptor_update",
                               "page_table_update", "cr3_write", "multicall", "ipi",
-                              "tlb_flush", "lock_wait", "lock_kick", "yield"}
+                              "tlb_flush", "lock_wait", "lock_kick", "yield", "fs_base"}
     # The per-vCPU counters are the record's: all six and hypercall_exits.
     vcpu = exits["per_vcpu"][0]
     for key in ("timer_injections", "ipi_injections", "tlb_flushes_deferred",
@@ -489,12 +489,12 @@ def test_a_failed_bench_run_stops_it_and_the_record_says_so():
         capture_output=True, text=True, timeout=240)
     assert child.returncode == 0, child.stderr
     record = json.loads(child.stdout.strip().splitlines()[-1])
-    assert len(record["runs"]) == 9
+    assert len(record["runs"]) == 10
     assert record["runs"][-1]["ok"] is False
     assert record["complete"] is False and record["failures"] == 1
-    assert record["incomplete"]["reason"] == "run 8 failed: guest shut down with code 3"
+    assert record["incomplete"]["reason"] == "run 9 failed: guest shut down with code 3"
     assert record["incomplete"]["exit_status"] == 1
-    assert len(record["incomplete"]["missing"]) == 7
+    assert len(record["incomplete"]["missing"]) == 8
     # probe_host=False: no host description at all.
     assert record["host"] == record["run0_host"]
     assert set(record["host"]) == {"guest_detected"}

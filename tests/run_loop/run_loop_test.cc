@@ -62,6 +62,8 @@ class ScriptedVcpu final : public Vcpu {
   void SetCr0(uint64_t value) override { state.SetCr0(value); }
   uint64_t Cr3() const override { return state.Cr3(); }
   void SetCr3(uint64_t value) override { state.SetCr3(value); }
+  uint64_t FsBase() const override { return state.FsBase(); }
+  void SetFsBase(uint64_t value) override { state.SetFsBase(value); }
 };
 
 // vCPU 0's timer can fire (`can_fire`) or not; no other vCPU has one.

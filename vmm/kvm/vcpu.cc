@@ -203,6 +203,13 @@ void KvmVcpu::SetCr3(uint64_t value) {
   MarkSregsDirty();
 }
 
+uint64_t KvmVcpu::FsBase() const { return run_->s.regs.sregs.fs.base; }
+
+void KvmVcpu::SetFsBase(uint64_t value) {
+  run_->s.regs.sregs.fs.base = value;
+  MarkSregsDirty();
+}
+
 std::optional<uint64_t> KvmVcpu::FpuFingerprint() const {
   kvm_fpu fpu{};
   if (ioctl(fd_.get(), KVM_GET_FPU, &fpu) < 0) return std::nullopt;

@@ -86,6 +86,8 @@ class KvmVcpu final : public Vcpu {
   void SetCr0(uint64_t value) override;
   uint64_t Cr3() const override;
   void SetCr3(uint64_t value) override;
+  uint64_t FsBase() const override;
+  void SetFsBase(uint64_t value) override;
   // KVM_GET_FPU, hashed: one ioctl, for the wasted-exit analysis only;
   // nullopt when the ioctl fails.
   std::optional<uint64_t> FpuFingerprint() const override;

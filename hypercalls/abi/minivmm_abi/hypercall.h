@@ -28,6 +28,7 @@
   X(17, force_evtchn_callback) \
   X(18, console_io)            \
   X(24, vcpu_op)               \
+  X(25, set_segment_base)      \
   X(26, mmuext_op)             \
   X(29, sched_op)              \
   X(40, set_if)                \
@@ -60,6 +61,11 @@ enum mvmm_hypercall_nr {
 /* console_io(cmd, count, gpa) */
 #define MVMM_CONSOLEIO_WRITE 0u
 #define MVMM_CONSOLEIO_MAX_BYTES 4096u /* longer writes get -E2BIG */
+
+/* set_segment_base(which, base): the caller's 64-bit segment base (Xen's
+ * HYPERVISOR_set_segment_base, what Linux's wrmsr(MSR_FS_BASE) becomes on
+ * Xen PV). Only SEGBASE_FS: the FS base, as the next use of %fs sees it. */
+#define MVMM_SEGBASE_FS 0u
 
 /* sched_op(cmd, arg) */
 #define MVMM_SCHEDOP_YIELD 0u
