@@ -222,7 +222,7 @@ TEST(CrossHostTest, RecordsCoverTheWholeMatrix) {
         << h.path;
     EXPECT_EQ(configurations, (std::set<std::string>{"naive", "irq_restore", "fpu_switch", "tls",
                                                      "pte_flags", "pte_flags_patched", "batch",
-                                                     "optimized", "xen", "xen+irq_restore",
+                                                     "fs_base", "optimized", "xen", "xen+irq_restore",
                                                      "xen+fpu_switch", "xen+tls", "xen+pte_flags"}))
         << h.path;
     EXPECT_EQ(backends, (std::set<std::string>{"pv", "native"})) << h.path;
