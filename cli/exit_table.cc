@@ -113,8 +113,9 @@ void RenderPerVcpu(std::string& out, const json& record) {
           [&](const json& v) { return count(v, "by_reason", name, nullptr); }, n.get<uint64_t>());
     }
     // What each vCPU took or deferred without an exit of its own.
-    for (const char* key : {"timer_injections", "ipi_injections", "tlb_flushes_deferred",
-                            "lock_waits_slept", "lock_wakes_by_kick", "directed_yields"}) {
+#define MINIVMM_SCALAR_NAME_(name) #name,
+    for (const char* key : {MINIVMM_SCALAR_COUNTER_LIST(MINIVMM_SCALAR_NAME_)}) {
+#undef MINIVMM_SCALAR_NAME_
       VcpuRow(
           out, key, per_vcpu, from, to, [key](const json& v) { return v.value(key, uint64_t{0}); },
           record["causes"].value(key, uint64_t{0}));

@@ -24,7 +24,7 @@ const std::vector<std::string>& GuestBackends();
 // One pvops setting that bench runs: all naive, one op optimized on top of
 // all naive (pte_flags also in its patched form), or all optimized.
 struct BenchConfiguration {
-  std::string name;      // "naive", "irq_restore", ..., "optimized", "xen", "xen+tls", ...
+  std::string name;      // naive, an op's name alone (irq_restore, ...), optimized, xen, xen+<op>
   std::string pvops;     // the guest's pvops= value
   bool pv_only = false;  // meaningless under backend=native (the xen preset)
 };

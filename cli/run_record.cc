@@ -39,6 +39,13 @@ json HypercallCalls(const RunResult& r, const ExitStats& s) {
 }
 
 // Operations and exits of every cause (Cause), zeros included.
+// MINIVMM_SCALAR_COUNTER_LIST's counters of `s`, each under its own name.
+void AddScalarCounters(json& out, const ExitStats& s) {
+#define MINIVMM_SCALAR_KEY_(name) out[#name] = s.name;
+  MINIVMM_SCALAR_COUNTER_LIST(MINIVMM_SCALAR_KEY_)
+#undef MINIVMM_SCALAR_KEY_
+}
+
 json CauseCounts(const ExitStats& s) {
   json out = json::object();
   for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
@@ -88,19 +95,15 @@ json VcpuCounts(const RunResult& r, size_t v) {
   json hypercall_exits = json::object();
   for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
     if (s.hc_exits[nr] != 0) hypercall_exits[HypercallKey(r, nr)] = s.hc_exits[nr];
-  return {{"vcpu", v},
-          {"total", total},
-          {"by_reason", by_reason},
-          {"hypercall_exits", hypercall_exits},
-          {"hypercalls", HypercallCalls(r, s)},
-          {"causes", CauseCounts(s)},
-          {"wasted", WastedCounts(r, s)},
-          {"timer_injections", s.timer_injections},
-          {"ipi_injections", s.ipi_injections},
-          {"tlb_flushes_deferred", s.tlb_flushes_deferred},
-          {"lock_waits_slept", s.lock_waits_slept},
-          {"lock_wakes_by_kick", s.lock_wakes_by_kick},
-          {"directed_yields", s.directed_yields}};
+  json out = {{"vcpu", v},
+              {"total", total},
+              {"by_reason", by_reason},
+              {"hypercall_exits", hypercall_exits},
+              {"hypercalls", HypercallCalls(r, s)},
+              {"causes", CauseCounts(s)},
+              {"wasted", WastedCounts(r, s)}};
+  AddScalarCounters(out, s);
+  return out;
 }
 
 json Exits(const RunResult& r) {
@@ -129,17 +132,14 @@ json Hypercalls(const RunResult& r) {
 json Causes(const RunResult& r) {
   json histogram = json::array();
   for (uint64_t n : r.stats.multicall_entries_histogram) histogram.push_back(n);
-  return {{"source", "vmm"},
-          {"causes", CauseCounts(r.stats)},
-          {"multicall_entries_histogram_log2", histogram},
-          {"gdt_stores",
-           {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}},
-          {"timer_injections", r.stats.timer_injections},
-          {"ipi_injections", r.stats.ipi_injections},
-          {"tlb_flushes_deferred", r.stats.tlb_flushes_deferred},
-          {"lock_waits_slept", r.stats.lock_waits_slept},
-          {"lock_wakes_by_kick", r.stats.lock_wakes_by_kick},
-          {"directed_yields", r.stats.directed_yields}};
+  json out = {{"source", "vmm"},
+              {"causes", CauseCounts(r.stats)},
+              {"multicall_entries_histogram_log2", histogram},
+              {"gdt_stores",
+               {{"applied", r.stats.gdt_stores_applied},
+                {"rejected", r.stats.gdt_stores_rejected}}}};
+  AddScalarCounters(out, r.stats);
+  return out;
 }
 
 // The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.

@@ -44,6 +44,28 @@ std::string_view ExitReasonName(ExitReason reason);
 //   lock_wait          lock_wait calls accepted (whatever they returned)
 //   lock_kick          lock_kick calls accepted
 //   yield              sched_op yield and yield_to accepted
+// What a vCPU took or deferred without an exit of its own: one uint64_t
+// field of ExitStats each, summed by Add, and a key of the run record's
+// `causes` and of each `exits.per_vcpu` entry with the same name.
+//   timer_injections      its timer's interrupts injected
+//   ipi_injections        IPIs (MVMM_IPI_VECTOR) injected into it: one per IPI
+//                         sent to it, less those that merged with one pending
+//   tlb_flushes_deferred  targets of its flush_tlb_others that were blocked or
+//                         halted: flagged in their run-state area, not kicked
+//   lock_waits_slept      its lock_wait calls that slept
+//   lock_wakes_by_kick    its lock_wait calls that returned
+//                         MVMM_LOCK_WAIT_KICKED (a kick consumed, pending or
+//                         while asleep)
+//   directed_yields       its accepted sched_op(yield_to) calls (also in
+//                         cause `yield`)
+#define MINIVMM_SCALAR_COUNTER_LIST(X) \
+  X(timer_injections)                  \
+  X(ipi_injections)                    \
+  X(tlb_flushes_deferred)              \
+  X(lock_waits_slept)                  \
+  X(lock_wakes_by_kick)                \
+  X(directed_yields)
+
 #define MINIVMM_CAUSE_LIST(X)                                    \
   X(kIfSet, "if_set", "IF set")                                  \
   X(kIfClear, "if_clear", "IF clear")                            \
@@ -106,19 +128,9 @@ struct ExitStats {
 
   uint64_t gdt_stores_applied = 0;
   uint64_t gdt_stores_rejected = 0;
-  uint64_t timer_injections = 0;
-  // IPIs (MVMM_IPI_VECTOR) injected into this vCPU: one per IPI sent to it,
-  // less those that merged with one already pending.
-  uint64_t ipi_injections = 0;
-  // Targets of this vCPU's flush_tlb_others that were blocked or halted:
-  // flagged in their run-state area, not kicked (docs/hypercalls.md).
-  uint64_t tlb_flushes_deferred = 0;
-  // This vCPU's lock_wait calls that slept, and those that returned
-  // MVMM_LOCK_WAIT_KICKED (a kick consumed, pending or while asleep).
-  uint64_t lock_waits_slept = 0;
-  uint64_t lock_wakes_by_kick = 0;
-  // This vCPU's accepted sched_op(yield_to) calls (also in cause `yield`).
-  uint64_t directed_yields = 0;
+#define MINIVMM_SCALAR_FIELD_(name) uint64_t name = 0;
+  MINIVMM_SCALAR_COUNTER_LIST(MINIVMM_SCALAR_FIELD_)
+#undef MINIVMM_SCALAR_FIELD_
 
   // The wasted-exit analysis; all zero when it did not run. `ops` and
   // `exits` as in `causes`: a wasted multicall entry is a wasted operation of

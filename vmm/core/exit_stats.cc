@@ -99,12 +99,9 @@ void ExitStats::Add(const ExitStats& other) {
   AddArray(multicall_entries_histogram, other.multicall_entries_histogram);
   gdt_stores_applied += other.gdt_stores_applied;
   gdt_stores_rejected += other.gdt_stores_rejected;
-  timer_injections += other.timer_injections;
-  ipi_injections += other.ipi_injections;
-  tlb_flushes_deferred += other.tlb_flushes_deferred;
-  lock_waits_slept += other.lock_waits_slept;
-  lock_wakes_by_kick += other.lock_wakes_by_kick;
-  directed_yields += other.directed_yields;
+#define MINIVMM_ADD_SCALAR_(name) name += other.name;
+  MINIVMM_SCALAR_COUNTER_LIST(MINIVMM_ADD_SCALAR_)
+#undef MINIVMM_ADD_SCALAR_
   waste_analysed = waste_analysed || other.waste_analysed;
   AddArray(wasted_by_cause, other.wasted_by_cause);
   AddArray(wasted_by_hypercall, other.wasted_by_hypercall);
