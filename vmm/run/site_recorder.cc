@@ -16,6 +16,7 @@ void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hyper
   recording_ = !std::holds_alternative<RunFailed>(exit);
   if (!recording_) return;
   current_ = ExitSite{};
+  settled_ = false;
   current_.reason = ReasonOf(exit);
   current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
   current_.user = vcpu.Cpl() == 3;
@@ -33,6 +34,9 @@ void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hyper
 }
 
 const ExitSite& SiteRecorder::Settle() {
+  // Once per exit: an observer's event settles it before End does.
+  if (settled_) return current_;
+  settled_ = true;
   // The cause is the one whose exit count this exit moved (at most one).
   current_.cause = Cause::kCount;
   for (int c = 0; c < static_cast<int>(Cause::kCount); ++c) {

@@ -52,6 +52,7 @@ class SiteRecorder {
   const ExitStats& stats_;
   ExitSites sites_;
   bool recording_ = false;
+  bool settled_ = false;  // current_.cause found (Settle) since Begin
   ExitSite current_;
   std::array<uint64_t, static_cast<int>(Cause::kCount)> cause_exits_before_{};
   uint64_t wasted_before_ = 0;
