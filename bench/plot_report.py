@@ -542,6 +542,9 @@ def main():
     parser.add_argument("-o", "--output", required=True)
     parser.add_argument("--cause-label", action="append", default=[], metavar="NAME=LABEL",
                         help="a cause's label in the figures (minivmm report passes the VMM's)")
+    parser.add_argument("--quiet-without-matplotlib", action="store_true",
+                        help="exit 3 without a message when matplotlib is missing "
+                             "(minivmm report then tries its next Python)")
     args = parser.parse_args()
     for item in args.cause_label:
         name, _, label = item.partition("=")
@@ -551,8 +554,9 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("plot_report.py: matplotlib is missing (Debian: apt-get install python3-matplotlib)",
-              file=sys.stderr)
+        if not args.quiet_without_matplotlib:
+            print("plot_report.py: matplotlib is missing (Debian: apt-get install "
+                  "python3-matplotlib)", file=sys.stderr)
         return 3
     record = load(args.record)
     figs = bench_figures(plt, record) if record["schema"] == "minivmm.bench" else run_figures(plt, record)

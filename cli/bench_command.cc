@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/bench_plan.h"
+#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/output_file.h"

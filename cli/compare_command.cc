@@ -7,6 +7,7 @@
 #include <set>
 
 #include "cli/bench_record.h"
+#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "fmt/format.h"
 

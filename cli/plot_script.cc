@@ -78,16 +78,21 @@ int RunPlotScript(const std::string& input, const std::string& output) {
   } else {
     pythons = {"python3", "/usr/bin/python3"};
   }
-  for (const std::string& python : pythons) {
-    if (Spawn({python, "-c", "import matplotlib"}, /*quiet=*/true) != 0) continue;
+  // Each Python runs the script itself, which answers kPlotNoMatplotlib
+  // (quietly, but for the last) when it cannot import matplotlib: one Python
+  // start per try, not a probe and then the script.
+  for (size_t i = 0; i < pythons.size(); ++i) {
     // The causes' table labels ("IF set"), from the VMM's one list.
-    std::vector<std::string> args = {python, script, input, "-o", output};
+    std::vector<std::string> args = {pythons[i], script, input, "-o", output};
     for (int c = 0; c < static_cast<int>(Cause::kCount); ++c) {
       const auto cause = static_cast<Cause>(c);
       args.push_back("--cause-label");
       args.push_back(std::string(CauseName(cause)) + "=" + std::string(CauseLabel(cause)));
     }
-    return Spawn(args);
+    if (i + 1 < pythons.size()) args.push_back("--quiet-without-matplotlib");
+    const int status = Spawn(args);
+    if (status == kPlotNoMatplotlib || status == 127) continue;  // not this Python
+    return status;
   }
   fmt::print(stderr,
              "minivmm: no Python 3 with matplotlib found (tried {}); install python3-matplotlib "

@@ -22,7 +22,8 @@ std::string FindPlotScript();
 // Runs `python plot_report.py input -o output` and returns one of the
 // statuses above. Tries $MINIVMM_PYTHON if set, else `python3` from PATH
 // and then /usr/bin/python3 (where Debian's python3-matplotlib lives),
-// moving on when one lacks matplotlib. Messages go to stderr.
+// moving on when one lacks matplotlib (the script itself answers
+// kPlotNoMatplotlib: one Python start per try). Messages go to stderr.
 int RunPlotScript(const std::string& input, const std::string& output);
 
 }  // namespace minivmm::cli

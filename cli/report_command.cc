@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/bench_record.h"
+#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/output_file.h"
@@ -23,15 +24,27 @@ void AddReportFlags(CLI::App& app, ReportOptions& o) {
 }
 
 int ReportCommand(const ReportOptions& o) {
+  // What is not a record is refused here, before any Python starts (the
+  // script checks the same, bench/plot_report.py's load()).
+  std::ifstream in(o.input_path);
+  const nlohmann::json record = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!in.is_open() || record.is_discarded() || !record.is_object()) {
+    fmt::print(stderr, "minivmm report: {} is not a JSON record\n", o.input_path);
+    return kExitUsage;
+  }
+  if (const std::string schema = record.value("schema", "");
+      schema != "minivmm.run" && schema != "minivmm.bench") {
+    fmt::print(stderr, "minivmm report: {} is neither a run nor a bench record (schema \"{}\")\n",
+               o.input_path, schema);
+    return kExitUsage;
+  }
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(o.output_path, "report");
   if (!out.ok()) {
     fmt::print(stderr, "minivmm report: {}\n", std::string(out.status().message()));
     return kExitUsage;
   }
   // The page says so too (bench/plot_report.py).
-  std::ifstream in(o.input_path);
-  const nlohmann::json record = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (std::string note = record.is_object() ? IncompleteSummary(record) : ""; !note.empty())
+  if (std::string note = IncompleteSummary(record); !note.empty())
     fmt::print(stderr, "minivmm report: {} is incomplete: {}\n", o.input_path, note);
   int status = RunPlotScript(o.input_path, (*out)->temp_path());
   switch (status) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/exit_table.h"

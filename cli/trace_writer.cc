@@ -10,6 +10,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report_value.h"

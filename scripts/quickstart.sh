@@ -111,7 +111,8 @@ case "$mode" in
     nested_kvm=$(kvm_name "${nested[@]}")
     # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
     # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).
-    export MINIVMM_SMP_STRESS_LIFECYCLES=200
+    # The same for the leak test's VM lifecycles (tests/leak).
+    export MINIVMM_SMP_STRESS_LIFECYCLES=200 MINIVMM_LEAK_TEST_VMS=200
     bench=(build/debug/minivmm bench --backend both --repeat 1 --quiet
            --workloads ctx,ctx:tls=same,pipe,irq,cpa,fpu)
 
