@@ -107,7 +107,7 @@ case "$mode" in
       fi
       exit 1
     fi
-    nested=(scripts/nestkvm --timeout 2400 --)
+    nested=(scripts/nestkvm --timeout 3000 --)
     nested_kvm=$(kvm_name "${nested[@]}")
     # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
     # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).

@@ -24,7 +24,6 @@
 namespace minivmm {
 namespace {
 
-constexpr uint64_t kTwoMiB = 2ull << 20;
 constexpr uint32_t kMaxTimerHz = 10000;
 
 absl::Status ValidateConfig(const VmConfig& config) {

@@ -23,6 +23,8 @@
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
 
+// A namespace of the file's own: the test binaries are unity builds.
+namespace output_test {
 namespace {
 
 using ::minivmm::cli::OutputFile;
@@ -470,3 +472,4 @@ TEST(BenchStopTest, AFailedRunIsOneLineAndStopsTheBenchWithWhatItMeasured) {
 }
 
 }  // namespace
+}  // namespace output_test

@@ -15,6 +15,8 @@
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
 
+// A namespace of the file's own: the test binaries are unity builds.
+namespace sites_cli_test {
 namespace {
 
 using ::minivmm::testing::Minivmm;
@@ -225,3 +227,4 @@ TEST(SitesCliTest, AnUnwritableStacksFileIsAVmmError) {
 }
 
 }  // namespace
+}  // namespace sites_cli_test

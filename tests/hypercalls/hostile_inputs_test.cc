@@ -13,6 +13,8 @@
 #include "tests/hypercalls/expect.h"
 
 namespace minivmm {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace hostile_inputs_test {
 namespace {
 
 using testing::CheckedVm;
@@ -138,4 +140,5 @@ TEST_F(HostileInputsTest, RandomCallsKeepInvariants) {
 }
 
 }  // namespace
+}  // namespace hostile_inputs_test
 }  // namespace minivmm

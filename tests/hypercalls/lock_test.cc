@@ -11,6 +11,8 @@
 #include "tests/hypercalls/expect.h"
 
 namespace minivmm {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace lock_test {
 namespace {
 
 using testing::CheckedVm;
@@ -180,4 +182,5 @@ TEST(YieldToTest, ABadCpuIsRefusedAndAsksNothing) {
 }
 
 }  // namespace
+}  // namespace lock_test
 }  // namespace minivmm

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 namespace minivmm {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace pte_policy_test {
 namespace {
 
 constexpr uint64_t kRam = 64ull << 20;
@@ -65,4 +67,5 @@ TEST(PtePolicyTest, AcceptedValueIsDoneZero) {
 }
 
 }  // namespace
+}  // namespace pte_policy_test
 }  // namespace minivmm

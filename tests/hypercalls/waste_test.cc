@@ -11,6 +11,8 @@
 #include "tests/hypercalls/expect.h"
 
 namespace minivmm {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace waste_test {
 namespace {
 
 using testing::CheckedVm;
@@ -287,4 +289,5 @@ TEST(WasteOffTest, NoAnalysisCountsNothing) {
 }
 
 }  // namespace
+}  // namespace waste_test
 }  // namespace minivmm

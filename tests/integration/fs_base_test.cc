@@ -15,6 +15,8 @@
 #include "tests/integration/vm_test_util.h"
 
 namespace minivmm::testing {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace fs_base_test {
 namespace {
 
 constexpr uint64_t kTasks = 3;
@@ -100,4 +102,5 @@ TEST(FsBaseWastedTest, TheNaiveVariantsRedundantWritesAreSameValueExits) {
 }
 
 }  // namespace
+}  // namespace fs_base_test
 }  // namespace minivmm::testing

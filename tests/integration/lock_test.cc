@@ -23,6 +23,8 @@
 #include "tests/integration/vm_test_util.h"
 
 namespace minivmm::testing {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace lock_test {
 namespace {
 
 constexpr uint64_t kIters = 200;          // the workload's default
@@ -188,4 +190,5 @@ TEST(LockRepeatTest, ContendedRunsNeverHang) {
 }
 
 }  // namespace
+}  // namespace lock_test
 }  // namespace minivmm::testing

@@ -15,6 +15,8 @@
 #include "tests/integration/vm_test_util.h"
 
 namespace minivmm::testing {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace ring_smp_test {
 namespace {
 
 constexpr uint64_t kRounds = 10;
@@ -240,4 +242,5 @@ TEST(RingSmpTimerTest, EveryCpuTicksOnItsOwnAndCountsEveryTimerInterrupt) {
 }
 
 }  // namespace
+}  // namespace ring_smp_test
 }  // namespace minivmm::testing

@@ -11,6 +11,8 @@
 #include "tests/integration/vm_test_util.h"
 
 namespace minivmm::testing {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace shootdown_test {
 namespace {
 
 constexpr uint64_t kRounds = 20;  // the workload's default
@@ -246,4 +248,5 @@ TEST_P(ShootdownDifferenceTest, NaiveMinusOptimizedIsTheModelsDifference) {
 INSTANTIATE_TEST_SUITE_P(Cpus, ShootdownDifferenceTest, ::testing::Values(1u, 2u, 4u));
 
 }  // namespace
+}  // namespace shootdown_test
 }  // namespace minivmm::testing

@@ -10,6 +10,8 @@
 #include "minivmm/exit_sites.h"
 
 namespace minivmm {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace frame_walk_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -93,4 +95,5 @@ TEST_F(FrameWalkTest, EmptyRamGivesTheRipAlone) {
 }
 
 }  // namespace
+}  // namespace frame_walk_test
 }  // namespace minivmm

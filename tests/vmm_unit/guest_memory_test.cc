@@ -10,6 +10,8 @@
 #include "gtest/gtest.h"
 
 namespace minivmm {
+// A namespace of the file's own: the test binaries are unity builds.
+namespace guest_memory_test {
 namespace {
 
 constexpr uint64_t kRamSize = 0x1000;
@@ -189,4 +191,5 @@ TEST(GuestMemoryEmptyTest, EmptyRamHoldsOnlyZeroLengthAtZero) {
 }
 
 }  // namespace
+}  // namespace guest_memory_test
 }  // namespace minivmm

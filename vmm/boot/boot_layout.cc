@@ -10,7 +10,6 @@ namespace minivmm {
 namespace {
 
 constexpr uint64_t kPresent = 1, kWritable = 2, kLargePage = 1 << 7;
-constexpr uint64_t kTwoMiB = 2ull << 20;
 constexpr uint64_t kPml4Gpa = MVMM_PAGE_TABLES_GPA;
 constexpr uint64_t kPdptGpa = MVMM_PAGE_TABLES_GPA + 0x1000;
 constexpr uint64_t kFirstPdGpa = MVMM_PAGE_TABLES_GPA + 0x2000;  // PDs for GiB 0..3

@@ -15,6 +15,9 @@
 
 namespace minivmm {
 
+// The page size of the identity map, and so the unit of guest RAM.
+inline constexpr uint64_t kTwoMiB = 2ull << 20;
+
 // One GDT per vCPU (docs/design.md "GDT"): for each cpu < `cpus`, entries 0-9
 // at MVMM_CPU_GDT_GPA(cpu), alike but for the TSS descriptor, which describes
 // that CPU's TSS (MVMM_CPU_TSS_GPA(cpu)); every other byte of the page is
