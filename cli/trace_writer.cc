@@ -201,10 +201,6 @@ class PerfettoOut {
   std::set<uint32_t> named_;
 };
 
-std::string_view TraceFormatName(TraceFormat format) {
-  return format == TraceFormat::kPerfetto ? "perfetto" : "jsonl";
-}
-
 TraceWriter::TraceWriter(std::unique_ptr<OutputFile> out, TraceFormat format,
                          const std::string& process_name, const std::string& sites_elf)
     : out_(std::move(out)), format_(format), base_ns_(ExitClockNs()) {

@@ -33,9 +33,6 @@ enum class TraceFormat { kJsonl, kPerfetto };
 class PerfettoOut;  // trace_writer.cc
 class SiteNames;    // cli/site_names.h
 
-// "jsonl", "perfetto".
-std::string_view TraceFormatName(TraceFormat format);
-
 // The jsonl trace's last line, and how a reader tells a whole trace from
 // one cut short (docs/trace.md): {"trace_end":true,"exits":N,
 // "stop_reason":...,"detail":...}. A file without it was cut.

@@ -26,11 +26,6 @@ void NewPipe(File** read_end, File** write_end) {
   *write_end = &p->write_end;
 }
 
-File* ConsoleFile() {
-  static File console = {FileKind::kConsole, nullptr};
-  return &console;
-}
-
 int64_t PipeRead(Pipe* p, uint8_t* dst, size_t len) {
   if (len == 0) return 0;
   uint64_t flags = p->lock.LockIrqSave();

@@ -11,7 +11,7 @@ namespace guest {
 
 struct Pipe;
 
-enum class FileKind : uint8_t { kConsole, kPipeRead, kPipeWrite };
+enum class FileKind : uint8_t { kPipeRead, kPipeWrite };
 
 struct File {
   FileKind kind;
@@ -20,7 +20,6 @@ struct File {
 
 // A pipe with both ends as Files. Never freed (workloads are bounded).
 void NewPipe(File** read_end, File** write_end);
-File* ConsoleFile();
 
 // Blocking read: waits while empty and a writer exists; returns bytes read
 // (>= 1) or 0 at end of file. `dst` is kernel-checked memory.

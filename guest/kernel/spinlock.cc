@@ -13,19 +13,6 @@ namespace {
 
 LockCounts g_lock_counts[MVMM_MAX_CPUS];
 
-// The `yield` pv op, towards the lock's holder `owner`: naive, a plain
-// sched_op(yield); optimized, sched_op(yield_to, owner), or a plain yield
-// when no holder's number is there (read while another CPU had just taken
-// the lock and not yet written it).
-void YieldTowards(uint32_t owner, uint32_t me, LockCounts& c) {
-  ++c.yields;
-  const bool directed =
-      PvVariant(PvOp::kYield) != Variant::kNaive && owner != me && owner < MVMM_MAX_CPUS;
-  const int64_t r = directed ? Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, owner)
-                             : Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
-  GUEST_ASSERT(r == 0);
-}
-
 }  // namespace
 
 // Any context, any locks held. Off when RFLAGS.IF is clear (always so in
@@ -35,8 +22,6 @@ bool IrqsOff() {
   if ((cpu::SaveFlags() & cpu::kRflagsIf) == 0) return true;
   return (ArchSaveFlags() & cpu::kRflagsIf) == 0;
 }
-
-const LockCounts& CpuLockCounts(uint32_t cpu) { return g_lock_counts[cpu]; }
 
 void AppendLockCounts(StrView prefix, uint32_t cpu, TextBuf* out) {
   const LockCounts& c = g_lock_counts[cpu];
@@ -71,47 +56,60 @@ bool SpinLock::TryLock() { return __atomic_exchange_n(&locked_, 1u, __ATOMIC_SEQ
 
 // Interrupts must be off; the caller must not hold this lock (that would be
 // a self-deadlock). Leaves interrupts off. A contended lock is waited for
-// with the `spinlock` variant (spinlock.h); the optimized one may sleep in
-// lock_wait, which an interrupt pending on this vCPU ends at once.
+// with the `spinlock` variant (pv_ops.lock_slowpath); the optimized one may
+// sleep in lock_wait, which an interrupt pending on this vCPU ends at once.
 void SpinLock::Lock() {
   GUEST_ASSERT(IrqsOff());  // a lock taken with IF set could be re-entered by an interrupt
   const uint32_t me = CurrentCpu();
   // owner_ is this CPU's number only between its own taking and releasing:
   // held and mine is a self-deadlock.
   GUEST_ASSERT(!(held() && __atomic_load_n(&owner_, __ATOMIC_RELAXED) == me));
+  if (!TryLock()) pv_ops.lock_slowpath(this, me);
+  __atomic_store_n(&owner_, me, __ATOMIC_RELAXED);
+  ++g_lock_counts[me].acquisitions;
+}
+
+// Test and test-and-set: spin on a plain read until the word is free, then
+// try again; every kYieldEvery spins, the `yield` pv op towards the holder.
+void SpinLock::SpinSlowPath(SpinLock* lock, uint32_t me) {
   LockCounts& c = g_lock_counts[me];
-  const bool sleep = PvVariant(PvOp::kSpinlock) != Variant::kNaive;
-  const uint64_t bit = 1ull << me;
   uint64_t spins = 0;
-  while (!TryLock()) {
-    // Test and test-and-set: spin on a plain read until the word is free.
-    while (__atomic_load_n(&locked_, __ATOMIC_RELAXED) != 0) {
+  do {
+    while (__atomic_load_n(&lock->locked_, __ATOMIC_RELAXED) != 0) {
       cpu::Pause();
       ++c.spins;
-      ++spins;
-      if (!sleep) {
-        if (spins % kYieldEvery == 0)
-          YieldTowards(__atomic_load_n(&owner_, __ATOMIC_RELAXED), me, c);
-        continue;
-      }
-      if (spins % kSpinThreshold != 0) continue;
+      if (++spins % kYieldEvery != 0) continue;
+      ++c.yields;
+      pv_ops.yield(__atomic_load_n(&lock->owner_, __ATOMIC_RELAXED), me);
+    }
+  } while (!lock->TryLock());
+}
+
+// The same spin, and every kSpinThreshold spins a sleep in lock_wait until
+// the unlocker kicks this CPU (or the word is free already).
+void SpinLock::SleepSlowPath(SpinLock* lock, uint32_t me) {
+  LockCounts& c = g_lock_counts[me];
+  const uint64_t bit = 1ull << me;
+  uint64_t spins = 0;
+  do {
+    while (__atomic_load_n(&lock->locked_, __ATOMIC_RELAXED) != 0) {
+      cpu::Pause();
+      ++c.spins;
+      if (++spins % kSpinThreshold != 0) continue;
       // Record this CPU as a waiter, then look once more: an unlocker that
       // released before the record was visible cannot have seen it.
-      __atomic_fetch_or(&waiters_, bit, __ATOMIC_SEQ_CST);
-      if (TryLock()) {
-        __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
-        goto locked;
+      __atomic_fetch_or(&lock->waiters_, bit, __ATOMIC_SEQ_CST);
+      if (lock->TryLock()) {
+        __atomic_fetch_and(&lock->waiters_, ~bit, __ATOMIC_SEQ_CST);
+        return;
       }
       ++c.waits;
-      const int64_t r = Hypercall(MVMM_HC_lock_wait, reinterpret_cast<uint64_t>(&locked_), 1);
+      const int64_t r = pv_ops.lock_wait(&lock->locked_, 1);
       GUEST_ASSERT(r >= 0);
       if (r == MVMM_LOCK_WAIT_KICKED) ++c.kicked_wakes;
-      __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
+      __atomic_fetch_and(&lock->waiters_, ~bit, __ATOMIC_SEQ_CST);
     }
-  }
-locked:
-  __atomic_store_n(&owner_, me, __ATOMIC_RELAXED);
-  ++c.acquisitions;
+  } while (!lock->TryLock());
 }
 
 // Caller holds this lock, and interrupts must still be off. Leaves
@@ -128,10 +126,8 @@ void SpinLock::Unlock() {
     const uint64_t bit = waiters & -waiters;
     const uint64_t before = __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
     if (before & bit) {
-      LockCounts& c = g_lock_counts[CurrentCpu()];
-      ++c.kicks;
-      const int64_t r = Hypercall(MVMM_HC_lock_kick, static_cast<uint64_t>(__builtin_ctzll(bit)));
-      GUEST_ASSERT(r == 0);
+      ++g_lock_counts[CurrentCpu()].kicks;
+      pv_ops.lock_kick(static_cast<uint32_t>(__builtin_ctzll(bit)));
       return;
     }
     waiters = before & ~bit;  // that waiter took itself off: the next one

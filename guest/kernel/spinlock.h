@@ -1,7 +1,9 @@
 // Spinlocks, real across CPUs. A lock is a test-and-set word, the CPU that
 // holds it, and the set of CPUs asleep in lock_wait on it (Linux's pv
 // qspinlock keeps the same "halted waiter" record so the unlocker knows whom
-// to kick). How a contended Lock() waits is the `spinlock` pv op:
+// to kick). How a contended Lock() waits is the `spinlock` pv op, the slow
+// path PvOpsInit installs as pv_ops.lock_slowpath (its yield, wait and kick
+// are pv_ops.yield, lock_wait and lock_kick, pv/pv_ops.h):
 //   naive      spin (pause) until the word is free; every kYieldEvery spins
 //              give the vCPU up with the `yield` pv op (naive: sched_op
 //              yield; optimized: a directed yield to the holder's vCPU)
@@ -36,6 +38,13 @@ class SpinLock {
   void Unlock();
   bool held() const { return __atomic_load_n(&locked_, __ATOMIC_ACQUIRE) != 0; }
 
+  // The spinlock variants' slow paths (pv_ops.lock_slowpath): a Lock() by
+  // CPU `me` whose first try failed returns holding `lock`. Naive: spin,
+  // yielding every kYieldEvery spins; optimized: spin kSpinThreshold times,
+  // then sleep in lock_wait.
+  static void SpinSlowPath(SpinLock* lock, uint32_t me);
+  static void SleepSlowPath(SpinLock* lock, uint32_t me);
+
  private:
   bool TryLock();
 
@@ -57,7 +66,6 @@ struct LockCounts {
   uint64_t kicks;         // lock_kick hypercalls issued
   uint64_t yields;        // yield pv ops issued (sched_op yield or yield_to)
 };
-const LockCounts& CpuLockCounts(uint32_t cpu);
 // Appends `<prefix>.lock_acquisitions`, .lock_spins, .lock_waits,
 // .lock_kicked_wakes, .lock_kicks and .lock_yields for CPU `cpu`.
 void AppendLockCounts(StrView prefix, uint32_t cpu, TextBuf* out);

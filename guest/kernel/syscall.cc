@@ -1,7 +1,6 @@
 #include "kernel/syscall.h"
 
 #include "arch/cpu.h"
-#include "kernel/console.h"
 #include "kernel/counters.h"
 #include "kernel/panic.h"
 #include "kernel/percpu.h"
@@ -25,12 +24,7 @@ int64_t SysWrite(uint64_t fd, uint64_t buf, uint64_t len) {
   if (f == nullptr || f->kind == FileKind::kPipeRead) return -kEBadf;
   if (len > kMaxIo) len = kMaxIo;
   if (!UserRangeOk(buf, len)) return -kEFault;
-  const uint8_t* src = reinterpret_cast<const uint8_t*>(buf);
-  if (f->kind == FileKind::kConsole) {
-    ConsoleWrite(StrView(reinterpret_cast<const char*>(src), len));
-    return static_cast<int64_t>(len);
-  }
-  return PipeWrite(f->pipe, src, len);
+  return PipeWrite(f->pipe, reinterpret_cast<const uint8_t*>(buf), len);
 }
 
 int64_t SysRead(uint64_t fd, uint64_t buf, uint64_t len) {

@@ -1,10 +1,13 @@
 #include "pv/pv_ops.h"
 
 #include "kernel/boot.h"
+#include "kernel/hypercall.h"
 #include "kernel/mem.h"
 #include "kernel/panic.h"
 #include "kernel/percpu.h"
 #include "kernel/smp.h"
+#include "kernel/spinlock.h"
+#include "minivmm_abi/hypercall.h"
 
 extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];
 
@@ -17,12 +20,65 @@ namespace {
 Variant g_variant[kPvOpCount];
 bool g_irq_shared = false;
 bool g_pv_backend = false;
+
+// ---- The policy group's variants.
+
+// Linux before 2017: every restore goes to the backend, even one that
+// leaves interrupts disabled.
+void IrqRestoreAlways(uint64_t flags) { pv_ops.restore_fl(flags); }
+// `if (f & X86_EFLAGS_IF) arch_local_irq_enable();` (counted as a restore
+// with IF set, not in irq_enables).
+void IrqRestoreIfEnabling(uint64_t flags) {
+  if ((flags & (1ull << 9)) != 0) pv_ops.irq_enable();
+}
+
+void SendIpiEach(uint64_t mask) {
+  for (uint64_t rest = mask; rest != 0; rest &= rest - 1) pv_ops.send_ipi(rest & -rest);
+}
+void SendIpiAll(uint64_t mask) { pv_ops.send_ipi(mask); }
+
+void FlushTlbByIpi(uint64_t mask) { SmpFlushOthersByIpi(mask); }
+void FlushTlbByHypercall(uint64_t mask) { Kc().tlb_flushes_kicked += pv_ops.flush_tlb_others(mask); }
+
+// ---- The lock group: the same hypercalls under both backends (minivmm's
+// lock_wait and lock_kick are its pv spinlock ABI, as KVM's are
+// kvm_wait's hlt and KVM_HC_KICK_CPU).
+
+int64_t LockWait(const uint32_t* word, uint32_t value) {
+  return Hypercall(MVMM_HC_lock_wait, reinterpret_cast<uint64_t>(word), value);
+}
+void LockKick(uint32_t cpu) {
+  const int64_t r = Hypercall(MVMM_HC_lock_kick, cpu);
+  GUEST_ASSERT(r == 0);
+}
+void YieldPlain(uint32_t /*owner*/, uint32_t /*me*/) {
+  const int64_t r = Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD);
+  GUEST_ASSERT(r == 0);
+}
+// A plain yield when no holder's number is there (read while another CPU
+// had just taken the lock and not yet written it).
+void YieldDirected(uint32_t owner, uint32_t me) {
+  if (owner == me || owner >= MVMM_MAX_CPUS) return YieldPlain(owner, me);
+  const int64_t r = Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_YIELD_TO, owner);
+  GUEST_ASSERT(r == 0);
+}
+
+bool Naive(const Config& config, PvOp op) { return config.Get(op) == Variant::kNaive; }
+
 }  // namespace
 
 void PvOpsInit(const Config& config) {
   g_pv_backend = config.backend == Backend::kPv;
   pv_ops = g_pv_backend ? kParavirtPvOps : kNativePvOps;
   for (int i = 0; i < kPvOpCount; ++i) g_variant[i] = config.variant[i];
+  pv_ops.irq_restore = Naive(config, PvOp::kIrqRestore) ? IrqRestoreAlways : IrqRestoreIfEnabling;
+  pv_ops.send_ipi_mask = Naive(config, PvOp::kSendIpi) ? SendIpiEach : SendIpiAll;
+  pv_ops.flush_tlb_mask = Naive(config, PvOp::kFlushTlb) ? FlushTlbByIpi : FlushTlbByHypercall;
+  pv_ops.lock_slowpath =
+      Naive(config, PvOp::kSpinlock) ? SpinLock::SpinSlowPath : SpinLock::SleepSlowPath;
+  pv_ops.lock_wait = LockWait;
+  pv_ops.lock_kick = LockKick;
+  pv_ops.yield = Naive(config, PvOp::kYield) ? YieldPlain : YieldDirected;
   // The command-line parser refuses irq:shared with backend=native.
   g_irq_shared = config.backend == Backend::kPv && config.Get(PvOp::kIrq) == Variant::kShared;
   if (g_irq_shared) PvSharedIrqInit(&pv_ops, g_boot.vcpu_info_gpa);
@@ -40,42 +96,25 @@ void PvPhysmapInit(uint64_t pool_pa, uint64_t* pt) {
 Variant PvVariant(PvOp op) { return g_variant[static_cast<int>(op)]; }
 
 void ArchIrqRestore(uint64_t flags) {
-  bool enable = (flags & (1ull << 9)) != 0;
-  if (enable) {
+  if ((flags & (1ull << 9)) != 0) {
     ++Kc().irq_restores_if_set;
   } else {
     ++Kc().irq_restores_if_clear;
   }
-  if (g_variant[static_cast<int>(PvOp::kIrqRestore)] == Variant::kNaive) {
-    // Linux before 2017: every restore goes to the backend, even when it
-    // leaves interrupts disabled.
-    pv_ops.restore_fl(flags);
-  } else if (enable) {
-    // `if (f & X86_EFLAGS_IF) arch_local_irq_enable();` (counted as a
-    // restore with IF set, not in irq_enables)
-    pv_ops.irq_enable();
-  }
+  pv_ops.irq_restore(flags);
 }
 
 void SendIpiMask(uint64_t mask) {
   if (mask == 0) return;
   Kc().ipis_sent += static_cast<uint64_t>(__builtin_popcountll(mask));
-  if (g_variant[static_cast<int>(PvOp::kSendIpi)] != Variant::kNaive) {
-    pv_ops.send_ipi(mask);
-    return;
-  }
-  for (uint64_t rest = mask; rest != 0; rest &= rest - 1) pv_ops.send_ipi(rest & -rest);
+  pv_ops.send_ipi_mask(mask);
 }
 
 void FlushTlbOthers(uint64_t mask) {
   if (mask == 0) return;
   ++Kc().tlb_shootdowns;
   Kc().tlb_flush_targets += static_cast<uint64_t>(__builtin_popcountll(mask));
-  if (g_variant[static_cast<int>(PvOp::kFlushTlb)] == Variant::kNaive) {
-    SmpFlushOthersByIpi(mask);
-  } else {
-    Kc().tlb_flushes_kicked += pv_ops.flush_tlb_others(mask);
-  }
+  pv_ops.flush_tlb_mask(mask);
 }
 
 namespace {

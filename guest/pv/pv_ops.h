@@ -1,7 +1,18 @@
 // The one table through which every privileged operation goes (Linux
-// pv_ops). Chosen once at boot from backend=; the inline wrappers below add
-// the kernel's event counting and the naive/optimized variants, so the two
-// backends stay raw and symmetrical.
+// pv_ops). Chosen once at boot: the backend's table from backend=, then
+// (PvOpsInit, as Linux's kvm_guest_init and xen_start_kernel write theirs)
+// the entries whose naive and optimized variants are different functions:
+// the policy group (irq_restore, send_ipi, flush_tlb) and the lock group
+// (spinlock, yield). The inline wrappers below add the kernel's event
+// counting, so the two backends stay raw and symmetrical. Three variants
+// are policies inside the context switch rather than entries, read where
+// the switch decides (kernel/switch.cc): fpu_switch (when TS is set and
+// cleared), tls (which descriptors are sent) and fs_base (when the base is
+// written). pte_flags is the kernel compiled twice, a pte_val call or an
+// inline mask (the comparison is of the call itself, so it cannot be an
+// entry), plus patched, the call sites rewritten at boot (PvPatchCallSites);
+// batch is the pv backend's own (PvBatching); irq picks the irq entries
+// (PvSharedIrqInit).
 #ifndef GUEST_PV_PV_OPS_H_
 #define GUEST_PV_PV_OPS_H_
 
@@ -14,6 +25,8 @@
 #include "lib/physmap.h"
 
 namespace guest {
+
+class SpinLock;  // kernel/spinlock.h
 
 struct PvOps {
   const char* name;
@@ -68,6 +81,30 @@ struct PvOps {
   void (*end_context_switch)();
   void (*enter_lazy_mmu)();
   void (*leave_lazy_mmu)();
+
+  // ---- Installed by PvOpsInit from pvops=, the same under both backends.
+  // The policy group: arch_local_irq_restore (irq_restore: naive, every
+  // restore through restore_fl; optimized, irq_enable only when `flags`
+  // has IF set), an IPI to a set of CPUs (send_ipi: naive, one send_ipi
+  // per target; optimized, one for the mask), and a TLB flush of other
+  // CPUs (flush_tlb: naive, a FLUSH request and an IPI to each, then a
+  // wait; optimized, one flush_tlb_others, its kicked targets counted).
+  void (*irq_restore)(uint64_t flags);
+  void (*send_ipi_mask)(uint64_t mask);
+  void (*flush_tlb_mask)(uint64_t mask);
+  // The lock group (Linux pv_ops.lock). lock_slowpath takes a contended
+  // `lock` for CPU `me` (spinlock: naive, spin and yield; optimized, spin
+  // kSpinThreshold times, then sleep in lock_wait until kicked: the two
+  // slow paths of kernel/spinlock.h). lock_wait sleeps this vCPU until
+  // `*word` no longer holds `value` or a kick comes, and returns the
+  // hypercall's answer; lock_kick wakes CPU `cpu`'s lock_wait; yield gives
+  // the vCPU up while CPU `owner` holds the lock (naive, sched_op(yield);
+  // optimized, sched_op(yield_to, owner) when `owner` is another CPU's
+  // number).
+  void (*lock_slowpath)(SpinLock* lock, uint32_t me);
+  int64_t (*lock_wait)(const uint32_t* word, uint32_t value);
+  void (*lock_kick)(uint32_t cpu);
+  void (*yield)(uint32_t owner, uint32_t me);
 };
 
 extern PvOps pv_ops;
@@ -89,7 +126,10 @@ inline void ArchIrqEnable() {
   ++Kc().irq_enables;
   pv_ops.irq_enable();
 }
-// arch_local_irq_restore: the irq_restore variant lives here.
+// arch_local_irq_restore, with the irq_restore variant (pv_ops.irq_restore),
+// counted as irq_restores_if_set or irq_restores_if_clear. Out of line, as
+// SendIpiMask and FlushTlbOthers: each is a frame of its own in an exit's
+// stack (docs/sites.md).
 void ArchIrqRestore(uint64_t flags);
 
 inline uint64_t ArchLocalIrqSave() {

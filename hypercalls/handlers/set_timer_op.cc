@@ -1,8 +1,8 @@
 // set_timer_op(deadline_ns): arm the calling vCPU's own one-shot timer at
 // guest time `deadline_ns` (0 cancels it; a past deadline fires at once:
 // TimerControl's contract). It interrupts that vCPU only. -ENOSYS when no
-// timer is wired, or the one wired has no one-shot for this vCPU (an
-// embedder's that only knows SetOneShot: vCPU 0 only). Returns 0.
+// timer is wired, or the one wired has no one-shot for this vCPU (a vCPU
+// beyond its count). Returns 0.
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 

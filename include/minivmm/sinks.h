@@ -24,23 +24,15 @@ class TimerControl {
  public:
   virtual ~TimerControl() = default;
   virtual uint64_t NowNs() const = 0;
-  // Arms vCPU 0's one-shot timer interrupt at `deadline_ns`; 0 cancels it. A
-  // deadline in the past fires at once.
-  virtual void SetOneShot(uint64_t deadline_ns) = 0;
-  // The same for vCPU `vcpu`'s own one-shot timer. False, nothing changed,
-  // when this timer has none for that vCPU: by default only vCPU 0's, through
-  // SetOneShot.
-  virtual bool SetVcpuOneShot(uint32_t vcpu, uint64_t deadline_ns) {
-    if (vcpu != 0) return false;
-    SetOneShot(deadline_ns);
-    return true;
-  }
+  // Arms vCPU `vcpu`'s own one-shot timer interrupt at `deadline_ns`; 0
+  // cancels it. A deadline in the past fires at once. False, nothing
+  // changed, when this timer has none for that vCPU.
+  virtual bool SetVcpuOneShot(uint32_t vcpu, uint64_t deadline_ns) = 0;
   // Makes vCPU `vcpu`'s periodic timer interrupt it every `period_ns` from
   // now on, replacing its previous period; 0 stops it. The caller has
   // checked the period (the VM's hypercall accepts 1 ms to 1 hour). False,
-  // nothing changed, when this timer has no periodic timer for that vCPU
-  // (the default: none).
-  virtual bool SetPeriodic(uint32_t /*vcpu*/, uint64_t /*period_ns*/) { return false; }
+  // nothing changed, when this timer has no periodic timer for that vCPU.
+  virtual bool SetPeriodic(uint32_t vcpu, uint64_t period_ns) = 0;
 };
 
 }  // namespace minivmm

@@ -65,7 +65,6 @@ class RecordingTimer final : public TimerControl {
     bool operator==(const Period&) const = default;
   };
   uint64_t NowNs() const override { return now; }
-  void SetOneShot(uint64_t deadline_ns) override { SetVcpuOneShot(0, deadline_ns); }
   bool SetVcpuOneShot(uint32_t vcpu, uint64_t deadline_ns) override {
     if (vcpu >= cpus) return false;
     armed.push_back(deadline_ns);

@@ -26,27 +26,6 @@ TEST(SetTimerOpTest, ArmsTheCallingVcpusOwnOneShot) {
   EXPECT_EQ(vm.timer.armed_by, (std::vector<uint32_t>{3, 1}));
 }
 
-// An embedder's timer that only implements SetOneShot reaches vCPU 0 only.
-TEST(SetTimerOpTest, ATimerWithOnlyVcpu0sOneShotRefusesOtherVcpus) {
-  struct OneShotOnly final : TimerControl {
-    uint64_t NowNs() const override { return 0; }
-    void SetOneShot(uint64_t deadline_ns) override { armed.push_back(deadline_ns); }
-    std::vector<uint64_t> armed;
-  } timer;
-  CheckedVm vm;
-  vm.env.timer = &timer;
-  EXPECT_EQ(vm.Call(MVMM_HC_set_timer_op, 7), 0);
-  vm.exit.vcpu_id = 1;
-  const HypercallResult result = vm.Result(MVMM_HC_set_timer_op, 8);
-  EXPECT_EQ(result.value, -MVMM_ENOSYS);
-  EXPECT_STREQ(result.refusal, "no one-shot timer for this vCPU");
-  EXPECT_EQ(timer.armed, std::vector<uint64_t>{7});
-  const HypercallResult periodic =
-      vm.Result(MVMM_HC_vcpu_op, MVMM_VCPUOP_SET_PERIODIC_TIMER, 1, MVMM_PERIODIC_TIMER_MIN_NS);
-  EXPECT_EQ(periodic.value, -MVMM_ENOSYS);
-  EXPECT_STREQ(periodic.refusal, "no periodic timer for this vCPU");
-}
-
 // vcpu_op(set_periodic_timer / stop_periodic_timer): the calling vCPU's own
 // periodic timer.
 TEST(PeriodicTimerTest, SetsAndStopsTheCallingVcpusOwn) {

@@ -37,16 +37,16 @@ TEST_F(VmTimerTest, NothingArmedCannotFire) {
 
 TEST_F(VmTimerTest, OneShotCanFireUntilCancelled) {
   timer_.Start(0, std::nullopt);
-  timer_.SetOneShot(uint64_t{1} << 50);  // far in the future
+  timer_.SetVcpuOneShot(0, uint64_t{1} << 50);  // far in the future
   EXPECT_TRUE(timer_.CanFire(0));
-  timer_.SetOneShot(0);
+  timer_.SetVcpuOneShot(0, 0);
   EXPECT_FALSE(timer_.CanFire(0));
   EXPECT_EQ(interrupts_.load(), 0);
 }
 
 TEST_F(VmTimerTest, DeadlineInThePastFiresOnceAndDisarms) {
   timer_.Start(0, std::nullopt);
-  timer_.SetOneShot(1);
+  timer_.SetVcpuOneShot(0, 1);
   ASSERT_TRUE(Eventually(interrupts_, 1));
   EXPECT_FALSE(timer_.CanFire(0));
   timer_.Stop();
@@ -69,7 +69,7 @@ TEST(VmTimerFiringTest, CannotFireOnlyOnceTheOneShotsInterruptIsRaised) {
       },
       [] {});
   timer.Start(0, std::nullopt);
-  timer.SetOneShot(1);
+  timer.SetVcpuOneShot(0, 1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!entered && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   ASSERT_TRUE(entered);
@@ -79,7 +79,7 @@ TEST(VmTimerFiringTest, CannotFireOnlyOnceTheOneShotsInterruptIsRaised) {
 
 TEST_F(VmTimerTest, HugeDeadlineDoesNotOverflow) {
   timer_.Start(0, std::nullopt);
-  timer_.SetOneShot(~uint64_t{0});
+  timer_.SetVcpuOneShot(0, ~uint64_t{0});
   EXPECT_TRUE(timer_.CanFire(0));
   EXPECT_EQ(interrupts_.load(), 0);
 }

@@ -39,7 +39,6 @@ class VmTimer final : public TimerControl {
 
   uint64_t NowNs() const override;
   // vCPU 0's one-shot.
-  void SetOneShot(uint64_t deadline_ns) override { SetVcpuOneShot(0, deadline_ns); }
   bool SetVcpuOneShot(uint32_t vcpu, uint64_t deadline_ns) override;
   bool SetPeriodic(uint32_t vcpu, uint64_t period_ns) override;
 
