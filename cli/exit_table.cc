@@ -127,15 +127,13 @@ void RenderPerVcpu(std::string& out, const json& record) {
   }
 }
 
-}  // namespace
-
-std::string RenderExitTable(const json& record) {
-  std::string out;
+// The stop, its time and the configuration the guest says it used (it parses
+// the command line).
+void HeaderSection(std::string& out, const json& record) {
   const json& result = record["result"];
   fmt::format_to(std::back_inserter(out), "minivmm: {} ({}), {:.3f} s\n",
                  result["stop_reason"].get<std::string>(), result["detail"].get<std::string>(),
                  result["elapsed_ns"].get<int64_t>() / 1e9);
-  // The configuration the guest says it used (it parses the command line).
   const json& guest = record["guest"]["reports"];
   if (guest.contains("config.backend")) {
     std::string pvops;
@@ -150,17 +148,18 @@ std::string RenderExitTable(const json& record) {
                    guest.contains("config.workload") ? ReportText(guest["config.workload"]) : "?",
                    pvops);
   }
+}
 
-  // The wasted-exit analysis's column, when it ran (docs/wasted-exits.md).
-  const json* wasted =
-      record.contains("wasted") && record["wasted"].is_object() ? &record["wasted"] : nullptr;
+// Exits by cause, in the order of docs/design.md "What the VMM counts" (not
+// the JSON object's alphabetical one), and what the causes carry beside:
+// entries per multicall, trapped GDT stores, IPIs, lock waits.
+void CauseSection(std::string& out, const json& record, const json* wasted) {
   if (wasted != nullptr) {
     WastedHeader(out, "exits by cause");
   } else {
     fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by cause",
                    "ops", "exits", "source");
   }
-  // In the order of docs/design.md "What the VMM counts", not the JSON object's alphabetical one.
   for (const std::string& name : CauseOrder(record["causes"]["causes"])) {
     const json& c = record["causes"]["causes"][name];
     if (wasted != nullptr) {
@@ -202,7 +201,11 @@ std::string RenderExitTable(const json& record) {
     fmt::format_to(std::back_inserter(out),
                    "  {:<28} {} slept, {} woken by a kick, {} directed yields  vmm\n",
                    "  lock waits", slept, kicked, directed);
+}
 
+// Ops and exits by hypercall; with the analysis, the wasted ones by reason
+// and the verdicts it took from the guest.
+void HypercallSection(std::string& out, const json& record, const json* wasted) {
   if (wasted != nullptr) {
     WastedHeader(out, "hypercalls");
   } else {
@@ -230,7 +233,10 @@ std::string RenderExitTable(const json& record) {
                    "  {:<28} {} CR0.TS pairs (clear tagged for #NM)  guest\n",
                    "  kept by the guest's word", (*wasted).value("ts_pairs_kept_by_guest", 0));
   }
+}
 
+// Exits by KVM exit reason, the total, and by device.
+void ReasonSection(std::string& out, const json& record) {
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "exits by reason", "",
                  "exits", "source");
   for (const auto& [name, n] : record["exits"]["by_reason"].items())
@@ -242,8 +248,10 @@ std::string RenderExitTable(const json& record) {
       Row(out, fmt::format("{} {}", bus[0] == 'p' ? "pio" : "mmio", name), nullptr, n, "vmm");
     }
   }
+}
 
-  // What the guest says it did (kernel totals), to set beside the VMM's.
+// What the guest says it did (kernel totals), to set beside the VMM's.
+void GuestCountsSection(std::string& out, const json& record) {
   const json& reports = record["guest"]["reports"];
   bool header = false;
   for (const char* key : {"switches", "syscalls", "nm_traps", "fpu_preloads", "fpu_owner_preloads",
@@ -264,10 +272,10 @@ std::string RenderExitTable(const json& record) {
     }
     Row(out, name, nullptr, v.is_number() ? v : json(static_cast<int64_t>(*n)), "guest");
   }
+}
 
-  const json& per_vcpu = record["exits"]["per_vcpu"];
-  if (per_vcpu.is_array() && per_vcpu.size() > 1) RenderPerVcpu(out, record);
-
+// The host's KVM statistics over the run, those that moved.
+void HostCountersSection(std::string& out, const json& record) {
   const json& host = record["host_counters"]["deltas"];
   if (!host.empty()) {
     fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "host counters", "",
@@ -276,6 +284,23 @@ std::string RenderExitTable(const json& record) {
       if (n.get<uint64_t>() != 0) Row(out, name, nullptr, n, "kvm-stats (host-dependent)");
     }
   }
+}
+
+}  // namespace
+
+std::string RenderExitTable(const json& record) {
+  std::string out;
+  HeaderSection(out, record);
+  // The wasted-exit analysis's column, when it ran (docs/wasted-exits.md).
+  const json* wasted =
+      record.contains("wasted") && record["wasted"].is_object() ? &record["wasted"] : nullptr;
+  CauseSection(out, record, wasted);
+  HypercallSection(out, record, wasted);
+  ReasonSection(out, record);
+  GuestCountsSection(out, record);
+  const json& per_vcpu = record["exits"]["per_vcpu"];
+  if (per_vcpu.is_array() && per_vcpu.size() > 1) RenderPerVcpu(out, record);
+  HostCountersSection(out, record);
   out += RenderSitesSection(record);
   return out;
 }

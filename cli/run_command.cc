@@ -62,6 +62,91 @@ void PrintCrashReport(const RunResult& result) {
   for (const std::string& line : result.console_tail) fmt::print(stderr, "  | {}\n", line);
 }
 
+
+// The VM the flags ask for.
+VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
+  VmConfig config;
+  config.kernel_path = o.kernel;
+  config.memory_bytes = o.memory;
+  config.cmdline = GuestCommandLine(o);
+  config.timer_hz = o.timer_hz;
+  config.cpus = o.cpus;
+  config.analyse_waste = o.wasted;
+  config.record_sites = o.sites || !o.stacks_path.empty();
+  if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
+  config.console = console;
+  return config;
+}
+
+// Usage errors before anything runs: a command line the built-in guest
+// would refuse (another --kernel checks its own), an output file that
+// cannot be created. 0, with the outputs asked for open; else the status.
+int CheckBeforeRunning(const RunOptions& o, const VmConfig& config,
+                       std::unique_ptr<OutputFile>& json_out,
+                       std::unique_ptr<OutputFile>& trace_out) {
+  if (o.kernel.empty()) {
+    if (absl::Status s = CheckGuestCommandLine(config.cmdline); !s.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
+      return kExitUsage;
+    }
+  }
+  for (auto [path, what, out] : {std::tuple{&o.json_path, "run record", &json_out},
+                                 std::tuple{&o.trace_path, "trace", &trace_out}}) {
+    if (path->empty()) continue;
+    absl::StatusOr<std::unique_ptr<OutputFile>> f = OutputFile::Create(*path, what);
+    if (!f.ok()) {
+      fmt::print(stderr, "minivmm: {}\n", std::string(f.status().message()));
+      return kExitUsage;
+    }
+    *out = *std::move(f);
+  }
+  return 0;
+}
+
+// Closes the trace, if there is one, whatever stopped the run (timeout,
+// signal, fault); a write error is printed here and fails the command once
+// the rest is reported.
+absl::Status CommitTrace(TraceWriter* trace, const absl::StatusOr<RunResult>& result) {
+  if (trace == nullptr) return absl::OkStatus();
+  absl::Status s = result.ok()
+                       ? trace->Commit(std::string(StopReasonName(result->reason)), result->detail)
+                       : trace->Commit("VMM error", std::string(result.status().message()));
+  if (!s.ok()) fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
+  return s;
+}
+
+// The run record. The provenance (host description, host probe, the guest
+// image's digest) is only written to the --json file; the exit table does
+// not show it, so a run without --json does not gather it. The host probe
+// is a second, short guest run.
+absl::StatusOr<nlohmann::json> RunRecord(const RunOptions& o, const VmConfig& config,
+                                         const RunResult& result, bool with_provenance,
+                                         const std::optional<ExitTimeline>& timeline) {
+  std::optional<HostInfo> host;
+  std::string kernel_digest;
+  if (with_provenance) {
+    if (absl::StatusOr<HostInfo> probed = ProbeHost(config.kvm_device); probed.ok()) {
+      host = *std::move(probed);
+      CachedProbeBehaviourInto(*host, config.kvm_device, o.reprobe);
+    }
+    kernel_digest = FileSha256(config.kernel_path);
+  }
+  nlohmann::json record = MakeRunRecord(config, result, host ? &*host : nullptr, kernel_digest);
+  if (absl::Status s = AddSites(record, result, config.kernel_path, o.stacks_path); !s.ok())
+    return s;
+  if (timeline) record["timeline"] = timeline->Record();
+  return record;
+}
+
+// What the run says on stderr: the VMM's notes, how each vCPU stopped, the
+// registers of a crash, and (unless --quiet) the exit table.
+void PrintRun(const RunOptions& o, const RunResult& result, const nlohmann::json& record) {
+  for (const std::string& note : result.notes) fmt::print(stderr, "minivmm: {}\n", note);
+  if (result.vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
+  if (result.reason != StopReason::kGuestShutdown) PrintCrashReport(result);
+  if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
+}
+
 }  // namespace
 
 void AddRunFlags(CLI::App& app, RunOptions& o) {
@@ -111,37 +196,9 @@ int RunCommand(const RunOptions& o) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   StdoutConsole console;
-  VmConfig config;
-  config.kernel_path = o.kernel;
-  config.memory_bytes = o.memory;
-  config.cmdline = GuestCommandLine(o);
-  config.timer_hz = o.timer_hz;
-  config.cpus = o.cpus;
-  config.analyse_waste = o.wasted;
-  config.record_sites = o.sites || !o.stacks_path.empty();
-  if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
-  config.console = &console;
-
-  // Usage errors before anything runs: a command line the built-in guest
-  // would refuse (another --kernel checks its own), an output file that
-  // cannot be created.
-  if (o.kernel.empty()) {
-    if (absl::Status s = CheckGuestCommandLine(config.cmdline); !s.ok()) {
-      fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
-      return kExitUsage;
-    }
-  }
+  VmConfig config = RunConfig(o, &console);
   std::unique_ptr<OutputFile> json_out, trace_out;
-  for (auto [path, what, out] : {std::tuple{&o.json_path, "run record", &json_out},
-                                 std::tuple{&o.trace_path, "trace", &trace_out}}) {
-    if (path->empty()) continue;
-    absl::StatusOr<std::unique_ptr<OutputFile>> f = OutputFile::Create(*path, what);
-    if (!f.ok()) {
-      fmt::print(stderr, "minivmm: {}\n", std::string(f.status().message()));
-      return kExitUsage;
-    }
-    *out = *std::move(f);
-  }
+  if (int status = CheckBeforeRunning(o, config, json_out, trace_out); status != 0) return status;
 
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) {
@@ -149,7 +206,6 @@ int RunCommand(const RunOptions& o) {
     return kExitVmmError;
   }
   if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
-
   std::unique_ptr<TraceWriter> trace;
   if (trace_out != nullptr) {
     trace = std::make_unique<TraceWriter>(
@@ -173,46 +229,21 @@ int RunCommand(const RunOptions& o) {
   absl::StatusOr<RunResult> result = (*vm)->Run();
   g_running_vm.store(nullptr);
   fflush(stdout);
-  // Closes the trace whatever stopped the run (timeout, signal, fault); a
-  // write error fails the command once the rest is reported.
-  absl::Status trace_status = absl::OkStatus();
-  if (trace != nullptr) {
-    trace_status = result.ok()
-                       ? trace->Commit(std::string(StopReasonName(result->reason)), result->detail)
-                       : trace->Commit("VMM error", std::string(result.status().message()));
-    if (!trace_status.ok())
-      fmt::print(stderr, "minivmm: {}\n", std::string(trace_status.message()));
-  }
+  const absl::Status trace_status = CommitTrace(trace.get(), result);
   if (!result.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
     return kExitVmmError;
   }
 
-  // The provenance (host description, host probe, the guest image's digest)
-  // is only written to the --json file; the exit table does not show it, so
-  // a run without --json does not gather it. The host probe is a second,
-  // short guest run.
-  std::optional<HostInfo> host;
-  std::string kernel_digest;
-  if (json_out != nullptr) {
-    if (absl::StatusOr<HostInfo> probed = ProbeHost(config.kvm_device); probed.ok()) {
-      host = *std::move(probed);
-      CachedProbeBehaviourInto(*host, config.kvm_device, o.reprobe);
-    }
-    kernel_digest = FileSha256(config.kernel_path);
-  }
-  nlohmann::json record = MakeRunRecord(config, *result, host ? &*host : nullptr, kernel_digest);
-  if (absl::Status s = AddSites(record, *result, config.kernel_path, o.stacks_path); !s.ok()) {
-    fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
+  absl::StatusOr<nlohmann::json> record =
+      RunRecord(o, config, *result, /*with_provenance=*/json_out != nullptr, timeline);
+  if (!record.ok()) {
+    fmt::print(stderr, "minivmm: {}\n", std::string(record.status().message()));
     return kExitVmmError;
   }
-  if (timeline) record["timeline"] = timeline->Record();
-  for (const std::string& note : result->notes) fmt::print(stderr, "minivmm: {}\n", note);
-  if (result->vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
-  if (result->reason != StopReason::kGuestShutdown) PrintCrashReport(*result);
-  if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
+  PrintRun(o, *result, *record);
   if (json_out != nullptr) {
-    json_out->Write(record.dump(2) + "\n");
+    json_out->Write(record->dump(2) + "\n");
     if (absl::Status s = json_out->Commit(); !s.ok()) {
       fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
       return kExitVmmError;

@@ -44,17 +44,11 @@ struct VcpuRun {
   HostStats host_before;
 };
 
-}  // namespace
-
-absl::StatusOr<RunResult> Vm::Run() {
-  State& s = *state_;
-  if (s.ran) return absl::FailedPreconditionError("Vm::Run may be called once per VM");
-  s.ran = true;
+// A run loop per vCPU, each with its part of the VM; `directory` finds
+// every vCPU's signals.
+std::vector<VcpuRun> MakeRunLoops(Vm::State& s, VmCpus& directory) {
   const uint32_t cpus = static_cast<uint32_t>(s.vcpus.size());
   std::vector<VcpuRun> runs(cpus);
-  std::vector<VmSignals*> signals;
-  for (const auto& one : s.signals) signals.push_back(one.get());
-  VmCpus directory(std::move(signals));
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     runs[cpu].loop = std::make_unique<RunLoop>(RunLoopParts{
         *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu],
@@ -63,6 +57,66 @@ absl::StatusOr<RunResult> Vm::Run() {
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
         s.config.record_sites});
   }
+  return runs;
+}
+
+// What the run did, once every vCPU has stopped: how (vCPU `by` stopped
+// first, or the host stopped them all), each vCPU's counts and stop, and
+// what the VM kept (devices, hypercall names, reports, console, registers).
+RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t by,
+                        absl::Duration elapsed) {
+  const uint32_t cpus = static_cast<uint32_t>(runs.size());
+  RunResult result;
+  const RunStop& stop = runs[by].stop;
+  result.reason = stop.reason;
+  result.exit_code = stop.exit_code;
+  result.detail = stop.detail;
+  result.stopped_by_vcpu = StoppedByHost(stop.reason) ? -1 : static_cast<int>(by);
+  result.elapsed = elapsed;
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    const VcpuRun& run = runs[cpu];
+    VcpuStop& vcpu_stop = result.vcpu_stops.emplace_back();
+    vcpu_stop.with_vm = run.stop.vm_stopped;
+    vcpu_stop.reason = run.stop.vm_stopped ? stop.reason : run.stop.reason;
+    vcpu_stop.detail =
+        run.stop.vm_stopped ? absl::StrFormat("stopped with vCPU %u", by) : run.stop.detail;
+    vcpu_stop.idle = run.loop->idle_at_stop();
+    result.per_vcpu.push_back(run.loop->stats());
+    result.stats.Add(run.loop->stats());
+    if (s.config.record_sites) result.sites_per_vcpu.push_back(run.loop->sites());
+    if (auto host_after = s.vcpus[cpu]->ReadStats(); host_after.ok())
+      AddDelta(run.host_before, *host_after, result.host_counters);
+  }
+  for (int i = 0; i < s.pio_bus.device_count(); ++i)
+    result.pio_devices.emplace_back(s.pio_bus.DeviceName(i));
+  for (int i = 0; i < s.mmio_bus.device_count(); ++i)
+    result.mmio_devices.emplace_back(s.mmio_bus.DeviceName(i));
+  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
+    result.hypercall_names.emplace_back(s.dispatcher.Name(nr));
+  result.reports = s.reports;
+  result.console_tail = s.console.Lines();
+  result.registers =
+      s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
+  result.guest_tsc_khz = s.vcpus[0]->TscKhz();
+  result.notes = s.gdt_trap.notes();
+  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+    for (const std::string& note : runs[cpu].loop->notes())
+      result.notes.push_back(cpu == 0 ? note : absl::StrFormat("vCPU %u: %s", cpu, note));
+  }
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> Vm::Run() {
+  State& s = *state_;
+  if (s.ran) return absl::FailedPreconditionError("Vm::Run may be called once per VM");
+  s.ran = true;
+  const uint32_t cpus = static_cast<uint32_t>(s.vcpus.size());
+  std::vector<VmSignals*> signals;
+  for (const auto& one : s.signals) signals.push_back(one.get());
+  VmCpus directory(std::move(signals));
+  std::vector<VcpuRun> runs = MakeRunLoops(s, directory);
   RETURN_IF_ERROR(s.vcpus[0]->BindToCurrentThread());
   ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());
 
@@ -111,45 +165,7 @@ absl::StatusOr<RunResult> Vm::Run() {
   s.timer.Stop();
   s.vcpus[0]->UnbindFromThread();
 
-  RunResult result;
-  const uint32_t by = first_stop.value_or(0);
-  const RunStop& stop = runs[by].stop;
-  result.reason = stop.reason;
-  result.exit_code = stop.exit_code;
-  result.detail = stop.detail;
-  result.stopped_by_vcpu = StoppedByHost(stop.reason) ? -1 : static_cast<int>(by);
-  result.elapsed = absl::Now() - start;
-  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
-    const VcpuRun& run = runs[cpu];
-    VcpuStop& vcpu_stop = result.vcpu_stops.emplace_back();
-    vcpu_stop.with_vm = run.stop.vm_stopped;
-    vcpu_stop.reason = run.stop.vm_stopped ? stop.reason : run.stop.reason;
-    vcpu_stop.detail =
-        run.stop.vm_stopped ? absl::StrFormat("stopped with vCPU %u", by) : run.stop.detail;
-    vcpu_stop.idle = run.loop->idle_at_stop();
-    result.per_vcpu.push_back(run.loop->stats());
-    result.stats.Add(run.loop->stats());
-    if (s.config.record_sites) result.sites_per_vcpu.push_back(run.loop->sites());
-    if (auto host_after = s.vcpus[cpu]->ReadStats(); host_after.ok())
-      AddDelta(run.host_before, *host_after, result.host_counters);
-  }
-  for (int i = 0; i < s.pio_bus.device_count(); ++i)
-    result.pio_devices.emplace_back(s.pio_bus.DeviceName(i));
-  for (int i = 0; i < s.mmio_bus.device_count(); ++i)
-    result.mmio_devices.emplace_back(s.mmio_bus.DeviceName(i));
-  for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
-    result.hypercall_names.emplace_back(s.dispatcher.Name(nr));
-  result.reports = s.reports;
-  result.console_tail = s.console.Lines();
-  result.registers =
-      s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
-  result.guest_tsc_khz = s.vcpus[0]->TscKhz();
-  result.notes = s.gdt_trap.notes();
-  for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
-    for (const std::string& note : runs[cpu].loop->notes())
-      result.notes.push_back(cpu == 0 ? note : absl::StrFormat("vCPU %u: %s", cpu, note));
-  }
-  return result;
+  return CollectResult(s, runs, first_stop.value_or(0), absl::Now() - start);
 }
 
 }  // namespace minivmm

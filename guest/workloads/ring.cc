@@ -34,19 +34,82 @@ uint64_t NewTlsPage(uint64_t owner) {
   return reinterpret_cast<uint64_t>(page);
 }
 
+// The ring's parameters (guest/README.md, workload=ctx and pipe).
+struct RingShape {
+  uint64_t rounds;
+  uint64_t tls_mode;  // 0 same, 1 one, 2 all
+  bool fs_base;       // fs=base: a 64-bit FS base per task
+  bool fpu;
+  bool processes;     // mm=process: an address space per task
+  uint64_t ws_bytes;
+  uint64_t private_pages;  // the tag page, then the working set
+  bool spread;
+  uint64_t migrate;
+};
+
+RingShape ParseRing(const WorkloadArgs& args) {
+  RingShape r;
+  r.rounds = args.Get("rounds");
+  r.tls_mode = args.Get("tls");
+  r.fs_base = args.Get("fs") == 1;  // 0 desc, 1 base
+  r.fpu = args.Get("fpu") == 1;
+  r.processes = args.Get("mm") == 0;  // 0 process, 1 thread
+  r.ws_bytes = args.Get("ws") * 1024;
+  r.private_pages = 1 + (r.ws_bytes + kPageSize - 1) / kPageSize;
+  r.spread = args.Get("spread") == 1;
+  r.migrate = args.Get("migrate");
+  return r;
+}
+
+// Task i of `tasks`: its address space (`shared_mm` for threads), private
+// pages, TLS and FS base, its pipe ends (it reads rd[i] and writes the next
+// task's) and the arguments its ring-3 code checks.
+Task* NewRingTask(const char* name, uint64_t i, uint64_t tasks, const RingShape& r, Mm* shared_mm,
+                  uint64_t shared_tls, File* const* rd, File* const* wr) {
+  auto* a = static_cast<RingTaskArgs*>(AllocUserPages(1));
+  uint64_t stack =
+      reinterpret_cast<uint64_t>(AllocUserPages(kUserStackPages)) + kUserStackPages * kPageSize;
+  Mm* mm = r.processes ? NewMm() : shared_mm;
+  Task* t = CreateUserTask(name, reinterpret_cast<uint64_t>(RingTaskMain),
+                           reinterpret_cast<uint64_t>(a), stack, mm);
+  // Private pages: one block of kernel memory, mapped only in `mm`.
+  uint64_t va = kPrivateBase + (r.processes ? 0 : i * r.private_pages * kPageSize);
+  auto* pages = static_cast<uint64_t*>(AllocPages(r.private_pages));
+  for (uint64_t p = 0; p < r.private_pages; ++p)
+    MapPrivatePage(mm, va + p * kPageSize, reinterpret_cast<uint64_t>(pages) + p * kPageSize);
+  pages[0] = 0x9a9e000000000000ull | t->pid;
+  a->private_va = va;
+  a->private_tag = pages[0];
+  a->ws_bytes = r.ws_bytes;
+  a->cpus = NrCpus();
+  a->migrate = r.migrate;
+  // lat_ctx across CPUs: task i starts on CPU i mod N.
+  if (r.spread) t->cpu = static_cast<uint32_t>(i % NrCpus());
+  uint64_t own_tls = r.tls_mode == 0 ? shared_tls : NewTlsPage(t->pid);
+  uint64_t base[3] = {own_tls, r.tls_mode == 2 ? own_tls + 64 : shared_tls + 64,
+                      r.tls_mode == 2 ? own_tls + 128 : shared_tls + 128};
+  uint64_t desc[3];
+  for (int s = 0; s < 3; ++s) desc[s] = MakeTlsDescriptor(static_cast<uint32_t>(base[s]), 0xfff);
+  SetTaskTls(t, desc);
+  if (r.fs_base) SetTaskFsBase(t, base[0]);
+  a->in_fd = InstallFd(t, rd[i]);
+  a->out_fd = InstallFd(t, wr[(i + 1) % tasks]);
+  a->rounds = r.rounds;
+  a->starter = i == 0;
+  a->probe_errors = i == 0;
+  a->fs_expect = *reinterpret_cast<uint64_t*>(base[0]);
+  a->gs_expect = *reinterpret_cast<uint64_t*>(base[1]);
+  a->fpu = r.fpu;
+  for (int b = 0; b < 128; ++b) a->pattern[b] = static_cast<uint8_t>(t->pid * 37 + b);
+  t->used_math = r.fpu;
+  t->fpu_user = r.fpu;
+  return t;
+}
+
 }  // namespace
 
 void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
-  uint64_t rounds = args.Get("rounds");
-  uint64_t tls_mode = args.Get("tls");  // 0 same, 1 one, 2 all
-  const bool fs_base = args.Get("fs") == 1;  // 0 desc, 1 base
-  bool fpu = args.Get("fpu") == 1;
-  bool processes = args.Get("mm") == 0;  // 0 process, 1 thread
-  uint64_t ws_bytes = args.Get("ws") * 1024;
-  uint64_t ws_pages = (ws_bytes + kPageSize - 1) / kPageSize;
-  uint64_t private_pages = 1 + ws_pages;  // the tag page, then the working set
-  const bool spread = args.Get("spread") == 1;
-  const uint64_t migrate = args.Get("migrate");
+  const RingShape r = ParseRing(args);
   SetPreemption(args.Get("preempt") == 1);
 
   // All allocation happens before the record starts, so that the record
@@ -56,47 +119,9 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   for (uint64_t i = 0; i < tasks; ++i) NewPipe(&rd[i], &wr[i]);
   uint64_t shared_tls = NewTlsPage(0xff);
   Task* t[kMaxRing];
-  Mm* shared_mm = processes ? nullptr : NewMm();
-  for (uint64_t i = 0; i < tasks; ++i) {
-    auto* a = static_cast<RingTaskArgs*>(AllocUserPages(1));
-    uint64_t stack =
-        reinterpret_cast<uint64_t>(AllocUserPages(kUserStackPages)) + kUserStackPages * kPageSize;
-    Mm* mm = processes ? NewMm() : shared_mm;
-    t[i] = CreateUserTask(name, reinterpret_cast<uint64_t>(RingTaskMain),
-                          reinterpret_cast<uint64_t>(a), stack, mm);
-    // Private pages: one block of kernel memory, mapped only in `mm`.
-    uint64_t va = kPrivateBase + (processes ? 0 : i * private_pages * kPageSize);
-    auto* pages = static_cast<uint64_t*>(AllocPages(private_pages));
-    for (uint64_t p = 0; p < private_pages; ++p)
-      MapPrivatePage(mm, va + p * kPageSize, reinterpret_cast<uint64_t>(pages) + p * kPageSize);
-    pages[0] = 0x9a9e000000000000ull | t[i]->pid;
-    a->private_va = va;
-    a->private_tag = pages[0];
-    a->ws_bytes = ws_bytes;
-    a->cpus = NrCpus();
-    a->migrate = migrate;
-    // lat_ctx across CPUs: task i starts on CPU i mod N.
-    if (spread) t[i]->cpu = static_cast<uint32_t>(i % NrCpus());
-    uint64_t own_tls = tls_mode == 0 ? shared_tls : NewTlsPage(t[i]->pid);
-    uint64_t base[3] = {own_tls, tls_mode == 2 ? own_tls + 64 : shared_tls + 64,
-                        tls_mode == 2 ? own_tls + 128 : shared_tls + 128};
-    uint64_t desc[3];
-    for (int s = 0; s < 3; ++s) desc[s] = MakeTlsDescriptor(static_cast<uint32_t>(base[s]), 0xfff);
-    SetTaskTls(t[i], desc);
-    if (fs_base) SetTaskFsBase(t[i], base[0]);
-    // Task i reads its own pipe and writes the next task's.
-    a->in_fd = InstallFd(t[i], rd[i]);
-    a->out_fd = InstallFd(t[i], wr[(i + 1) % tasks]);
-    a->rounds = rounds;
-    a->starter = i == 0;
-    a->probe_errors = i == 0;
-    a->fs_expect = *reinterpret_cast<uint64_t*>(base[0]);
-    a->gs_expect = *reinterpret_cast<uint64_t*>(base[1]);
-    a->fpu = fpu;
-    for (int b = 0; b < 128; ++b) a->pattern[b] = static_cast<uint8_t>(t[i]->pid * 37 + b);
-    t[i]->used_math = fpu;
-    t[i]->fpu_user = fpu;
-  }
+  Mm* shared_mm = r.processes ? nullptr : NewMm();
+  for (uint64_t i = 0; i < tasks; ++i)
+    t[i] = NewRingTask(name, i, tasks, r, shared_mm, shared_tls, rd, wr);
 
   Join join;
   for (uint64_t i = 0; i < tasks; ++i) JoinAdd(&join, t[i]);
@@ -110,12 +135,12 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   uint64_t elapsed = cpu::Rdtsc() - t0;
   SetPreemption(false);
   rec.Put("tasks", tasks);
-  rec.Put("rounds", rounds);
-  rec.Put("passes", tasks * rounds);
-  rec.Put("address_spaces", processes ? tasks : 1);
-  rec.Put("ws_bytes", ws_bytes);
-  rec.Put("cpus", spread || migrate != 0 ? NrCpus() : 1);
-  rec.PutTiming(tasks * rounds, elapsed, EmptyLoopTsc(tasks * rounds));
+  rec.Put("rounds", r.rounds);
+  rec.Put("passes", tasks * r.rounds);
+  rec.Put("address_spaces", r.processes ? tasks : 1);
+  rec.Put("ws_bytes", r.ws_bytes);
+  rec.Put("cpus", r.spread || r.migrate != 0 ? NrCpus() : 1);
+  rec.PutTiming(tasks * r.rounds, elapsed, EmptyLoopTsc(tasks * r.rounds));
   rec.Finish(checks);
 }
 
