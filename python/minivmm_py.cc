@@ -545,12 +545,13 @@ def run(**kwargs):
 }  // namespace
 }  // namespace minivmm::python
 
-PYBIND11_MODULE(minivmm, m) {
-  using namespace minivmm;
-  using namespace minivmm::python;
-  m.doc() = "minivmm: KVM mini hypervisor with exact exit accounting (docs/python.md)";
-  m.attr("__version__") = MINIVMM_VERSION;
+namespace {
 
+using namespace minivmm;
+using namespace minivmm::python;
+
+// minivmm.Vm: one VM, run once.
+void DefineVm(py::module_& m) {
   py::class_<PyVm>(m, "Vm", R"doc(
 A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
@@ -618,7 +619,11 @@ and propagates from run().)doc")
       .def_property_readonly("kernel", [](const PyVm& v) { return v.config().kernel_path; })
       .def_property_readonly("memory", [](const PyVm& v) { return v.config().memory_bytes; })
       .def_property_readonly("cpus", [](const PyVm& v) { return v.config().cpus; });
+}
 
+// What the CLI composes and lists: the guest command line, the bench's
+// configurations, the backends, the built-in guest.
+void DefineLists(py::module_& m) {
   m.def(
       "guest_cmdline",
       [](const std::string& backend, const std::string& pvops, const std::string& workload,
@@ -646,6 +651,10 @@ and propagates from run().)doc")
       "backends", [] { return cli::GuestBackends(); }, "The guest's backends.");
   m.def("default_kernel_path", &ModuleDefaultKernel,
         "The built-in guest this module boots when no kernel is given.");
+}
+
+// minivmm.bench(): the CLI's bench plan.
+void DefineBench(py::module_& m) {
   m.def(
       "bench",
       [](py::object workloads, py::object backends, int repeat, py::object kernel, int64_t memory,
@@ -672,6 +681,10 @@ items (["ctx:rounds=50", "irq"]). backends: "pv", "native" or "both".
 timeout: seconds per run, None for none. probe_host=False skips the host
 probe (provenance.host's answers are then null: not measured).
 progress(i, n, run) is called after each run with its entry of "runs".)doc");
+}
+
+// minivmm.probe_host(): the host description and probe.
+void DefineProbe(py::module_& m) {
   m.def(
       "probe_host",
       [](bool behaviour, const std::string& kvm_device) {
@@ -689,5 +702,16 @@ progress(i, n, run) is called after each run with its entry of "runs".)doc");
       py::kw_only(), py::arg("behaviour") = false, py::arg("kvm_device") = "/dev/kvm",
       "ProbeHost(), and with behaviour=True the host probe (a short guest run), in the run "
       "record's provenance.host form.");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(minivmm, m) {
+  m.doc() = "minivmm: KVM mini hypervisor with exact exit accounting (docs/python.md)";
+  m.attr("__version__") = MINIVMM_VERSION;
+  DefineVm(m);
+  DefineLists(m);
+  DefineBench(m);
+  DefineProbe(m);
   py::exec(kPythonHelpers, m.attr("__dict__"));
 }
