@@ -75,14 +75,6 @@ const PvOps kNativePvOps = {
     .end_context_switch = NoOp,
     .enter_lazy_mmu = NoOp,
     .leave_lazy_mmu = NoOp,
-    // The policy and lock groups: PvOpsInit installs them from pvops=.
-    .irq_restore = nullptr,
-    .send_ipi_mask = nullptr,
-    .flush_tlb_mask = nullptr,
-    .lock_slowpath = nullptr,
-    .lock_wait = nullptr,
-    .lock_kick = nullptr,
-    .yield = nullptr,
 };
 
 }  // namespace guest

@@ -196,14 +196,6 @@ const PvOps kParavirtPvOps = {
     .end_context_switch = PvLeaveLazy,
     .enter_lazy_mmu = PvEnterLazy,
     .leave_lazy_mmu = PvLeaveLazy,
-    // The policy and lock groups: PvOpsInit installs them from pvops=.
-    .irq_restore = nullptr,
-    .send_ipi_mask = nullptr,
-    .flush_tlb_mask = nullptr,
-    .lock_slowpath = nullptr,
-    .lock_wait = nullptr,
-    .lock_kick = nullptr,
-    .yield = nullptr,
 };
 
 bool PvBatching() { return PvVariant(PvOp::kBatch) != Variant::kNaive; }

@@ -13,7 +13,7 @@ extern "C" const uint64_t __parainstructions_start[], __parainstructions_end[];
 
 namespace guest {
 
-PvOps pv_ops;
+constinit PvOps pv_ops{};
 Physmap g_pv_physmap;
 
 namespace {

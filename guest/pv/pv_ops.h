@@ -82,16 +82,17 @@ struct PvOps {
   void (*enter_lazy_mmu)();
   void (*leave_lazy_mmu)();
 
-  // ---- Installed by PvOpsInit from pvops=, the same under both backends.
+  // ---- Installed by PvOpsInit from pvops=, the same under both backends
+  // (null in the backends' tables).
   // The policy group: arch_local_irq_restore (irq_restore: naive, every
   // restore through restore_fl; optimized, irq_enable only when `flags`
   // has IF set), an IPI to a set of CPUs (send_ipi: naive, one send_ipi
   // per target; optimized, one for the mask), and a TLB flush of other
   // CPUs (flush_tlb: naive, a FLUSH request and an IPI to each, then a
   // wait; optimized, one flush_tlb_others, its kicked targets counted).
-  void (*irq_restore)(uint64_t flags);
-  void (*send_ipi_mask)(uint64_t mask);
-  void (*flush_tlb_mask)(uint64_t mask);
+  void (*irq_restore)(uint64_t flags) = nullptr;
+  void (*send_ipi_mask)(uint64_t mask) = nullptr;
+  void (*flush_tlb_mask)(uint64_t mask) = nullptr;
   // The lock group (Linux pv_ops.lock). lock_slowpath takes a contended
   // `lock` for CPU `me` (spinlock: naive, spin and yield; optimized, spin
   // kSpinThreshold times, then sleep in lock_wait until kicked: the two
@@ -101,10 +102,10 @@ struct PvOps {
   // the vCPU up while CPU `owner` holds the lock (naive, sched_op(yield);
   // optimized, sched_op(yield_to, owner) when `owner` is another CPU's
   // number).
-  void (*lock_slowpath)(SpinLock* lock, uint32_t me);
-  int64_t (*lock_wait)(const uint32_t* word, uint32_t value);
-  void (*lock_kick)(uint32_t cpu);
-  void (*yield)(uint32_t owner, uint32_t me);
+  void (*lock_slowpath)(SpinLock* lock, uint32_t me) = nullptr;
+  int64_t (*lock_wait)(const uint32_t* word, uint32_t value) = nullptr;
+  void (*lock_kick)(uint32_t cpu) = nullptr;
+  void (*yield)(uint32_t owner, uint32_t me) = nullptr;
 };
 
 extern PvOps pv_ops;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -22,6 +23,19 @@ inline bool HaveKvmDevice() { return access("/dev/kvm", R_OK | W_OK) == 0; }
   if (!::minivmm::testing::HaveKvmDevice())                                               \
   GTEST_FAIL() << "no usable /dev/kvm: whole-VM tests need a KVM (scripts/quickstart.sh " \
                   "test runs them on a nested kvm_amd where the host has none)"
+
+// How many times a heavy test repeats what it does: `host_count` on the
+// host's KVM. On the nested kvm_amd (scripts/nestkvm sets MINIVMM_NESTED),
+// where every exit costs ~10x, the positive number in `$var` if set
+// (scripts/quickstart.sh sets the ones its tests read), else `host_count`.
+inline int NestedCount(const char* var, int host_count) {
+  const char* nested = std::getenv("MINIVMM_NESTED");
+  const char* count = std::getenv(var);
+  if (nested == nullptr || *nested == '\0' || count == nullptr) return host_count;
+  char* end = nullptr;
+  const long n = std::strtol(count, &end, 10);
+  return end != count && *end == '\0' && n > 0 && n <= 1000000 ? static_cast<int>(n) : host_count;
+}
 
 struct Outcome {
   int status;       // exit status, or 128 + signal

@@ -361,15 +361,7 @@ const char* StopName(Stop stop) {
 // test command runs it under ThreadSanitizer too,
 // MINIVMM_SMP_STRESS_LIFECYCLES if set (scripts/quickstart.sh sets it),
 // else 1000.
-int StressLifecycles() {
-  int n = 1000;
-  const char* nested = std::getenv("MINIVMM_NESTED");
-  const char* count = std::getenv("MINIVMM_SMP_STRESS_LIFECYCLES");
-  if (nested != nullptr && *nested != '\0' && count != nullptr && absl::SimpleAtoi(count, &n) &&
-      n > 0)
-    return n;
-  return 1000;
-}
+int StressLifecycles() { return NestedCount("MINIVMM_SMP_STRESS_LIFECYCLES", 1000); }
 
 // MINIVMM_SMP_STRESS_SEED replays a failed run; else a fresh seed.
 uint64_t StressSeed() {

@@ -13,7 +13,6 @@
 #include <sstream>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/common/command.h"
@@ -40,15 +39,7 @@ namespace {
 // MINIVMM_NESTED), where creating a VM costs ~10x, MINIVMM_LEAK_TEST_VMS if
 // set (scripts/quickstart.sh sets it), else 1000. The bounds below catch one
 // leaked fd, mapping set or guest RAM per VM at any of these counts.
-int VmCount() {
-  int n = 1000;
-  const char* nested = std::getenv("MINIVMM_NESTED");
-  const char* count = std::getenv("MINIVMM_LEAK_TEST_VMS");
-  if (nested != nullptr && *nested != '\0' && count != nullptr && absl::SimpleAtoi(count, &n) &&
-      n > 0)
-    return n;
-  return 1000;
-}
+int VmCount() { return testing::NestedCount("MINIVMM_LEAK_TEST_VMS", 1000); }
 constexpr int kWarmUpVms = 20;  // first-use allocations (Abseil, libstdc++, KVM caches)
 // Growth allowed after the warm-up: the allocator may keep some freed memory
 // cached. One leaked 8 MiB guest RAM per VM would exceed it 100-fold at 200 VMs.
