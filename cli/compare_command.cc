@@ -3,12 +3,12 @@
 // diff(1) with --fail-on-regression: 0 same or better, 1 a regression, 2
 // trouble (cli/exit_codes.h).
 #include <cmath>
-#include <fstream>
 #include <set>
 
 #include "cli/bench_record.h"
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/run_record.h"
 #include "fmt/format.h"
 
 namespace minivmm::cli {
@@ -17,23 +17,10 @@ namespace {
 using nlohmann::json;
 
 bool Load(const std::string& path, json* out, std::string* schema) {
-  std::ifstream in(path);
-  if (!in) {
-    fmt::print(stderr, "minivmm compare: cannot read {}\n", path);
-    return false;
-  }
-  *out = json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (out->is_discarded() || !out->is_object()) {
-    fmt::print(stderr, "minivmm compare: {} is not JSON\n", path);
-    return false;
-  }
-  *schema = out->value("schema", "");
-  if (*schema != "minivmm.run" && *schema != "minivmm.bench") {
-    fmt::print(stderr, "minivmm compare: {} is neither a run nor a bench record (schema \"{}\")\n",
-               path, *schema);
-    return false;
-  }
-  return true;
+  std::string error;
+  if (ReadRecord(path, out, schema, &error)) return true;
+  fmt::print(stderr, "minivmm compare: {}\n", error);
+  return false;
 }
 
 // The vCPUs of every run of a record: a run record's config.cpus, a bench

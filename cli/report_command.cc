@@ -1,6 +1,5 @@
 // minivmm report RECORD.json -o report.html: a self-contained page (figures
 // as embedded PNG, tables, provenance) drawn by bench/plot_report.py.
-#include <fstream>
 #include <memory>
 
 #include "cli/bench_record.h"
@@ -9,6 +8,7 @@
 #include "cli/exit_codes.h"
 #include "cli/output_file.h"
 #include "cli/plot_script.h"
+#include "cli/run_record.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -26,16 +26,10 @@ void AddReportFlags(CLI::App& app, ReportOptions& o) {
 int ReportCommand(const ReportOptions& o) {
   // What is not a record is refused here, before any Python starts (the
   // script checks the same, bench/plot_report.py's load()).
-  std::ifstream in(o.input_path);
-  const nlohmann::json record = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!in.is_open() || record.is_discarded() || !record.is_object()) {
-    fmt::print(stderr, "minivmm report: {} is not a JSON record\n", o.input_path);
-    return kExitUsage;
-  }
-  if (const std::string schema = record.value("schema", "");
-      schema != "minivmm.run" && schema != "minivmm.bench") {
-    fmt::print(stderr, "minivmm report: {} is neither a run nor a bench record (schema \"{}\")\n",
-               o.input_path, schema);
+  nlohmann::json record;
+  std::string schema, error;
+  if (!ReadRecord(o.input_path, &record, &schema, &error)) {
+    fmt::print(stderr, "minivmm report: {}\n", error);
     return kExitUsage;
   }
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(o.output_path, "report");

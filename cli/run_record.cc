@@ -1,5 +1,7 @@
 #include "cli/run_record.h"
 
+#include <fstream>
+
 #include "absl/time/time.h"
 #include "cli/report_value.h"
 #include "minivmm_abi/hypercall.h"
@@ -272,6 +274,26 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
        {{"source", "kvm-stats"}, {"host_dependent", true}, {"deltas", host_counters}}},
       {"guest", {{"source", "guest"}, {"reports", reports}}},
   };
+}
+
+bool ReadRecord(const std::string& path, nlohmann::json* record, std::string* schema,
+                std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read " + path;
+    return false;
+  }
+  *record = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (record->is_discarded() || !record->is_object()) {
+    *error = path + " is not JSON";
+    return false;
+  }
+  *schema = record->value("schema", "");
+  if (*schema != "minivmm.run" && *schema != "minivmm.bench") {
+    *error = path + " is neither a run nor a bench record (schema \"" + *schema + "\")";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace minivmm::cli

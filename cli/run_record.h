@@ -32,6 +32,13 @@ nlohmann::json HostRecord(const HostInfo& host);
 nlohmann::json MakeRunRecord(const VmConfig& config, const RunResult& result, const HostInfo* host,
                              const std::string& kernel_digest);
 
+// A run or bench record read back from `path` (what compare and report
+// take). The record and its schema ("minivmm.run" or "minivmm.bench"), or
+// false with `*error` set: the file cannot be read, is not a JSON object,
+// or is neither record.
+bool ReadRecord(const std::string& path, nlohmann::json* record, std::string* schema,
+                std::string* error);
+
 }  // namespace minivmm::cli
 
 #endif  // MINIVMM_CLI_RUN_RECORD_H_
