@@ -138,7 +138,7 @@ struct FuzzVm : testing::FakeVm {
       case 4:
         return MVMM_GDT_GPA + in.U16() % 0x1010;  // the GDT page and past it
       case 5:
-        return testing::TlsSlotGpa(in.U8() % 4);
+        return testing::TlsSlotGpa(in.U8() % 4, in.U8() % (MVMM_MAX_CPUS + 1));  // any vCPU's, or past the last
       case 6:
         return MVMM_PAGE_TABLES_GPA + in.U16() % 0x10000;
       case 7:
@@ -253,22 +253,20 @@ struct Snapshot {
 
 // Invariants that hold after any sequence of hypercalls.
 inline void CheckGlobalInvariants(const FuzzVm& vm) {
-  // The GDT: only TLS slots may differ from what the VMM wrote, and a TLS
-  // slot only ever holds an accepted descriptor with its accessed bit set.
+  // The GDT: only the TLS slots of the VM's vCPUs (one MVMM_GDT_STRIDE
+  // per vCPU) may differ from what the VMM wrote, and a TLS slot only ever
+  // holds an accepted descriptor with its accessed bit set.
   FUZZ_CHECK(vm.gdt.size() == vm.initial_gdt.size());
-  const size_t tls_begin = MVMM_GDT_TLS_FIRST * 8;
-  size_t tls_end = (MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT) * 8;
-  while (tls_end > tls_begin && tls_end > vm.gdt.size()) tls_end -= 8;  // whole slots only
-  const size_t head = std::min(tls_begin, vm.gdt.size());
-  FUZZ_CHECK(head == 0 || std::memcmp(vm.gdt.data(), vm.initial_gdt.data(), head) == 0);
-  if (vm.gdt.size() > tls_end) {
-    FUZZ_CHECK(std::memcmp(vm.gdt.data() + tls_end, vm.initial_gdt.data() + tls_end,
-                           vm.gdt.size() - tls_end) == 0);
-  }
-  for (uint64_t slot = MVMM_GDT_TLS_FIRST; slot < MVMM_GDT_TLS_FIRST + MVMM_GDT_TLS_COUNT; ++slot) {
-    if ((slot + 1) * 8 > vm.gdt.size()) break;
+  for (size_t at = 0; at < vm.gdt.size(); at += 8) {
+    const size_t n = std::min<size_t>(8, vm.gdt.size() - at);
+    const bool tls = n == 8 && at / MVMM_GDT_STRIDE < vm.cpus.count() &&
+                     IsTlsSlot(static_cast<uint32_t>(at % MVMM_GDT_STRIDE / 8));
+    if (!tls) {
+      FUZZ_CHECK(std::memcmp(vm.gdt.data() + at, vm.initial_gdt.data() + at, n) == 0);
+      continue;
+    }
     uint64_t desc;
-    std::memcpy(&desc, vm.gdt.data() + slot * 8, 8);
+    std::memcpy(&desc, vm.gdt.data() + at, 8);
     FUZZ_CHECK(CheckTlsDescriptor(desc) == DescriptorVerdict::kOk);
     FUZZ_CHECK(desc == 0 || (desc & MVMM_DESC_ACCESSED) != 0);
   }
