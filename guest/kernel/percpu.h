@@ -30,6 +30,9 @@ struct Cpu {
   Task* leaving;
   // Set by the timer tick on this CPU: switch on the way back to ring 3.
   bool need_resched;
+  // Ticks that interrupted the current task's own (ring-3) code since it
+  // was switched in (timer.cc: its time slice). Reset by Schedule.
+  uint32_t user_ticks;
   // This CPU's counts, written by this CPU only (read by CPU 0 for the
   // report while this CPU is idle).
   KernelCounters kc;

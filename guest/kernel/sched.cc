@@ -196,6 +196,7 @@ void Schedule() {
   if (next == nullptr) next = me.idle;
   if (next != prev) {
     next->state = TaskState::kRunning;
+    me.user_ticks = 0;  // `next` starts a time slice (timer.cc)
     ContextSwitch(prev, next);
     // Resumed: `prev` is running again, on the CPU it was queued on.
     FinishSwitch();

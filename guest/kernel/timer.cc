@@ -1,6 +1,7 @@
 #include "kernel/timer.h"
 
 #include "arch/cpu.h"
+#include "arch/trap.h"
 #include "kernel/boot.h"
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
@@ -12,16 +13,27 @@ namespace guest {
 namespace {
 
 bool g_preempt = false;
+
+// A task is preempted at the second tick that interrupts its own ring-3
+// code since it was switched in, so it always runs its own code for about a
+// tick period. Preempting at the first tick would livelock where a switch
+// takes longer than a tick (on kvm_pvm ring 0 is emulated: a switch costs
+// several periods at 1000 Hz): the tick pending when a task first reaches
+// ring 3 would switch it away before its first instruction, and two
+// runnable tasks would pass the CPU back and forth without progress.
+constexpr uint32_t kSliceUserTicks = 2;
 bool g_tick_running[MVMM_MAX_CPUS];  // a secondary CPU's own tick; its own
 
 }  // namespace
 
 // Interrupt context: interrupts off, called by TrapDispatch. Takes no lock
 // and never sleeps (it only sets a flag; kernel code is not preempted).
-void TimerInterrupt(TrapFrame*) {
+void TimerInterrupt(TrapFrame* frame) {
   ++Kc().timer_irqs;
-  if (__atomic_load_n(&g_preempt, __ATOMIC_RELAXED) && !IsIdle(Current()))
-    ThisCpu().need_resched = true;
+  if (!__atomic_load_n(&g_preempt, __ATOMIC_RELAXED) || IsIdle(Current()) || !frame->FromUser())
+    return;
+  Cpu& me = ThisCpu();
+  if (++me.user_ticks >= kSliceUserTicks) me.need_resched = true;
 }
 
 // Called by TrapDispatch on the way back to ring 3: interrupts off, no lock
