@@ -219,6 +219,42 @@ TEST(SitesCliTest, WithoutSitesTheRecordHasNoTimelineAndTheReportNoFlameGraph) {
   EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
 }
 
+// A stripped guest (tests/tiny_guests/bad_frames.S, stripped): nothing
+// names a frame, so the table, the record and the folded stacks give raw
+// addresses, and still add up to the exits.
+TEST(SitesCliTest, AStrippedGuestsSitesAreRawAddresses) {
+  REQUIRE_KVM();
+  const std::string kernel = std::string(MINIVMM_TINY_GUEST_DIR) + "/bad_frames_stripped.elf";
+  const Outcome o = Minivmm("run --kernel " + kernel + " --sites --stacks " + Path("raw.txt") +
+                            " --json " + Path("raw.json"));
+  ASSERT_EQ(o.status, 0) << o.out;
+  EXPECT_NE(o.out.find("<- 0x5551\n"), std::string::npos) << o.out;
+  const json record = RecordOf(Path("raw.json"));
+  uint64_t record_exits = 0;
+  for (const json& stack : record["sites"]["stacks"]) {
+    record_exits += stack["exits"].get<uint64_t>();
+    for (const json& frame : stack["frames"]) {
+      EXPECT_EQ(frame["function"], "") << frame;
+      EXPECT_TRUE(frame["pc"].is_string()) << frame;
+    }
+  }
+  EXPECT_EQ(record_exits, record["exits"]["total"].get<uint64_t>());
+  std::istringstream folded(Slurp(Path("raw.txt")));
+  uint64_t folded_exits = 0;
+  std::string line;
+  while (std::getline(folded, line)) {
+    const size_t space = line.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    folded_exits += std::stoull(line.substr(space + 1));
+    // "cause;0x...;0x... count": every frame after the cause is an address.
+    std::istringstream frames(line.substr(0, space));
+    std::string frame;
+    std::getline(frames, frame, ';');
+    while (std::getline(frames, frame, ';')) EXPECT_EQ(frame.rfind("0x", 0), 0u) << line;
+  }
+  EXPECT_EQ(folded_exits, record_exits);
+}
+
 TEST(SitesCliTest, AnUnwritableStacksFileIsAVmmError) {
   REQUIRE_KVM();
   const Outcome o = Minivmm("run -q --workload hello --stacks /nonexistent/dir/stacks.txt");

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "minivmm/exit_sites.h"
 #include "minivmm/symbolizer.h"
+#include "minivmm_abi/hypercall.h"
 #include "vm_test_util.h"
 
 namespace minivmm::testing {
@@ -21,10 +23,11 @@ constexpr char kFpuOptimizedCtx[] =
     "backend=pv pvops=irq_restore:naive,fpu_switch:optimized,tls:naive,pte_flags:naive,batch:off "
     "workload=ctx";
 
-RunResult RunWithSites(const std::string& cmdline, bool wasted, uint32_t cpus = 1) {
+RunResult RunWithSites(const std::string& cmdline, bool wasted, uint32_t cpus = 1,
+                       const std::string& kernel = BuiltinGuest()) {
   RecordingConsole console;
   VmConfig config;
-  config.kernel_path = BuiltinGuest();
+  config.kernel_path = kernel;
   config.cmdline = cmdline;
   config.timeout = absl::Seconds(60);
   config.analyse_waste = wasted;
@@ -156,6 +159,81 @@ TEST(SitesTest, TopWastedSitesAreLoadTlsFpuSwitchPrepareAndTheIrqRestore) {
     SCOPED_TRACE(function);
     EXPECT_TRUE(std::any_of(ranked.begin(), ranked.end(),
                             [&](const auto& w) { return names.Holds(*w.second, function); }));
+  }
+}
+
+// tests/tiny_guests/bad_frames.S: case K makes K console writes with RBP
+// at a corrupt chain. By case, the return addresses its walk must find after
+// the RIP (frame_walk.h's rules); the VMM must run to the guest's shutdown.
+std::map<uint64_t, std::vector<uint64_t>> BadFrameStacks() {
+  std::map<uint64_t, std::vector<uint64_t>> want = {{1, {}},
+                                                    {2, {}},
+                                                    {3, {}},
+                                                    {4, {}},
+                                                    {5, {}},
+                                                    {6, {0x1111}},
+                                                    {7, {0x2221, 0x2222}},
+                                                    {8, {0x4440, 0x4441}},
+                                                    {9, {}},
+                                                    {10, {0x5551}},
+                                                    {11, {}}};
+  for (uint64_t i = 0; i + 1 < kMaxSiteFrames; ++i) want[11].push_back(0x3000 + i);
+  return want;
+}
+
+// The console-write sites of a bad_frames run, by exit count (the case).
+std::map<uint64_t, ExitSite> BadFrameSites(const RunResult& r) {
+  std::map<uint64_t, ExitSite> by_case;
+  for (const auto& [site, count] : r.sites_per_vcpu[0].counts) {
+    if (site.hypercall != MVMM_HC_console_io) continue;
+    EXPECT_TRUE(by_case.emplace(count.exits, site).second) << "two sites of " << count.exits;
+  }
+  return by_case;
+}
+
+TEST(SitesTest, ACorruptFrameChainGivesTheStacksTheWalkersRulesSay) {
+  REQUIRE_KVM();
+  const RunResult r = RunWithSites("", false, 1, TinyGuest("bad_frames"));
+  ASSERT_EQ(r.sites_per_vcpu.size(), 1u);
+  ExpectSitesAddUp(r);
+  const std::map<uint64_t, ExitSite> sites = BadFrameSites(r);
+  const std::map<uint64_t, std::vector<uint64_t>> want = BadFrameStacks();
+  ASSERT_EQ(sites.size(), want.size());
+  uint64_t last_rip = 0;
+  for (const auto& [k, stack] : want) {
+    SCOPED_TRACE("case " + std::to_string(k));
+    ASSERT_TRUE(sites.contains(k));
+    const ExitSite& site = sites.at(k);
+    EXPECT_FALSE(site.user);
+    EXPECT_GT(site.frames[0], last_rip);  // the cases' `out`s in order
+    last_rip = site.frames[0];
+    const std::span<const uint64_t> got = site.stack().subspan(1);
+    EXPECT_EQ(std::vector<uint64_t>(got.begin(), got.end()), stack);
+  }
+}
+
+// The same guest stripped: the same stacks, and nothing names them, so the
+// record and the tables fall back to raw addresses (docs/sites.md).
+TEST(SitesTest, AStrippedGuestGivesTheSameStacksAsRawAddresses) {
+  REQUIRE_KVM();
+  const RunResult plain = RunWithSites("", false, 1, TinyGuest("bad_frames"));
+  const RunResult stripped = RunWithSites("", false, 1, TinyGuest("bad_frames_stripped"));
+  ASSERT_EQ(stripped.sites_per_vcpu.size(), 1u);
+  ExpectSitesAddUp(stripped);
+  const std::map<uint64_t, ExitSite> a = BadFrameSites(plain), b = BadFrameSites(stripped);
+  ASSERT_EQ(b.size(), BadFrameStacks().size());
+  EXPECT_EQ(a, b);
+  absl::StatusOr<std::unique_ptr<Symbolizer>> named = Symbolizer::Open(TinyGuest("bad_frames"));
+  absl::StatusOr<std::unique_ptr<Symbolizer>> raw =
+      Symbolizer::Open(TinyGuest("bad_frames_stripped"));
+  ASSERT_TRUE(named.ok() && raw.ok()) << named.status() << raw.status();
+  for (const auto& [k, site] : b) {
+    SCOPED_TRACE("case " + std::to_string(k));
+    // A label without a size: the symbol and the offset from it.
+    EXPECT_EQ((*named)->Lookup(site.frames[0]).front().function.rfind("_start+0x", 0), 0u);
+    const std::vector<SourceFrame> frames = (*raw)->Lookup(site.frames[0]);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].function, "");
   }
 }
 
