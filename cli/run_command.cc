@@ -9,9 +9,9 @@
 #include <optional>
 #include <tuple>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/exit_table.h"
@@ -62,7 +62,6 @@ void PrintCrashReport(const RunResult& result) {
   for (const std::string& line : result.console_tail) fmt::print(stderr, "  | {}\n", line);
 }
 
-
 // The VM the flags ask for.
 VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   VmConfig config;
@@ -83,7 +82,8 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
 // cannot be created. 0, with the outputs asked for open; else the status.
 int CheckBeforeRunning(const RunOptions& o, const VmConfig& config,
                        std::unique_ptr<OutputFile>& json_out,
-                       std::unique_ptr<OutputFile>& trace_out) {
+                       std::unique_ptr<OutputFile>& trace_out,
+                       std::unique_ptr<OutputFile>& stacks_out) {
   if (o.kernel.empty()) {
     if (absl::Status s = CheckGuestCommandLine(config.cmdline); !s.ok()) {
       fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
@@ -91,7 +91,8 @@ int CheckBeforeRunning(const RunOptions& o, const VmConfig& config,
     }
   }
   for (auto [path, what, out] : {std::tuple{&o.json_path, "run record", &json_out},
-                                 std::tuple{&o.trace_path, "trace", &trace_out}}) {
+                                 std::tuple{&o.trace_path, "trace", &trace_out},
+                                 std::tuple{&o.stacks_path, "folded stacks", &stacks_out}}) {
     if (path->empty()) continue;
     absl::StatusOr<std::unique_ptr<OutputFile>> f = OutputFile::Create(*path, what);
     if (!f.ok()) {
@@ -119,9 +120,8 @@ absl::Status CommitTrace(TraceWriter* trace, const absl::StatusOr<RunResult>& re
 // image's digest) is only written to the --json file; the exit table does
 // not show it, so a run without --json does not gather it. The host probe
 // is a second, short guest run.
-absl::StatusOr<nlohmann::json> RunRecord(const RunOptions& o, const VmConfig& config,
-                                         const RunResult& result, bool with_provenance,
-                                         const std::optional<ExitTimeline>& timeline) {
+nlohmann::json RunRecord(const RunOptions& o, const VmConfig& config, const RunResult& result,
+                         bool with_provenance, const std::optional<ExitTimeline>& timeline) {
   std::optional<HostInfo> host;
   std::string kernel_digest;
   if (with_provenance) {
@@ -132,8 +132,7 @@ absl::StatusOr<nlohmann::json> RunRecord(const RunOptions& o, const VmConfig& co
     kernel_digest = FileSha256(config.kernel_path);
   }
   nlohmann::json record = MakeRunRecord(config, result, host ? &*host : nullptr, kernel_digest);
-  if (absl::Status s = AddSites(record, result, config.kernel_path, o.stacks_path); !s.ok())
-    return s;
+  AddSites(record, result, config.kernel_path);
   if (timeline) record["timeline"] = timeline->Record();
   return record;
 }
@@ -197,8 +196,9 @@ int RunCommand(const RunOptions& o) {
   sigaction(SIGTERM, &action, nullptr);
   StdoutConsole console;
   VmConfig config = RunConfig(o, &console);
-  std::unique_ptr<OutputFile> json_out, trace_out;
-  if (int status = CheckBeforeRunning(o, config, json_out, trace_out); status != 0) return status;
+  std::unique_ptr<OutputFile> json_out, trace_out, stacks_out;
+  if (int status = CheckBeforeRunning(o, config, json_out, trace_out, stacks_out); status != 0)
+    return status;
 
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (!vm.ok()) {
@@ -235,16 +235,14 @@ int RunCommand(const RunOptions& o) {
     return kExitVmmError;
   }
 
-  absl::StatusOr<nlohmann::json> record =
+  const nlohmann::json record =
       RunRecord(o, config, *result, /*with_provenance=*/json_out != nullptr, timeline);
-  if (!record.ok()) {
-    fmt::print(stderr, "minivmm: {}\n", std::string(record.status().message()));
-    return kExitVmmError;
-  }
-  PrintRun(o, *result, *record);
-  if (json_out != nullptr) {
-    json_out->Write(record->dump(2) + "\n");
-    if (absl::Status s = json_out->Commit(); !s.ok()) {
+  PrintRun(o, *result, record);
+  if (stacks_out != nullptr) stacks_out->Write(FoldedStacks(record["sites"]));
+  if (json_out != nullptr) json_out->Write(record.dump(2) + "\n");
+  for (OutputFile* out : {stacks_out.get(), json_out.get()}) {
+    if (out == nullptr) continue;
+    if (absl::Status s = out->Commit(); !s.ok()) {
       fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
       return kExitVmmError;
     }

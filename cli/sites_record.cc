@@ -1,7 +1,6 @@
 #include "cli/sites_record.h"
 
 #include <algorithm>
-#include <fstream>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -98,15 +97,8 @@ std::string FoldedStacks(const json& sites) {
   return out;
 }
 
-absl::Status AddSites(json& record, const RunResult& result, const std::string& kernel_path,
-                      const std::string& stacks_path) {
-  if (result.sites_per_vcpu.empty()) return absl::OkStatus();
-  record["sites"] = SitesRecord(result, kernel_path);
-  if (stacks_path.empty()) return absl::OkStatus();
-  std::ofstream out(stacks_path);
-  out << FoldedStacks(record["sites"]);
-  if (!out) return absl::UnavailableError(fmt::format("cannot write {}", stacks_path));
-  return absl::OkStatus();
+void AddSites(json& record, const RunResult& result, const std::string& kernel_path) {
+  if (!result.sites_per_vcpu.empty()) record["sites"] = SitesRecord(result, kernel_path);
 }
 
 }  // namespace minivmm::cli

@@ -21,11 +21,9 @@ nlohmann::json SitesRecord(const RunResult& result, const std::string& kernel_pa
 // per distinct stack and cause, root first.
 std::string FoldedStacks(const nlohmann::json& sites);
 
-// `minivmm run --sites [--stacks FILE]`'s one step after the run: adds
-// record["sites"] (when the run recorded sites) and writes FILE when not
-// empty. An error only when FILE cannot be written.
-absl::Status AddSites(nlohmann::json& record, const RunResult& result,
-                      const std::string& kernel_path, const std::string& stacks_path);
+// Adds record["sites"] when the run recorded sites (`minivmm run --sites`,
+// Python's run(sites=True)).
+void AddSites(nlohmann::json& record, const RunResult& result, const std::string& kernel_path);
 
 }  // namespace minivmm::cli
 

@@ -293,8 +293,7 @@ class PyVm {
       }
       record = cli::MakeRunRecord(config_, *result, host ? &*host : nullptr,
                                   cli::FileSha256(config_.kernel_path));
-      // No --stacks file: AddSites cannot fail.
-      (void)cli::AddSites(record, *result, config_.kernel_path, "");
+      cli::AddSites(record, *result, config_.kernel_path);
       if (timeline) record["timeline"] = timeline->Record();
     }
     // What the record does not hold, as attributes (docs/python.md).

@@ -140,7 +140,7 @@ TEST(CliOutputTest, UncreatableOutputIsUsageErrorBeforeAnythingRuns) {
   for (const std::string& args :
        {"run --workload hello --json " + bad, "run --workload hello --trace " + bad,
         "run --workload hello --trace-format perfetto --trace " + bad,
-        "bench --workloads irq --repeat 1 --json " + bad,
+        "run --workload hello --stacks " + bad, "bench --workloads irq --repeat 1 --json " + bad,
         "bench --workloads irq --repeat 1 --csv " + bad,
         std::string("bench --workloads irq --repeat 1 --plot /nonexistent/dir/x.png")}) {
     Outcome o = Minivmm(args);
@@ -177,10 +177,20 @@ TEST(CliOutputTest, AReadOnlyDirectoryIsAUsageErrorBeforeAnythingRuns) {
   const int fd = open(probe.c_str(), O_CREAT | O_WRONLY, 0644);
   if (fd >= 0) close(fd);
   ASSERT_LT(fd, 0) << "could create " << probe << ": the directory is not read-only";
-  for (const std::string& args : {"run --workload hello --json " + dir + "/x.json",
-                                  "run --workload hello --trace " + dir + "/x.txt",
-                                  "bench --workloads irq --repeat 1 --json " + dir + "/x.json",
-                                  "bench --workloads irq --repeat 1 --csv " + dir + "/x.csv"}) {
+  // Inputs for trace and report, outside the read-only directory.
+  const std::string inputs = Dir("readonly_inputs");
+  std::ofstream(inputs + "/t.jsonl") << "{\"reason\":\"hlt\",\"seq\":0}\n";
+  std::ofstream(inputs + "/r.json") << "{\"schema\":\"minivmm.run\"}\n";
+  for (const std::string& args :
+       {"run --workload hello --json " + dir + "/x.json",
+        "run --workload hello --trace " + dir + "/x.txt",
+        "run --workload hello --trace-format perfetto --trace " + dir + "/x.pftrace",
+        "run --workload hello --stacks " + dir + "/x.folded",
+        "bench --workloads irq --repeat 1 --json " + dir + "/x.json",
+        "bench --workloads irq --repeat 1 --csv " + dir + "/x.csv",
+        "bench --workloads irq --repeat 1 --plot " + dir + "/x.png",
+        "trace " + inputs + "/t.jsonl -o " + dir + "/x.json",
+        "report " + inputs + "/r.json -o " + dir + "/x.html"}) {
     Outcome o = Minivmm(args);
     EXPECT_EQ(o.status, 2) << args << "\n" << o.out;
     EXPECT_EQ(Lines(o.out), 1u) << args << "\n" << o.out;

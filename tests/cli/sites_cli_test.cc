@@ -255,12 +255,5 @@ TEST(SitesCliTest, AStrippedGuestsSitesAreRawAddresses) {
   EXPECT_EQ(folded_exits, record_exits);
 }
 
-TEST(SitesCliTest, AnUnwritableStacksFileIsAVmmError) {
-  REQUIRE_KVM();
-  const Outcome o = Minivmm("run -q --workload hello --stacks /nonexistent/dir/stacks.txt");
-  EXPECT_EQ(o.status, minivmm::cli::kExitVmmError) << o.out;
-  EXPECT_NE(o.out.find("cannot write /nonexistent/dir/stacks.txt"), std::string::npos) << o.out;
-}
-
 }  // namespace
 }  // namespace sites_cli_test
