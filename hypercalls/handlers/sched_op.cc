@@ -6,7 +6,8 @@
 // the host thread that runs next); it differs in what it is counted as. Returns 0; the request
 // takes effect when the run loop reads RunControl after this exit (for a multicall: after the whole
 // batch). A pending shutdown is never downgraded by a later yield or block in the same batch: the
-// guest asked to stop and must stop.
+// guest asked to stop and must stop; nor does a later shutdown change its code (the first accepted
+// code stands, as Xen keeps a domain's first shutdown reason).
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 
@@ -37,7 +38,7 @@ HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& raw) {
       return Done(0);
     case MVMM_SCHEDOP_SHUTDOWN:
       if (args.arg > 255) return Refuse(MVMM_EINVAL, "exit code above 255");
-      control.Shutdown(static_cast<int>(args.arg));
+      if (control.request != VcpuRequest::kShutdown) control.Shutdown(static_cast<int>(args.arg));
       return Done(0);
     default:
       return Refuse(MVMM_EINVAL, "unknown cmd");

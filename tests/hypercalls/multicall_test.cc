@@ -193,18 +193,21 @@ TEST_F(MulticallTest, ShutdownInsideBatchIsNotDowngradedByLaterYield) {
 }
 
 // docs/hypercalls.md: entries after a shutdown entry still run, each with
-// its own result; the shutdown takes effect after the batch, with its code.
+// its own result; the shutdown takes effect after the batch, with the first
+// accepted code (a later accepted shutdown changes nothing).
 TEST_F(MulticallTest, EntriesAfterAShutdownEntryStillRun) {
   vm_.vcpu.Set(Reg::kRflags, 0x2);
   vm_.PokeBytes(kText, "x");
   EXPECT_EQ(Run({Entry(MVMM_HC_sched_op, {MVMM_SCHEDOP_SHUTDOWN, 3}),
                  Entry(MVMM_HC_console_io, {0, 1, kText}), Entry(MVMM_HC_set_if, {1}),
-                 Entry(MVMM_HC_sched_op, {MVMM_SCHEDOP_SHUTDOWN, 256})}),
+                 Entry(MVMM_HC_sched_op, {MVMM_SCHEDOP_SHUTDOWN, 256}),
+                 Entry(MVMM_HC_sched_op, {MVMM_SCHEDOP_SHUTDOWN, 5})}),
             0);
   EXPECT_EQ(Result(0), 0);
   EXPECT_EQ(Result(1), 1);
   EXPECT_EQ(Result(2), 0);             // IF was clear
   EXPECT_EQ(Result(3), -MVMM_EINVAL);  // checked as ever
+  EXPECT_EQ(Result(4), 0);             // accepted, but the first code stands
   EXPECT_EQ(vm_.console.out, "x");
   EXPECT_EQ(vm_.vcpu.Get(Reg::kRflags), 0x2 | MVMM_RFLAGS_IF);
   EXPECT_EQ(vm_.control.request, VcpuRequest::kShutdown);

@@ -1,9 +1,9 @@
 // Whole-VM tests of the VMM with tiny assembly guests (tests/tiny_guests):
 // exact exit counts, and each way a run can end.
 #include "gtest/gtest.h"
+#include "minivmm/host_info.h"
 #include "minivmm_abi/hypercall.h"
 #include "tests/integration/vm_test_util.h"
-#include "minivmm/host_info.h"
 
 namespace minivmm::testing {
 namespace {
@@ -119,6 +119,45 @@ TEST(TinyGuestTimerTest, BlockWithNoTimerArmedStopsInsteadOfHanging) {
   GuestRun run = RunGuest(TinyGuest("block_wake"), "", absl::Seconds(20), /*timer_hz=*/0);
   EXPECT_EQ(run.result.reason, StopReason::kHaltedForever) << run.result.detail;
   EXPECT_EQ(run.result.stats.timer_injections, 1u);
+}
+
+// docs/hypercalls.md's once-open rows (tests/tiny_guests/abi_answers.S):
+// the guest checks each answer it can see (exit code 1-11 names the first
+// that failed); the counts the VMM keeps are checked here.
+TEST(TinyGuestTest, TheOnceOpenAbiRowsHoldInAWholeVm) {
+  REQUIRE_KVM();
+  GuestRun run = RunGuest(TinyGuest("abi_answers"), "", absl::Seconds(60), 0, false, 2);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  // 7: the first accepted shutdown of the last batch; the entries after it
+  // ran (the console write) and no later one changed the code.
+  EXPECT_EQ(run.result.exit_code, 7) << "a code of 1-11 is the guest's failing step";
+  EXPECT_EQ(run.console, "ok\nafter\n");
+  ASSERT_EQ(run.result.per_vcpu.size(), 2u);
+  const ExitStats& cpu0 = run.result.per_vcpu[0];
+  // Count 0 with a list outside RAM: one exit of the cause, no op, no error.
+  for (Cause c : {Cause::kPageTableUpdate, Cause::kCr3Write}) {
+    SCOPED_TRACE(std::string(CauseName(c)));
+    EXPECT_EQ(cpu0.causes[static_cast<int>(c)].exits, 1u);
+    EXPECT_EQ(cpu0.causes[static_cast<int>(c)].ops, 0u);
+  }
+  EXPECT_EQ(cpu0.hc_errors[MVMM_HC_mmu_update], 0u);
+  EXPECT_EQ(cpu0.hc_errors[MVMM_HC_mmuext_op], 0u);
+  // The op with bit 32 set names no hypercall.
+  EXPECT_EQ(cpu0.hc_bad_number, 1u);
+  EXPECT_EQ(cpu0.hc_ops[MVMM_HC_console_io], 2u);
+  // Three lock_waits, one refused; the one kick came from CPU 1.
+  EXPECT_EQ(cpu0.hc_exits[MVMM_HC_lock_wait], 3u);
+  EXPECT_EQ(cpu0.hc_errors[MVMM_HC_lock_wait], 1u);
+  EXPECT_EQ(run.result.per_vcpu[1].hc_exits[MVMM_HC_lock_kick], 1u);
+  EXPECT_EQ(cpu0.lock_waits_slept, 0u);
+  // Entries count as direct calls would: yield_to and the deferred flush
+  // once each; the shutdown with code 300 is the one sched_op error.
+  EXPECT_EQ(cpu0.directed_yields, 1u);
+  EXPECT_EQ(cpu0.tlb_flushes_deferred, 1u);
+  EXPECT_EQ(cpu0.hc_exits[MVMM_HC_multicall], 3u);
+  EXPECT_EQ(cpu0.hc_ops[MVMM_HC_sched_op], 5u);
+  EXPECT_EQ(cpu0.hc_exits[MVMM_HC_sched_op], 0u);
+  EXPECT_EQ(cpu0.hc_errors[MVMM_HC_sched_op], 1u);
 }
 
 }  // namespace
