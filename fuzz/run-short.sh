@@ -8,6 +8,7 @@
 #   FUZZ_SECONDS=5 fuzz/run-short.sh     shorter
 #   FUZZ_TARGETS="uart port_bus" ...     a subset
 #
+# An input that runs 20 s counts as a hang, a failure like a crash.
 # Exits non-zero when a regression input or a fuzzer run fails; the failing
 # input is printed (keep it under fuzz/regressions/<target>/ once fixed).
 set -euo pipefail
@@ -15,7 +16,7 @@ set -euo pipefail
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD_DIR="${1:-${FUZZ_DIR}/../build-fuzz}"
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-10}"
-TARGETS="${FUZZ_TARGETS:-hypercall_dispatcher multicall descriptor elf_loader uart port_bus}"
+TARGETS="${FUZZ_TARGETS:-hypercall_dispatcher multicall descriptor elf_loader uart port_bus frame_walk symbolizer}"
 
 if [[ ! -f "${BUILD_DIR}/build.ninja" && ! -f "${BUILD_DIR}/Makefile" ]]; then
   generator=()
@@ -39,7 +40,7 @@ for target in ${TARGETS}; do
   regressions=("${FUZZ_DIR}/regressions/${target}"/*)
   shopt -u nullglob
   if ((${#regressions[@]} > 0)); then
-    if ! "${bin}" "${regressions[@]}" >"${SCRATCH}/${target}/replay.log" 2>&1; then
+    if ! "${bin}" -timeout=20 "${regressions[@]}" >"${SCRATCH}/${target}/replay.log" 2>&1; then
       echo "FAIL ${target}: a regression input fails again:" >&2
       tail -n 40 "${SCRATCH}/${target}/replay.log" >&2
       failed+=("${target}")
@@ -49,7 +50,7 @@ for target in ${TARGETS}; do
 
   # 2. Fuzz briefly from the seeds (new units land in the scratch corpus).
   if "${bin}" "${SCRATCH}/${target}/corpus" "${FUZZ_DIR}/corpus/${target}" \
-      -max_total_time="${SECONDS_PER_TARGET}" -print_final_stats=1 \
+      -max_total_time="${SECONDS_PER_TARGET}" -timeout=20 -print_final_stats=1 \
       -artifact_prefix="${SCRATCH}/${target}/artifacts/" \
       >"${SCRATCH}/${target}/fuzz.log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${SCRATCH}/${target}/fuzz.log")

@@ -4,7 +4,7 @@
 // of its own, minivmm::symbolizer, outside the VMM: the CLI links it to name
 // the exit sites after the run. The ELF is
 // untrusted input: a malformed file gives an error from Open or addresses it
-// cannot name, never a crash on our side.
+// cannot name, never a crash or a hang on our side.
 #ifndef MINIVMM_SYMBOLIZER_H_
 #define MINIVMM_SYMBOLIZER_H_
 

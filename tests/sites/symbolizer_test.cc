@@ -1,5 +1,6 @@
 #include "minivmm/symbolizer.h"
 
+#include <dwarf.h>
 #include <elf.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "elf_builder.h"
@@ -58,6 +60,39 @@ std::string WriteTemp(const std::string& name, const std::vector<uint8_t>& bytes
       .write(reinterpret_cast<const char*>(bytes.data()),
              static_cast<std::streamsize>(bytes.size()));
   return path;
+}
+
+// An ELF64 of section headers only: `sections` (name, contents) after the
+// null section, then .shstrtab.
+std::vector<uint8_t> ElfWithSections(
+    const std::vector<std::pair<std::string, std::vector<uint8_t>>>& sections) {
+  std::vector<uint8_t> file(sizeof(Elf64_Ehdr));
+  std::vector<Elf64_Shdr> headers(1);
+  std::vector<uint8_t> names(1);
+  auto add = [&](const std::string& name, const std::vector<uint8_t>& bytes, uint32_t type) {
+    Elf64_Shdr sh{};
+    sh.sh_name = static_cast<uint32_t>(names.size());
+    names.insert(names.end(), name.c_str(), name.c_str() + name.size() + 1);
+    sh.sh_type = type;
+    sh.sh_offset = file.size();
+    sh.sh_size = bytes.size();
+    sh.sh_addralign = 1;
+    file.insert(file.end(), bytes.begin(), bytes.end());
+    headers.push_back(sh);
+  };
+  for (const auto& [name, bytes] : sections) add(name, bytes, SHT_PROGBITS);
+  add(".shstrtab", names, SHT_STRTAB);  // add() takes the name before the bytes: it names itself
+  while (file.size() % 8) file.push_back(0);
+  elftest::ElfBuilder b;
+  Elf64_Ehdr& eh = b.header();
+  eh.e_shoff = file.size();
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = static_cast<uint16_t>(headers.size());
+  eh.e_shstrndx = static_cast<uint16_t>(headers.size() - 1);
+  std::memcpy(file.data(), &eh, sizeof eh);
+  const auto* raw = reinterpret_cast<const uint8_t*>(headers.data());
+  file.insert(file.end(), raw, raw + headers.size() * sizeof(Elf64_Shdr));
+  return file;
 }
 
 TEST(SymbolizerTest, NamesAGuestFunctionWithItsFileAndLine) {
@@ -134,6 +169,56 @@ TEST(SymbolizerTest, ATruncatedGuestNamesWhatItCanWithoutCrashing) {
   absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(path);
   ASSERT_TRUE(s.ok()) << s.status();
   const std::vector<SourceFrame> frames = (*s)->Lookup(*at);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "");
+  unlink(path.c_str());
+}
+
+// fuzz/regressions/symbolizer/sibling_into_own_children: structs nested 64
+// deep, each one's DW_AT_sibling its own first child (libdw only checks that
+// a sibling lies further on), so each level was walked twice as often as the
+// one above it: 2^64 times at the bottom. Each DIE is now visited once.
+TEST(SymbolizerTest, ASiblingInsideItsOwnChildrenIsWalkedOnce) {
+  constexpr int kLevels = 64;
+  auto put = [](std::vector<uint8_t>& v, uint64_t value, int bytes) {
+    for (int i = 0; i < bytes; ++i) v.push_back(static_cast<uint8_t>(value >> (8 * i)));
+  };
+  // Abbrev 1: a compile unit [low_pc, low_pc + high_pc); 2: a struct with
+  // a sibling. Each: code, tag, has children, (attribute, form)..., 0, 0.
+  std::vector<uint8_t> abbrev = {1, DW_TAG_compile_unit, DW_CHILDREN_yes};
+  abbrev.insert(abbrev.end(), {DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8, 0, 0});
+  abbrev.insert(abbrev.end(), {2, DW_TAG_structure_type, DW_CHILDREN_yes});
+  abbrev.insert(abbrev.end(), {DW_AT_sibling, DW_FORM_ref4, 0, 0, 0});  // 0: no more abbrevs
+  std::vector<uint8_t> info;
+  put(info, 0, 4);  // unit length, set below
+  put(info, 4, 2);  // DWARF 4
+  put(info, 0, 4);  // abbrev offset
+  put(info, 8, 1);  // address size
+  info.push_back(1);
+  put(info, elftest::kBase, 8);
+  put(info, 0x1000, 8);
+  for (int i = 0; i < kLevels; ++i) {
+    info.push_back(2);
+    put(info, info.size() + 4, 4);  // the next struct: this one's first child
+  }
+  info.insert(info.end(), kLevels + 1, 0);  // ends every struct's children, then the unit's
+  const uint32_t length = static_cast<uint32_t>(info.size() - 4);
+  std::memcpy(info.data(), &length, 4);
+  std::vector<uint8_t> aranges;
+  put(aranges, 44, 4);  // unit length
+  put(aranges, 2, 2);   // version
+  put(aranges, 0, 4);   // the unit's offset
+  put(aranges, 8, 1);   // address size
+  put(aranges, 0, 5);   // segment size, padding to 16
+  put(aranges, elftest::kBase, 8);
+  put(aranges, 0x1000, 8);
+  put(aranges, 0, 16);
+  const std::string path = WriteTemp("nested.elf", ElfWithSections({{".debug_abbrev", abbrev},
+                                                                    {".debug_info", info},
+                                                                    {".debug_aranges", aranges}}));
+  absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<SourceFrame> frames = (*s)->Lookup(elftest::kBase + 8);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0].function, "");
   unlink(path.c_str());

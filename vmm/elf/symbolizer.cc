@@ -61,7 +61,8 @@ class DwSymbolizer final : public Symbolizer {
     size_t nfiles = 0;
     if (dwarf_getsrcfiles(&cu, &files, &nfiles) != 0) files = nullptr;
     std::vector<Dwarf_Die> chain;  // outermost (the function) first
-    Enclosing(&cu, pc, chain, 0);
+    Dwarf_Off last = 0;
+    Enclosing(&cu, pc, chain, 0, last);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       Dwarf_Die* s = &*it;
       const bool inlined = dwarf_tag(s) == DW_TAG_inlined_subroutine;
@@ -86,25 +87,31 @@ class DwSymbolizer final : public Symbolizer {
   // Appends to `chain` the function holding pc among `die`'s children and
   // the inlined calls inside it that hold pc, outermost first. (libdw's
   // dwarf_getscopes leaves out the function around an inlined call in
-  // GCC 12's DWARF 5, so the tree is walked here.) Bounded in depth: the
-  // ELF is untrusted.
-  static void Enclosing(Dwarf_Die* die, uint64_t pc, std::vector<Dwarf_Die>& chain, int depth) {
+  // GCC 12's DWARF 5, so the tree is walked here.) The ELF is untrusted:
+  // bounded in depth, and each DIE is visited at most once, in the order of
+  // their offsets (`last`: the last one visited). A DW_AT_sibling may point
+  // into the DIE's own children (libdw only checks that it points forward),
+  // which would walk them again, twice as often at each level of nesting.
+  static void Enclosing(Dwarf_Die* die, uint64_t pc, std::vector<Dwarf_Die>& chain, int depth,
+                        Dwarf_Off& last) {
     constexpr int kMaxDepth = 64;
     Dwarf_Die child;
     if (depth > kMaxDepth || dwarf_child(die, &child) != 0) return;
     do {
+      if (dwarf_dieoffset(&child) <= last) return;
+      last = dwarf_dieoffset(&child);
       switch (dwarf_tag(&child)) {
         case DW_TAG_subprogram:
         case DW_TAG_inlined_subroutine:
           if (dwarf_haspc(&child, pc) == 1) {
             chain.push_back(child);
-            Enclosing(&child, pc, chain, depth + 1);
+            Enclosing(&child, pc, chain, depth + 1, last);
             return;
           }
           break;
         case DW_TAG_lexical_block:
           if (dwarf_haspc(&child, pc) == 1) {
-            Enclosing(&child, pc, chain, depth + 1);
+            Enclosing(&child, pc, chain, depth + 1, last);
             return;
           }
           break;
@@ -112,7 +119,7 @@ class DwSymbolizer final : public Symbolizer {
         case DW_TAG_class_type:
         case DW_TAG_structure_type: {
           const size_t before = chain.size();
-          Enclosing(&child, pc, chain, depth + 1);
+          Enclosing(&child, pc, chain, depth + 1, last);
           if (chain.size() != before) return;
           break;
         }
