@@ -11,10 +11,11 @@
 #include <memory>
 #include <tuple>
 
+#include "CLI/CLI.hpp"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/bench_metrics.h"
 #include "cli/bench_plan.h"
-#include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/output_file.h"
@@ -209,6 +210,7 @@ int Bench::Run() {
 }  // namespace
 
 void AddBenchFlags(CLI::App& app, BenchOptions& o) {
+  o.workloads = DefaultBenchWorkloads();
   app.add_option("--workloads", o.workloads,
                  "Comma-separated workloads, each NAME[:k=v...], e.g. ctx:rounds=50,irq")
       ->capture_default_str();

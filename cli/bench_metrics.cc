@@ -6,6 +6,7 @@
 
 #include "cli/report_value.h"
 #include "fmt/format.h"
+#include "lib/cmdline.h"
 #include "minivmm/exit_stats.h"
 
 namespace minivmm::cli {
@@ -95,14 +96,27 @@ std::map<std::string, double> ExitCounts(const json& run) {
 }  // namespace
 
 WorkloadOps OpsFor(std::string_view w) {
-  const std::string p(w);
-  if (w == "ctx" || w == "pipe") return {"pass", p + ".passes", "pass"};
-  if (w == "irq") return {"restore", p + ".restores", "restore"};
-  if (w == "cpa") return {"PTE changed", p + ".ptes_changed", "pte_flags call"};
-  if (w == "fpu") return {"yield", p + ".yields", "yield"};
-  if (w == "hello") return {"line", p + ".lines", "line"};
-  if (w == "aim") return {"job", p + ".jobs", "job"};
-  return {"op", "", "op"};
+  const guest::WorkloadSpec* spec = guest::FindWorkload(guest::StrView(w.data(), w.size()));
+  if (spec == nullptr) return {"op", "", "op"};
+  const std::string counter = spec->op_counter;
+  return {spec->op, counter.empty() ? "" : std::string(w) + "." + counter, spec->time_op};
+}
+
+std::string DefaultBenchWorkloads() {
+  std::string items;
+  for (const guest::WorkloadSpec* w = guest::WorkloadTable(); w->name != nullptr; ++w) {
+    if (*w->bench == '\0') continue;
+    if (!items.empty()) items += ",";
+    items += w->bench;
+  }
+  return items;
+}
+
+std::vector<std::string> WorkloadsInAll() {
+  std::vector<std::string> names;
+  for (const guest::WorkloadSpec* w = guest::WorkloadTable(); w->name != nullptr; ++w)
+    if ((w->flags & guest::kWorkloadInAll) != 0) names.push_back(w->name);
+  return names;
 }
 
 std::vector<MetricDef> MetricDefs(std::string_view workload) {

@@ -18,9 +18,14 @@ struct WorkloadOps {
   std::string op_key;        // report key holding the count, e.g. "ctx.passes"
   std::string time_op_name;  // what <w>.tsc_net_per_op is per ("pass"; cpa: "pte_flags call")
 };
-// Known workloads get their own unit; any other workload counts "op"s as
+// From the guest's workload list (guest/lib/workload_list.h): a workload
+// with an op counter gets its own unit; any other counts "op"s as
 // tsc_total / tsc_per_op (and has no operations if it reports no timing).
 WorkloadOps OpsFor(std::string_view workload);
+// `minivmm bench`'s default --workloads: the list's bench items, in order.
+std::string DefaultBenchWorkloads();
+// The workloads workload=all runs, in order.
+std::vector<std::string> WorkloadsInAll();
 
 // How a metric behaves in a comparison.
 enum class MetricKind {

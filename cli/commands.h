@@ -29,7 +29,7 @@ struct RunOptions {
   std::string trace_format = "jsonl";  // jsonl | perfetto (docs/trace.md)
   bool quiet = false;
   bool wasted = false;
-  bool reprobe = false;  // measure the host again, not from the probe cache
+  bool reprobe = false;     // measure the host again, not from the probe cache
   bool sites = false;       // --sites (docs/sites.md)
   std::string stacks_path;  // --stacks FILE: folded stacks (implies --sites)
 };
@@ -57,7 +57,7 @@ int InfoCommand(const InfoOptions& options);
 
 // minivmm bench (cli/bench_command.cc, docs/run-record.md).
 struct BenchOptions {
-  std::string workloads = "ctx,ctx:tls=same,pipe,pipe:tls=same,irq,cpa,fpu";
+  std::string workloads;  // AddBenchFlags: the guest's list's bench items (DefaultBenchWorkloads)
   std::string backend = "both";  // pv, native, both
   int repeat = 3;
   std::string json_path;

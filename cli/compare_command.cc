@@ -5,8 +5,9 @@
 #include <cmath>
 #include <set>
 
-#include "cli/bench_record.h"
 #include "CLI/CLI.hpp"
+#include "cli/bench_metrics.h"
+#include "cli/bench_record.h"
 #include "cli/commands.h"
 #include "cli/run_record.h"
 #include "fmt/format.h"
@@ -122,7 +123,7 @@ int CompareRuns(Comparison& c, const json& a, const json& b) {
   fmt::print("{}\n", c.Table(fmt::format("{}: A -> B (one run each, whole run)", wa), wa,
                              FromRun(a, wa), FromRun(b, wa)));
   if (wa == "all") {
-    for (const char* sub : {"ctx", "pipe", "irq", "cpa", "fpu"}) {
+    for (const std::string& sub : WorkloadsInAll()) {
       ConfigResult ra = FromRun(a, sub), rb = FromRun(b, sub);
       for (ConfigResult* r : {&ra, &rb}) {
         std::erase_if(r->metrics, [](const auto& m) { return m.first.rfind("guest.", 0) != 0; });

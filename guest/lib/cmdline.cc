@@ -1,5 +1,7 @@
 #include "lib/cmdline.h"
 
+#include "lib/workload_list.h"
+
 namespace guest {
 namespace {
 
@@ -20,71 +22,20 @@ constexpr VariantWord kVariantWords[] = {
 #undef GUEST_VARIANT_WORD_
 };
 
-constexpr uint64_t kBig = 1000000;
-// lat_ctx -s: KiB each ring task touches per pass (a multiple of 4 KiB is
-// not required; whole pages are mapped).
-constexpr uint64_t kMaxWorkingSetKib = 1024;
+template <size_t N>
+constexpr int ParamCount(const ParamSpec (&params)[N]) {
+  return &params[0] == &kNoParams[0] ? 0 : static_cast<int>(N);
+}
 
-constexpr ParamSpec kHelloParams[] = {{"lines", nullptr, 3, 0, 10000}};
-constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3", 0, 0, 0}};
-constexpr ParamSpec kCtxParams[] = {{"tasks", nullptr, 3, 2, 16},
-                                    {"rounds", nullptr, 20, 1, kBig},
-                                    {"tls", "same|one|all", 2, 0, 0},
-                                    {"fs", "desc|base", 0, 0, 0},
-                                    {"fpu", "none|all", 1, 0, 0},
-                                    {"preempt", nullptr, 0, 0, 1},
-                                    {"mm", "process|thread", 0, 0, 0},
-                                    {"ws", nullptr, 0, 0, kMaxWorkingSetKib},
-                                    {"spread", nullptr, 0, 0, 1},
-                                    {"migrate", nullptr, 0, 0, kBig}};
-constexpr ParamSpec kPipeParams[] = {
-    {"rounds", nullptr, 20, 1, kBig},  {"tls", "same|one|all", 2, 0, 0},
-    {"fs", "desc|base", 0, 0, 0},      {"fpu", "none|all", 1, 0, 0},
-    {"preempt", nullptr, 0, 0, 1},
-    {"mm", "process|thread", 0, 0, 0}, {"ws", nullptr, 0, 0, kMaxWorkingSetKib},
-    {"spread", nullptr, 0, 0, 1},      {"migrate", nullptr, 0, 0, kBig}};
-constexpr ParamSpec kIrqParams[] = {
-    {"loops", nullptr, 50, 1, kBig}, {"depth", nullptr, 2, 1, 8}, {"pending", nullptr, 0, 0, 1}};
-constexpr ParamSpec kCpaParams[] = {{"pages", nullptr, 16, 1, 512},
-                                    {"rounds", nullptr, 1, 1, kBig},
-                                    {"calls", nullptr, 4, 1, kBig}};
-constexpr ParamSpec kFpuParams[] = {{"threads", nullptr, 2, 2, 8},
-                                    {"rounds", nullptr, 20, 1, kBig}};
-constexpr ParamSpec kExitCostParams[] = {{"loops", nullptr, 2000, 1, 1000000}};
-constexpr ParamSpec kCustomParams[] = {{"n", nullptr, 3, 0, 255}};
-constexpr ParamSpec kHostileParams[] = {{"floods", nullptr, 2, 0, 64}};
-constexpr ParamSpec kHostProbeParams[] = {{"loops", nullptr, 10000, 1, kBig},
-                                          {"vmcall", nullptr, 1, 0, 1}};
-constexpr ParamSpec kShootdownParams[] = {{"rounds", nullptr, 20, 1, kBig}};
-constexpr ParamSpec kLockParams[] = {{"iters", nullptr, 200, 1, kBig},
-                                     {"cs", nullptr, 20, 0, kBig}};
-constexpr ParamSpec kAimParams[] = {{"tasks", nullptr, 4, 1, 16},
-                                    {"iters", nullptr, 10, 1, kBig},
-                                    {"migrate", nullptr, 0, 0, kBig}};
-
-#define GUEST_SPEC_(name, params) \
-  { name, params, sizeof(params) / sizeof(params[0]) }
+// clang-format off
+#define GUEST_WORKLOAD_SPEC_(name, runner, params, flags, op, op_counter, time_op, bench) \
+  {name, params, ParamCount(params), flags, op, op_counter, time_op, bench},
 constexpr WorkloadSpec kWorkloads[] = {
-    {"none", nullptr, 0},
-    GUEST_SPEC_("hello", kHelloParams),
-    GUEST_SPEC_("fault", kFaultParams),
-    GUEST_SPEC_("ctx", kCtxParams),
-    GUEST_SPEC_("pipe", kPipeParams),
-    GUEST_SPEC_("irq", kIrqParams),
-    GUEST_SPEC_("cpa", kCpaParams),
-    GUEST_SPEC_("fpu", kFpuParams),
-    {"all", nullptr, 0},
-    GUEST_SPEC_("custom", kCustomParams),
-    {"hcall", nullptr, 0},
-    GUEST_SPEC_("hostile", kHostileParams),
-    GUEST_SPEC_("hostprobe", kHostProbeParams),
-    GUEST_SPEC_("exitcost", kExitCostParams),
-    GUEST_SPEC_("shootdown", kShootdownParams),
-    GUEST_SPEC_("lock", kLockParams),
-    GUEST_SPEC_("aim", kAimParams),
-    {nullptr, nullptr, 0},
+    GUEST_WORKLOAD_LIST(GUEST_WORKLOAD_SPEC_)
+    {nullptr, nullptr, 0, 0, nullptr, nullptr, nullptr, nullptr},
 };
-#undef GUEST_SPEC_
+// clang-format on
+#undef GUEST_WORKLOAD_SPEC_
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 

@@ -66,13 +66,25 @@ struct ParamSpec {
 
 inline constexpr int kMaxParams = 10;
 
+// A workload without parameters (lib/workload_list.h).
+inline constexpr ParamSpec kNoParams[1] = {{nullptr, nullptr, 0, 0, 0}};
+// WorkloadSpec::flags.
+inline constexpr uint32_t kWorkloadInAll = 1;         // workload=all runs it
+inline constexpr uint32_t kWorkloadNeedsMinivmm = 2;  // it needs minivmm's hypercalls
+
+// One row of lib/workload_list.h (its comment says what each field is).
 struct WorkloadSpec {
   const char* name;
   const ParamSpec* params;
   int param_count;
+  uint32_t flags;
+  const char* op;
+  const char* op_counter;
+  const char* time_op;
+  const char* bench;
 };
 
-// The table of every workload and its parameters, terminated by {nullptr}.
+// The table of every workload (lib/workload_list.h), terminated by {nullptr}.
 const WorkloadSpec* WorkloadTable();
 const WorkloadSpec* FindWorkload(StrView name);
 

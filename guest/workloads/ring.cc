@@ -40,7 +40,7 @@ struct RingShape {
   uint64_t tls_mode;  // 0 same, 1 one, 2 all
   bool fs_base;       // fs=base: a 64-bit FS base per task
   bool fpu;
-  bool processes;     // mm=process: an address space per task
+  bool processes;  // mm=process: an address space per task
   uint64_t ws_bytes;
   uint64_t private_pages;  // the tag page, then the working set
   bool spread;
@@ -143,5 +143,9 @@ void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args) {
   rec.PutTiming(tasks * r.rounds, elapsed, EmptyLoopTsc(tasks * r.rounds));
   rec.Finish(checks);
 }
+
+void RunCtx(const WorkloadArgs& args) { RunRing("ctx", args.Get("tasks"), args); }
+
+void RunPipe(const WorkloadArgs& args) { RunRing("pipe", 2, args); }
 
 }  // namespace guest

@@ -6,6 +6,7 @@
 #include "kernel/panic.h"
 #include "kernel/percpu.h"
 #include "kernel/report.h"
+#include "lib/workload_list.h"
 
 namespace guest {
 
@@ -50,47 +51,45 @@ uint64_t EmptyLoopTsc(uint64_t iterations) {
   return cpu::Rdtsc() - t0;
 }
 
-void RunWorkload(const Config& config) {
-  const WorkloadArgs& a = config.workload;
-  StrView name(a.spec->name);
-  if (name == "none") return;
-  if (name == "hello") return RunHello(a);
-  if (name == "fault") return RunFault(a);
-  if (name == "ctx") return RunRing("ctx", a.Get("tasks"), a);
-  if (name == "pipe") return RunRing("pipe", 2, a);
-  if (name == "irq") return RunIrq(a);
-  if (name == "cpa") return RunCpa(a);
-  if (name == "fpu") return RunFpu(a);
-  if (name == "shootdown") return RunShootdown(a);
-  if (name == "lock") return RunLock(a);
-  if (name == "aim") return RunAim(a);
-  if (name == "custom" || name == "hcall" || name == "hostile" || name == "hostprobe" ||
-      name == "exitcost") {
-    // They exist to talk to minivmm (or an embedder of it): nothing to do
-    // where port 0xEC is nobody's (QEMU).
-    if (!g_boot.under_minivmm) {
-      char storage[96];
-      TextBuf msg(storage, sizeof(storage));
-      msg.Str("workload=").Str(name).Str(" needs minivmm's hypercalls (not available here)");
-      Fatal(kExitBadCmdline, msg.View());
-    }
-    if (name == "custom") return RunCustom(a);
-    if (name == "hcall") return RunHcall(a);
-    if (name == "hostprobe") return RunHostProbe(a);
-    if (name == "exitcost") return RunExitCost(a);
-    return RunHostile(a);
+namespace {
+
+using Runner = void (*)(const WorkloadArgs&);
+
+// Each workload's runner, in lib/workload_list.h's order (WorkloadTable's).
+constexpr Runner kRunners[] = {
+#define GUEST_WORKLOAD_RUNNER_(name, runner, params, flags, op, op_counter, time_op, bench) runner,
+    GUEST_WORKLOAD_LIST(GUEST_WORKLOAD_RUNNER_)
+#undef GUEST_WORKLOAD_RUNNER_
+};
+
+void Run(const WorkloadArgs& args) {
+  const WorkloadSpec* spec = args.spec;
+  // A workload that talks to minivmm (or an embedder of it) has nothing to
+  // do where port 0xEC is nobody's (QEMU).
+  if ((spec->flags & kWorkloadNeedsMinivmm) != 0 && !g_boot.under_minivmm) {
+    char storage[96];
+    TextBuf msg(storage, sizeof(storage));
+    msg.Str("workload=").Str(spec->name).Str(" needs minivmm's hypercalls (not available here)");
+    Fatal(kExitBadCmdline, msg.View());
   }
-  if (name == "all") {
-    // Every workload with its default parameters, in this order.
-    const char* const kOrder[] = {"ctx", "pipe", "irq", "cpa", "fpu"};
-    for (const char* w : kOrder) {
-      Config c = config;
-      c.workload.spec = FindWorkload(w);
-      for (int i = 0; i < c.workload.spec->param_count; ++i) {
-        c.workload.values[i] = c.workload.spec->params[i].default_value;
-      }
-      RunWorkload(c);
-    }
+  kRunners[spec - WorkloadTable()](args);
+}
+
+}  // namespace
+
+void RunWorkload(const Config& config) { Run(config.workload); }
+
+void RunNone(const WorkloadArgs&) {}
+
+// Every workload marked kWorkloadInAll, with its default parameters, in
+// the list's order.
+void RunAll(const WorkloadArgs&) {
+  for (const WorkloadSpec* w = WorkloadTable(); w->name != nullptr; ++w) {
+    if ((w->flags & kWorkloadInAll) == 0) continue;
+    WorkloadArgs args;
+    args.spec = w;
+    for (int i = 0; i < w->param_count; ++i) args.values[i] = w->params[i].default_value;
+    Run(args);
   }
 }
 

@@ -39,8 +39,14 @@ uint64_t EmptyLoopTsc(uint64_t iterations);
 // Total self-checks passed over all workloads (kernel record: check.passed).
 extern uint64_t g_checks_passed;
 
+// The runners lib/workload_list.h names, one per workload.
+void RunNone(const WorkloadArgs& args);
+void RunAll(const WorkloadArgs& args);
 void RunHello(const WorkloadArgs& args);
 void RunFault(const WorkloadArgs& args);
+void RunCtx(const WorkloadArgs& args);
+void RunPipe(const WorkloadArgs& args);
+// ctx and pipe: a ring of `tasks` tasks (ring.cc), reported under `name`.
 void RunRing(const char* name, uint64_t tasks, const WorkloadArgs& args);
 void RunIrq(const WorkloadArgs& args);
 void RunCpa(const WorkloadArgs& args);
