@@ -3,10 +3,12 @@
 // bare KVM_RUN loop in the same process, interleaved (A B B A ...) so that
 // machine drift cancels, and reported as a ratio.
 //
-//   null_hypercall_bench [--repeat N] [--only minivmm|minivmm-wasted|bare]
+//   null_hypercall_bench [--repeat N] [--only SIDE]
 //
-// --only runs one side once (for callgrind: bench/instructions_per_exit.sh);
-// minivmm-wasted is minivmm with the wasted-exit analysis on.
+// --only runs one side once (for callgrind: bench/instructions_per_exit.sh):
+// bare (the bare KVM_RUN loop), minivmm, minivmm-wasted (with the
+// wasted-exit analysis), minivmm-sites (exit sites, RBP 0: the RIP alone)
+// or minivmm-stacks (exit sites, each walk 31 frames deep).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -26,10 +28,12 @@ struct Sample {
   uint64_t exits;
 };
 
-absl::StatusOr<Sample> RunMinivmm(const std::string& kernel, bool analyse_waste = false) {
+absl::StatusOr<Sample> RunMinivmm(const std::string& kernel, bool analyse_waste = false,
+                                  bool record_sites = false) {
   minivmm::VmConfig config;
   config.kernel_path = kernel;
   config.analyse_waste = analyse_waste;
+  config.record_sites = record_sites;
   auto vm = minivmm::Vm::Create(config);
   if (!vm.ok()) return vm.status();
   auto result = (*vm)->Run();
@@ -62,17 +66,26 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc)
       only = argv[++i];
     else {
-      fmt::print(stderr, "usage: {} [--repeat N] [--only minivmm|minivmm-wasted|bare]\n", argv[0]);
+      fmt::print(stderr, "usage: {} [--repeat N] [--only SIDE]\n", argv[0]);
       return 2;
     }
   }
   const std::string kernel = NULL_HYPERCALL_GUEST;
   if (!only.empty()) {
-    if (only != "bare" && only != "minivmm" && only != "minivmm-wasted") {
-      fmt::print(stderr, "--only: minivmm, minivmm-wasted or bare, not '{}'\n", only);
+    absl::StatusOr<Sample> s;
+    if (only == "bare") {
+      s = RunBare(kernel);
+    } else if (only == "minivmm" || only == "minivmm-wasted") {
+      s = RunMinivmm(kernel, only == "minivmm-wasted");
+    } else if (only == "minivmm-sites" || only == "minivmm-stacks") {
+      s = RunMinivmm(only == "minivmm-sites" ? kernel : NULL_HYPERCALL_FRAMES_GUEST, false, true);
+    } else {
+      fmt::print(stderr,
+                 "--only: bare, minivmm, minivmm-wasted, minivmm-sites or minivmm-stacks, not "
+                 "'{}'\n",
+                 only);
       return 2;
     }
-    auto s = only == "bare" ? RunBare(kernel) : RunMinivmm(kernel, only == "minivmm-wasted");
     if (!s.ok()) {
       fmt::print(stderr, "{}\n", s.status().ToString());
       return 1;

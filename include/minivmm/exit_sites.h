@@ -5,6 +5,7 @@
 #ifndef MINIVMM_EXIT_SITES_H_
 #define MINIVMM_EXIT_SITES_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -36,9 +37,11 @@ struct ExitSite {
 
   std::span<const uint64_t> stack() const { return std::span(frames).first(depth); }
 
+  // Past `depth` both are zero: the frames used decide.
   friend bool operator==(const ExitSite& a, const ExitSite& b) {
     return a.reason == b.reason && a.cause == b.cause && a.hypercall == b.hypercall &&
-           a.user == b.user && a.depth == b.depth && a.frames == b.frames;
+           a.user == b.user && a.depth == b.depth &&
+           std::equal(a.frames.begin(), a.frames.begin() + a.depth, b.frames.begin());
   }
   template <typename H>
   friend H AbslHashValue(H h, const ExitSite& s) {

@@ -1,5 +1,6 @@
 #include "vmm/run/site_recorder.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "vmm/run/frame_walk.h"
@@ -15,12 +16,12 @@ uint64_t SiteRecorder::WastedExits() const {
 void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall) {
   recording_ = !std::holds_alternative<RunFailed>(exit);
   if (!recording_) return;
-  current_ = ExitSite{};
   settled_ = false;
   current_.reason = ReasonOf(exit);
   current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
   current_.user = vcpu.Cpl() == 3;
   const uint64_t rip = vcpu.Get(Reg::kRip);
+  const uint8_t before = current_.depth;  // frames past it are zero already
   if (current_.user) {
     current_.frames[0] = rip;
     current_.depth = 1;
@@ -28,6 +29,9 @@ void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hyper
     current_.depth =
         static_cast<uint8_t>(WalkFrames(memory_, rip, vcpu.Get(Reg::kRbp), current_.frames));
   }
+  // What the walk wrote is the stack; past it, zero (exit_sites.h).
+  if (before > current_.depth)
+    std::fill(current_.frames.begin() + current_.depth, current_.frames.begin() + before, 0);
   for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
     cause_exits_before_[c] = stats_.causes[c].exits;
   wasted_before_ = WastedExits();
@@ -51,7 +55,13 @@ const ExitSite& SiteRecorder::Settle() {
 void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
   if (!recording_) return;
   Settle();
-  SiteCount& count = sites_.counts[current_];
+  // Exits come in runs from one site (a loop of hypercalls): the last
+  // site's count is kept, valid until the map next inserts (here only).
+  if (last_count_ == nullptr || !(current_ == last_site_)) {
+    last_count_ = &sites_.counts[current_];
+    last_site_ = current_;
+  }
+  SiteCount& count = *last_count_;
   ++count.exits;
   if (waste == nullptr) return;
   const std::optional<WasteReason> verdict = waste->verdict();
@@ -76,6 +86,7 @@ void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
                                      ? WasteReason::kAllEntriesWasted
                                      : WasteReason::kCancelledPair;
       sites_.counts[found->site].wasted[static_cast<int>(reason)] += late;
+      last_count_ = nullptr;  // the lookup could have grown the map
     }
   }
   const bool candidate = current_.cause == Cause::kCr0Write || current_.cause == Cause::kIfSet ||

@@ -54,6 +54,9 @@ class SiteRecorder {
   bool recording_ = false;
   bool settled_ = false;  // current_.cause found (Settle) since Begin
   ExitSite current_;
+  // The last exit's site and its count in sites_.counts (End).
+  ExitSite last_site_;
+  SiteCount* last_count_ = nullptr;
   std::array<uint64_t, static_cast<int>(Cause::kCount)> cause_exits_before_{};
   uint64_t wasted_before_ = 0;
   // A ring of the last kSiteHistory candidates, newest at next_ - 1.
