@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -34,12 +35,25 @@ namespace {
 
 // Streams the guest console to stdout, flushing per line so that output
 // interleaves sensibly with the table on stderr.
+// The guest's console on stdout, which a user asked for like any output
+// file: its first write error is kept, and fails the command (Finish).
 class StdoutConsole final : public ConsoleSink {
  public:
   void Write(std::string_view bytes) override {
-    fwrite(bytes.data(), 1, bytes.size(), stdout);
-    if (bytes.find('\n') != std::string_view::npos) fflush(stdout);
+    const bool ok = fwrite(bytes.data(), 1, bytes.size(), stdout) == bytes.size() &&
+                    (bytes.find('\n') == std::string_view::npos || fflush(stdout) == 0);
+    int none = 0;
+    if (!ok) error_.compare_exchange_strong(none, errno);
   }
+  // After the run: flushes, and gives the first write error's errno (0: none).
+  int Finish() {
+    int none = 0;
+    if (fflush(stdout) != 0) error_.compare_exchange_strong(none, errno);
+    return error_.load();
+  }
+
+ private:
+  std::atomic<int> error_{0};
 };
 
 std::atomic<Vm*> g_running_vm{nullptr};
@@ -228,7 +242,11 @@ int RunCommand(const RunOptions& o) {
   if (g_signal.load() != 0) (*vm)->RequestStop();
   absl::StatusOr<RunResult> result = (*vm)->Run();
   g_running_vm.store(nullptr);
-  fflush(stdout);
+  const int console_error = console.Finish();
+  if (console_error != 0) {
+    fmt::print(stderr, "minivmm: cannot write the guest console to standard output: {}\n",
+               strerror(console_error));
+  }
   const absl::Status trace_status = CommitTrace(trace.get(), result);
   if (!result.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
@@ -247,7 +265,7 @@ int RunCommand(const RunOptions& o) {
       return kExitVmmError;
     }
   }
-  if (!trace_status.ok()) return kExitVmmError;
+  if (!trace_status.ok() || console_error != 0) return kExitVmmError;
   return ExitStatusFor(*result, g_signal.load());
 }
 

@@ -133,6 +133,19 @@ TEST(CliOutputTest, RecordToAFullDiskFailsWith125) {
       << o.out;
 }
 
+// The guest console is output the user asked for too: on a full disk the
+// command fails with 125 and says so, after reporting the run.
+TEST(CliOutputTest, ConsoleToAFullDiskFailsWith125) {
+  REQUIRE_KVM();
+  // stdout to /dev/full inside the group; the group's stderr is captured.
+  Outcome o = ::minivmm::testing::Shell(std::string("{ ") + MINIVMM_BIN +
+                                        " run -q --workload hello >/dev/full; }");
+  EXPECT_EQ(o.status, 125) << o.out;
+  EXPECT_EQ(o.out,
+            "minivmm: cannot write the guest console to standard output: No space left on "
+            "device\n");
+}
+
 // A bad path: status 2, one line, and no guest ran (the built-in guest
 // prints "hello" lines and the exit table would follow).
 TEST(CliOutputTest, UncreatableOutputIsUsageErrorBeforeAnythingRuns) {
