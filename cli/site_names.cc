@@ -49,4 +49,20 @@ std::string FrameName(const json& frame) {
   return absl::StrReplaceAll(name, {{";", ":"}, {"\n", " "}});
 }
 
+json SiteSummary(const ExitSite& site, SiteNames& names) {
+  const json frames = SiteFrames(site, names);
+  json line = {{"cause", SiteCauseName(site)}, {"rip", fmt::format("{:#x}", site.frames[0])}};
+  if (!frames.empty()) {
+    const json& leaf = frames.front();
+    line["function"] = leaf["function"];
+    if (leaf.contains("file")) line["file"] = leaf["file"];
+    if (leaf.contains("line")) line["line"] = leaf["line"];
+  }
+  json stack = json::array();
+  for (const json& frame : frames) stack.push_back(FrameName(frame));
+  line["stack"] = std::move(stack);
+  if (site.user) line["user"] = true;
+  return line;
+}
+
 }  // namespace minivmm::cli

@@ -46,6 +46,11 @@ nlohmann::json SiteFrames(const ExitSite& site, SiteNames& names);
 // else its raw address.
 std::string FrameName(const nlohmann::json& frame);
 
+// One exit's site as the trace's `site` and Python's on_exit events give it
+// (docs/trace.md): its cause, RIP, the innermost source frame (function,
+// file, line) and every frame's name, innermost first; `user` at CPL 3.
+nlohmann::json SiteSummary(const ExitSite& site, SiteNames& names);
+
 }  // namespace minivmm::cli
 
 #endif  // MINIVMM_CLI_SITE_NAMES_H_

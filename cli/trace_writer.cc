@@ -9,8 +9,8 @@
 #include <fstream>
 #include <set>
 
-#include "absl/strings/str_format.h"
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/report_value.h"
@@ -74,24 +74,6 @@ std::string ReportMarkerName(const json& report) {
     if (name.empty() || (name == "check" && prefix != "check")) name = prefix;
   }
   return name.empty() ? "report" : "report " + name;
-}
-
-// An exit's `site` (docs/trace.md): its cause, RIP, the innermost source
-// frame and the stack's frame names, innermost first.
-json SiteLine(const ExitSite& site, SiteNames& names) {
-  const json frames = SiteFrames(site, names);
-  json line = {{"cause", SiteCauseName(site)}, {"rip", fmt::format("{:#x}", site.frames[0])}};
-  if (!frames.empty()) {
-    const json& leaf = frames.front();
-    line["function"] = leaf["function"];
-    if (leaf.contains("file")) line["file"] = leaf["file"];
-    if (leaf.contains("line")) line["line"] = leaf["line"];
-  }
-  json stack = json::array();
-  for (const json& frame : frames) stack.push_back(FrameName(frame));
-  line["stack"] = std::move(stack);
-  if (site.user) line["user"] = true;
-  return line;
 }
 
 }  // namespace
@@ -221,7 +203,7 @@ void TraceWriter::Write(const ExitEvent& e) {
   json line = Line(e, base_ns_);
   if (e.site != nullptr && site_names_ != nullptr) {
     auto [at, inserted] = sites_.try_emplace(*e.site);
-    if (inserted) at->second = SiteLine(*e.site, *site_names_);
+    if (inserted) at->second = SiteSummary(*e.site, *site_names_);
     line["site"] = at->second;
   }
   if (perfetto_ != nullptr) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -30,6 +31,7 @@
 #include "cli/probe_cache.h"
 #include "cli/report_value.h"
 #include "cli/run_record.h"
+#include "cli/site_names.h"
 #include "cli/sites_record.h"
 #include "fmt/format.h"
 #include "minivmm/host_info.h"
@@ -133,7 +135,9 @@ py::object ToPython(const nlohmann::json& j) {
   return py::none();
 }
 
-py::dict EventToDict(const ExitEvent& e) {
+// `site`: the exit's site as the trace gives it (cli::SiteSummary), or null
+// for a run without sites.
+py::dict EventToDict(const ExitEvent& e, const nlohmann::json* site) {
   py::dict d;
   d["sequence"] = e.sequence;
   d["reason"] = std::string(ExitReasonName(e.reason));
@@ -155,6 +159,7 @@ py::dict EventToDict(const ExitEvent& e) {
   for (const auto& [key, value] : e.reports)
     reports[py::str(key)] = ToPython(cli::ReportValueJson(value));
   d["reports"] = reports;
+  d["site"] = site != nullptr ? ToPython(*site) : py::object(py::none());
   return d;
 }
 
@@ -256,15 +261,26 @@ class PyVm {
     // The record's exits over time, as `minivmm run --sites --json` keeps it.
     std::optional<cli::ExitTimeline> timeline;
     if (config_.record_sites) timeline.emplace(ExitClockNs());
+    // Each event's site, named once per distinct site, as the trace does.
+    std::unique_ptr<cli::SiteNames> names;
+    absl::flat_hash_map<ExitSite, nlohmann::json> named;
+    if (callback && config_.record_sites)
+      names = std::make_unique<cli::SiteNames>(config_.kernel_path);
     if (callback || timeline) {
       Vm* vm = vm_.get();
       vm_->SetExitObserver(
-          [&on_exit, &callback_error, &timeline, callback, vm](const ExitEvent& e) {
+          [&on_exit, &callback_error, &timeline, &names, &named, callback, vm](const ExitEvent& e) {
             if (timeline) timeline->Add(e);
             if (!callback || callback_error) return;  // stopping: no more calls
+            const nlohmann::json* site = nullptr;
+            if (e.site != nullptr && names != nullptr) {
+              auto [at, inserted] = named.try_emplace(*e.site);
+              if (inserted) at->second = cli::SiteSummary(*e.site, *names);
+              site = &at->second;
+            }
             py::gil_scoped_acquire acquire;
             try {
-              on_exit(EventToDict(e));
+              on_exit(EventToDict(e, site));
             } catch (...) {
               callback_error = std::current_exception();
               vm->RequestStop();

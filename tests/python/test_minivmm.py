@@ -214,6 +214,28 @@ def test_exit_callback_sees_every_exit():
         c["exits"] for c in r["hypercalls"]["calls"].values())
 
 
+def test_exit_callback_events_carry_their_site_with_sites():
+    events = []
+    r = minivmm.Vm(backend="pv", pvops="naive", workload="ctx,tls=same", sites=True,
+                   probe_host=False).run(on_exit=events.append)
+    assert r.ok
+    assert len(events) == r["exits"]["total"]
+    by_cause = {}
+    for e in events:
+        site = e["site"]
+        assert site["rip"].startswith("0x") and site["stack"], e
+        by_cause[site["cause"]] = by_cause.get(site["cause"], 0) + 1
+    assert by_cause == exits_by_cause(r)
+    tls = [e["site"] for e in events if e["site"]["cause"] == "descriptor_update"]
+    assert tls and all("LoadTls" in s["stack"] and s["function"] == "RawHypercall" for s in tls)
+
+
+def test_without_sites_exit_callback_events_have_none():
+    events = []
+    minivmm.Vm(workload="hello", probe_host=False).run(on_exit=events.append)
+    assert events and all(e["site"] is None for e in events)
+
+
 def test_refused_hypercalls_carry_their_reason():
     events = []
     r = minivmm.Vm(backend="pv", workload="hostile", probe_host=False).run(on_exit=events.append)
