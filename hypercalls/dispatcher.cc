@@ -58,15 +58,14 @@ int MulticallHistogramBucket(uint64_t entries) {
 namespace {
 
 // The numbers CauseOf gives a cause to, so that the exit path of any other
-// hypercall skips CauseOf's switch with one test.
-constexpr std::array<bool, MVMM_HC_MAX> kHasCause = [] {
+// hypercall skips CauseOf's switch with one test. Derived from CauseOf
+// itself, asked with each first argument 0-15 (every command of a call whose
+// cause depends on its command: set_if's 0 and 1, sched_op's yields).
+const std::array<bool, MVMM_HC_MAX> kHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
-  for (uint64_t nr :
-       {MVMM_HC_set_if, MVMM_HC_force_evtchn_callback, MVMM_HC_fpu_taskswitch, MVMM_HC_write_cr0,
-        MVMM_HC_update_descriptor, MVMM_HC_mmu_update, MVMM_HC_mmuext_op, MVMM_HC_multicall,
-        MVMM_HC_send_ipi, MVMM_HC_flush_tlb_others, MVMM_HC_lock_wait, MVMM_HC_lock_kick,
-        MVMM_HC_sched_op, MVMM_HC_set_segment_base})
-    has[nr] = true;
+  for (uint64_t nr = 0; nr < MVMM_HC_MAX; ++nr)
+    for (uint64_t command = 0; command < 16 && !has[nr]; ++command)
+      has[nr] = CauseOf(nr, HypercallArgs{command}, 0).has_value();
   return has;
 }();
 
