@@ -1,10 +1,9 @@
-// The single-CPU ctx ring's context switches and TLS descriptor updates as
-// closed forms of the workload's parameters (docs/exit-model.md "1. TLS
-// shadow copies"), so that a test can hold the guest's own counters
-// (kernel.switches, kernel.desc_updates, which the guest increments in the
-// code that makes the switch and the call) against something the guest did
-// not count. Written from the guest's rules (guest/kernel/switch.cc,
-// guest/workloads/ctx.cc), as tests/common/fpu_model.h is.
+// The single-CPU ctx ring's context switches, TLS descriptor updates, FS
+// base writes and IF-clear exits as closed forms of the workload's parameters (docs/exit-model.md
+// "1. TLS shadow copies"), so that a test can hold the guest's own counters (kernel.switches,
+// kernel.desc_updates, which the guest increments in the code that makes the switch and the call)
+// against something the guest did not count. Written from the guest's rules
+// (guest/kernel/switch.cc, guest/workloads/ctx.cc), as tests/common/fpu_model.h is.
 #ifndef MINIVMM_TESTS_COMMON_CTX_MODEL_H_
 #define MINIVMM_TESTS_COMMON_CTX_MODEL_H_
 
@@ -42,6 +41,22 @@ constexpr uint64_t CtxFsBaseSwitches(uint64_t tasks, uint64_t rounds) {
 // first) with one shared base.
 constexpr uint64_t FsBaseWrites(bool naive, bool shared_base, uint64_t tasks, uint64_t rounds) {
   return naive || !shared_base ? CtxFsBaseSwitches(tasks, rounds) : 1;
+}
+
+// IF-clear exits of ctx,tasks=T,rounds=N on one CPU under pv with
+// irq:hypercall and the timer off (docs/exit-model.md "4. Conditional
+// irq_restore"), whatever the other ops. Each pass (one task's read and
+// write of one round) runs three irqsave sections with IF already clear, as
+// every system call runs: the pipe's lock in read and in write, and the run
+// queue's lock in the blocking read's switch (guest/kernel/pipe.cc,
+// waitqueue.cc; WakeAll takes the run queue's lock without saving IF). Each
+// section's disable is one set_if(0) exit; its restore, back to IF clear, is
+// one more under irq_restore:naive and none under optimized (the seed). The
+// rest, T + 14 naive and 2T + 9 optimized, is each task's start and exit
+// and the run's fixed part (boot, the #NM probe task, the ring's set-up and
+// join): read off two runs and held at every size the tests run.
+constexpr uint64_t CtxIfClearExits(bool naive_restore, uint64_t tasks, uint64_t rounds) {
+  return naive_restore ? 6 * tasks * rounds + tasks + 14 : 3 * tasks * rounds + 2 * tasks + 9;
 }
 
 }  // namespace minivmm::testing

@@ -167,6 +167,23 @@ TEST(PvopsTest, TlsNaiveSendsThreeDescriptorsPerSwitch) {
   EXPECT_EQ(CauseOf(run, Cause::kDescriptorUpdate).exits, NaiveTlsDescUpdates(3, 10));
 }
 
+// The IF-clear exits, which the guest counts in the wrapper that makes
+// them, against the ring's parameters (tests/common/ctx_model.h).
+TEST(PvopsTest, IfClearExitsOfCtxAreAClosedFormOfItsParameters) {
+  REQUIRE_KVM();
+  for (const auto [tasks, rounds] : {std::pair<uint64_t, uint64_t>{2, 5}, {3, 10}, {5, 7}}) {
+    for (const bool naive : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "tasks=" << tasks << " rounds=" << rounds
+                                        << (naive ? " naive" : " optimized"));
+      GuestRun run =
+          RunPv(std::string("naive,irq_restore:") + (naive ? "naive" : "optimized"),
+                "ctx,tasks=" + std::to_string(tasks) + ",rounds=" + std::to_string(rounds));
+      ASSERT_EQ(run.result.exit_code, 0) << run.console;
+      EXPECT_EQ(CauseOf(run, Cause::kIfClear).exits, CtxIfClearExits(naive, tasks, rounds));
+    }
+  }
+}
+
 TEST(PvopsTest, TlsOptimizedSendsOnlyChangedSlots) {
   REQUIRE_KVM();
   const uint64_t t = 3, n = 10;
