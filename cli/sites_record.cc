@@ -38,6 +38,7 @@ json SitesRecord(const RunResult& result, const std::string& kernel_path) {
       m.by_vcpu.resize(result.sites_per_vcpu.size());
       m.by_vcpu[v] += count.exits;
       m.total.exits += count.exits;
+      m.total.batchable += count.batchable;
       for (size_t r = 0; r < count.wasted.size(); ++r) m.total.wasted[r] += count.wasted[r];
     }
   }
@@ -57,6 +58,7 @@ json SitesRecord(const RunResult& result, const std::string& kernel_path) {
         {"cause", SiteCauseName(*site)},
         {"reason", std::string(ExitReasonName(site->reason))},
         {"exits", m->total.exits},
+        {"batchable", m->total.batchable},
         {"by_vcpu", m->by_vcpu},
         {"frames", SiteFrames(*site, names)},
     };

@@ -28,6 +28,10 @@ constexpr Remedy kRemedies[] = {
     {"all_entries_wasted", "every entry changed nothing: skip the whole multicall"},
 };
 
+// What to do about exits a batch could have carried (SiteCount::batchable).
+constexpr std::string_view kBatchRemedy =
+    "queue the run of calls in a lazy mode and send them as one multicall";
+
 std::string_view RemedyFor(std::string_view verdict) {
   for (const Remedy& r : kRemedies)
     if (r.verdict == verdict) return r.remedy;
@@ -122,6 +126,26 @@ std::string RenderSitesSection(const json& record) {
   if (rows.size() > kTopWasted) fmt::format_to(line, "    ... {} more\n", rows.size() - kTopWasted);
   if (const uint64_t unplaced = sites["wasted_unplaced"]; unplaced != 0)
     fmt::format_to(line, "    {:>10} wasted exits whose site was no longer known\n", unplaced);
+
+  // Exits a batch could have carried, by stack, most first.
+  std::vector<std::pair<uint64_t, const json*>> batchable;
+  uint64_t all = 0;
+  for (const json& stack : sites["stacks"]) {
+    const uint64_t n = stack.value("batchable", uint64_t{0});
+    if (n != 0) batchable.emplace_back(n, &stack);
+    all += n;
+  }
+  if (batchable.empty()) return out;
+  std::stable_sort(batchable.begin(), batchable.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  fmt::format_to(line, "\n  exits a batch could have carried: {}\n", all);
+  for (size_t i = 0; i < std::min(batchable.size(), kTopWasted); ++i) {
+    const json& s = *batchable[i].second;
+    fmt::format_to(line, "    {:>10} {} <- {}: {}\n", batchable[i].first, Where(s),
+                   Chain(s["frames"]), kBatchRemedy);
+  }
+  if (batchable.size() > kTopWasted)
+    fmt::format_to(line, "    ... {} more\n", batchable.size() - kTopWasted);
   return out;
 }
 

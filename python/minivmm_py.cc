@@ -425,6 +425,7 @@ def sites(record):
     cause, reason, hypercall (or None), function, file, line (the
     innermost source frame; "" / None where the ELF names nothing), rip
     (int), exits, wasted (its wasted exits, None without wasted=True),
+    batchable (its exits a batch could have carried),
     user (a CPL-3 exit), stack (every frame's name, innermost first: the
     function, else the raw address) and by_vcpu. For every cause, the
     sites' exits sum to that cause's exits. A record without sites raises
@@ -444,6 +445,7 @@ def sites(record):
             "rip": int(leaf["pc"], 16) if leaf else None,
             "exits": s["exits"],
             "wasted": sum(wasted.values()) if wasted is not None else None,
+            "batchable": s["batchable"],
             "user": s.get("user", False),
             "stack": [f.get("function") or f["pc"] for f in frames],
             "by_vcpu": s["by_vcpu"],

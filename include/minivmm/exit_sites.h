@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "minivmm/exit_stats.h"
+#include "minivmm_abi/hypercall.h"
 
 namespace minivmm {
 
@@ -55,6 +56,11 @@ struct SiteCount {
   // Of those, wasted (docs/wasted-exits.md), by verdict; all zero without
   // the analysis (VmConfig::analyse_waste).
   std::array<uint64_t, static_cast<int>(WasteReason::kCount)> wasted{};
+  // Of those, exits that a batch could have carried (docs/sites.md): a
+  // direct call of the kind a lazy mode queues (IsLazyModeCall) that came
+  // right after another such exit on its vCPU, with no interrupt injected
+  // between. One multicall would have made the run one exit.
+  uint64_t batchable = 0;
 
   uint64_t wasted_exits() const {
     uint64_t sum = 0;
@@ -62,6 +68,24 @@ struct SiteCount {
     return sum;
   }
 };
+
+// The hypercalls a guest's lazy CPU and MMU modes queue into one multicall,
+// as Xen's (arch/x86/xen/multicalls.c: the descriptor, stack, FPU and
+// segment-base updates of a context switch; page-table updates and CR3
+// loads): the calls SiteCount::batchable counts.
+constexpr bool IsLazyModeCall(int64_t nr) {
+  switch (nr) {
+    case MVMM_HC_update_descriptor:
+    case MVMM_HC_stack_switch:
+    case MVMM_HC_fpu_taskswitch:
+    case MVMM_HC_set_segment_base:
+    case MVMM_HC_mmu_update:
+    case MVMM_HC_mmuext_op:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // One vCPU's sites. Every exit the vCPU took is counted at exactly one site,
 // so for each cause the sites' exits sum to ExitStats::causes[cause].exits

@@ -46,6 +46,10 @@ TEST(SitesCliTest, SitesTableRecordAndFoldedStacksAddUpToTheExits) {
   EXPECT_NE(o.out.find("the operation is undone before anything used it: drop both"),
             std::string::npos);
   EXPECT_NE(o.out.find("<- LoadTls switch.cc:"), std::string::npos) << o.out;
+  // batch:off (pvops=naive): the context switch's calls one exit each.
+  EXPECT_NE(o.out.find("exits a batch could have carried: "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(": queue the run of calls in a lazy mode and send them as one multicall"),
+            std::string::npos);
 
   const json record = json::parse(Slurp(Path("run.json")), nullptr, false);
   ASSERT_FALSE(record.is_discarded());

@@ -619,7 +619,8 @@ def test_sites_are_a_list_of_dicts_that_add_up_to_the_exits():
     by_cause, wasted_by_cause = {}, {}
     for s in r.sites:
         assert set(s) == {"cause", "reason", "hypercall", "function", "file", "line", "rip",
-                          "exits", "wasted", "user", "stack", "by_vcpu"}
+                          "exits", "wasted", "batchable", "user", "stack",
+                          "by_vcpu"}
         by_cause[s["cause"]] = by_cause.get(s["cause"], 0) + s["exits"]
         wasted_by_cause[s["cause"]] = wasted_by_cause.get(s["cause"], 0) + s["wasted"]
         assert s["stack"][0] == (s["function"] or "0x%x" % s["rip"])

@@ -237,6 +237,37 @@ TEST(SitesTest, AStrippedGuestGivesTheSameStacksAsRawAddresses) {
   }
 }
 
+uint64_t Batchable(const RunResult& r) {
+  uint64_t n = 0;
+  for (const ExitSites& sites : r.sites_per_vcpu)
+    for (const auto& [site, count] : sites.counts) n += count.batchable;
+  return n;
+}
+
+uint64_t AllExits(const RunResult& r) {
+  uint64_t n = 0;
+  for (uint64_t e : r.stats.by_reason) n += e;
+  return n;
+}
+
+// What SiteCount::batchable says a batch could carry is what batching
+// saves: the exits that batch:on removes, plus those it leaves batchable
+// (a run of calls outside any lazy section).
+TEST(SitesTest, TheExitsABatchCouldHaveCarriedAreWhatBatchingSaves) {
+  REQUIRE_KVM();
+  const RunResult off = RunWithSites("backend=pv pvops=naive workload=ctx,tls=same", false);
+  const RunResult on = RunWithSites("backend=pv pvops=naive,batch:on workload=ctx,tls=same", false);
+  ASSERT_GT(Batchable(off), 0u);
+  ASSERT_GT(AllExits(off), AllExits(on));
+  EXPECT_EQ(Batchable(off), AllExits(off) - AllExits(on) + Batchable(on));
+  // Without batching, LoadTls's descriptor updates are most of them.
+  const Names names;
+  uint64_t load_tls = 0;
+  for (const auto& [site, count] : off.sites_per_vcpu[0].counts)
+    if (names.Holds(site, "LoadTls")) load_tls += count.batchable;
+  EXPECT_GT(2 * load_tls, Batchable(off));
+}
+
 TEST(SitesTest, ARunWithoutSitesRecordsNone) {
   REQUIRE_KVM();
   GuestRun run = RunGuest(BuiltinGuest(), kNaiveCtx);

@@ -63,6 +63,13 @@ void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
   }
   SiteCount& count = *last_count_;
   ++count.exits;
+  // A run of direct lazy-mode calls with no interrupt between: every exit
+  // after the run's first is one a batch could have carried.
+  const bool lazy = IsLazyModeCall(current_.hypercall);  // -1 for any other exit
+  const uint64_t injections = stats_.timer_injections + stats_.ipi_injections;
+  if (lazy && last_lazy_ && injections == injections_at_last_) ++count.batchable;
+  last_lazy_ = lazy;
+  injections_at_last_ = injections;
   if (waste == nullptr) return;
   const std::optional<WasteReason> verdict = waste->verdict();
   if (verdict) ++count.wasted[static_cast<int>(*verdict)];

@@ -54,6 +54,10 @@ class SiteRecorder {
   bool recording_ = false;
   bool settled_ = false;  // current_.cause found (Settle) since Begin
   ExitSite current_;
+  // Whether the last exit was a direct lazy-mode call, and the interrupts
+  // injected until then (SiteCount::batchable).
+  bool last_lazy_ = false;
+  uint64_t injections_at_last_ = 0;
   // The last exit's site and its count in sites_.counts (End).
   ExitSite last_site_;
   SiteCount* last_count_ = nullptr;
