@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/experiment.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
@@ -115,10 +116,11 @@ TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
   EXPECT_EQ(bench["schema"], "minivmm.bench");
   EXPECT_EQ(bench["schema_version"], 2);
   EXPECT_TRUE(bench["provenance"].contains("guest_image"));
-  // naive, 5 ops and fs_base alone, pte_flags patched, optimized; xen and the 4 seeds
-  // alone against it (pv)
-  EXPECT_EQ(bench["results"].size(), 14u);
-  EXPECT_EQ(bench["runs"].size(), 28u);  // 14 baselines + 14 runs
+  // One result per bench configuration (cli/experiment.h; all apply under
+  // pv), and a baseline and a run for each.
+  const size_t configurations = minivmm::cli::BenchConfigurations().size();
+  EXPECT_EQ(bench["results"].size(), configurations);
+  EXPECT_EQ(bench["runs"].size(), 2 * configurations);
   for (const json& run : bench["runs"]) {
     EXPECT_TRUE(run["ok"].get<bool>());
     EXPECT_EQ(run["record"]["schema"], "minivmm.run");
@@ -147,7 +149,9 @@ TEST_F(BenchCliTest, SeedTableAndWastedExitsAreExact) {
   EXPECT_NE(outcome_->out.find("conditional irq_restore: irq restore (AIM7 proxy)"),
             std::string::npos)
       << outcome_->out;
-  EXPECT_NE(outcome_->out.find("exit-cost model: one bare exit (a null `out`, nothing around it) costs"), std::string::npos);
+  EXPECT_NE(
+      outcome_->out.find("exit-cost model: one bare exit (a null `out`, nothing around it) costs"),
+      std::string::npos);
   json bench = ReadJson(SharedPath("bench.json"));
   ASSERT_FALSE(bench.is_discarded());
   std::map<std::string, double> saved;
@@ -240,8 +244,8 @@ TEST_F(BenchCliTest, CsvHasHeaderAndOneRowPerMetric) {
 
 TEST_F(BenchCliTest, CompareBenchWithItselfShowsNoChange) {
   REQUIRE_KVM();
-  Outcome o =
-      Minivmm("compare --fail-on-regression " + SharedPath("bench.json") + " " + SharedPath("bench.json"));
+  Outcome o = Minivmm("compare --fail-on-regression " + SharedPath("bench.json") + " " +
+                      SharedPath("bench.json"));
   EXPECT_EQ(o.status, 0) << o.out;
   EXPECT_NE(o.out.find("0 better, 0 worse"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("wasted A"), std::string::npos) << o.out;
@@ -263,10 +267,10 @@ TEST_F(BenchCliTest, CompareBenchFailsOnMoreExits) {
   EXPECT_EQ(o.status, 1) << o.out;
   EXPECT_NE(o.out.find("regression: irq"), std::string::npos) << o.out;
   // The other way round it is an improvement.
-  EXPECT_EQ(
-      Minivmm("compare --fail-on-regression " + Path("bench_worse.json") + " " + SharedPath("bench.json"))
-          .status,
-      0);
+  EXPECT_EQ(Minivmm("compare --fail-on-regression " + Path("bench_worse.json") + " " +
+                    SharedPath("bench.json"))
+                .status,
+            0);
 }
 
 TEST(CompareTest, RunWithItselfShowsNoChangeAndExitsZero) {

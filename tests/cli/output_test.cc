@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/experiment.h"
 #include "cli/output_file.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -348,8 +349,12 @@ struct Stopped {
   std::string csv;
 };
 
-// `bench --workloads irq --backend pv --repeat 1` (14 baselines, 14 runs),
-// sent `signo` once it has printed `after` progress lines.
+// `bench --workloads irq --backend pv --repeat 1`: a baseline and a run for
+// each bench configuration (cli/experiment.h, all of them apply under pv).
+size_t PvConfigurations() { return minivmm::cli::BenchConfigurations().size(); }
+size_t PlannedRuns() { return 2 * PvConfigurations(); }
+
+// That bench, sent `signo` once it has printed `after` progress lines.
 Stopped StopBench(int signo, int after, const std::string& name) {
   const std::string dir = Dir(name);
   const std::string err = dir + "/stderr", rec = dir + "/b.json", csv = dir + "/b.csv";
@@ -400,8 +405,8 @@ void ExpectKeptExactlyTheCompletedRuns(const Stopped& s, const std::string& reas
   EXPECT_EQ(inc["exit_status"], s.status);
   EXPECT_EQ(runs.size(), printed) << s.err;
   EXPECT_EQ(inc["completed_runs"], printed);
-  EXPECT_EQ(inc["planned_runs"], 28u);  // 14 configurations under pv, baseline and run each
-  ASSERT_EQ(inc["missing"].size(), 28u - printed);
+  EXPECT_EQ(inc["planned_runs"], PlannedRuns());
+  ASSERT_EQ(inc["missing"].size(), PlannedRuns() - printed);
   for (size_t i = 0; i < runs.size(); ++i) {
     EXPECT_EQ(runs[i]["index"], i);
     EXPECT_EQ(runs[i]["ok"], true);
@@ -409,10 +414,12 @@ void ExpectKeptExactlyTheCompletedRuns(const Stopped& s, const std::string& reas
   for (size_t k = 0; k < inc["missing"].size(); ++k)
     EXPECT_EQ(inc["missing"][k]["index"], printed + k);
   const std::string stop_line = "minivmm bench: " + reason + " after " + std::to_string(printed) +
-                                " of 28 runs; writing what was measured\n";
+                                " of " + std::to_string(PlannedRuns()) +
+                                " runs; writing what was measured\n";
   EXPECT_NE(s.err.find(stop_line), std::string::npos) << s.err;
-  const std::string csv_end = "# incomplete: " + reason + "; " + std::to_string(printed) +
-                              " of 28 runs done (the bench record lists the rest)\n";
+  const std::string csv_end = "# incomplete: " + reason + "; " + std::to_string(printed) + " of " +
+                              std::to_string(PlannedRuns()) +
+                              " runs done (the bench record lists the rest)\n";
   ASSERT_GE(s.csv.size(), csv_end.size());
   EXPECT_EQ(s.csv.substr(s.csv.size() - csv_end.size()), csv_end);
 }
@@ -435,19 +442,21 @@ TEST(BenchStopTest, SigintDuringTheBaselinesKeepsThemAndSaysWhatIsMissing) {
 
 TEST(BenchStopTest, SigtermDuringTheRunsKeepsTheirResultsAndCompareAndReportSaySo) {
   REQUIRE_KVM();
-  Stopped s = StopBench(SIGTERM, 17, "sigterm");
+  // Three runs after the baselines.
+  Stopped s = StopBench(SIGTERM, static_cast<int>(PvConfigurations()) + 3, "sigterm");
   EXPECT_EQ(s.status, 143) << s.err;
   ExpectKeptExactlyTheCompletedRuns(s, "stopped by SIGTERM");
   // One result per workload configuration that has a run.
-  const size_t workload_runs = s.record["runs"].size() - 14;
+  const size_t workload_runs = s.record["runs"].size() - PvConfigurations();
   ASSERT_GE(workload_runs, 3u) << s.err;
   EXPECT_EQ(s.record["results"].size(), workload_runs);
   for (const json& r : s.record["results"]) EXPECT_EQ(r["runs"], 1);
 
   const std::string rec =
       ::testing::TempDir() + "/output_" + std::to_string(getpid()) + "_sigterm/b.json";
-  const std::string note = std::to_string(s.record["runs"].size()) + " of 28 runs done, " +
-                           std::to_string(28 - s.record["runs"].size()) + " missing";
+  const std::string note = std::to_string(s.record["runs"].size()) + " of " +
+                           std::to_string(PlannedRuns()) + " runs done, " +
+                           std::to_string(PlannedRuns() - s.record["runs"].size()) + " missing";
   Outcome c = Minivmm("compare " + rec + " " + rec);
   EXPECT_EQ(c.status, 0) << c.out;
   EXPECT_NE(c.out.find("A is incomplete: stopped by SIGTERM; " + note + "\n"), std::string::npos)
