@@ -666,6 +666,15 @@ void DefineLists(py::module_& m) {
       "The pvops configurations `minivmm bench` runs, in its order.");
   m.def(
       "backends", [] { return cli::GuestBackends(); }, "The guest's backends.");
+  m.def(
+      "causes",
+      [] {
+        py::list out;
+        for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
+          out.append(std::string(CauseName(static_cast<Cause>(c))));
+        return out;
+      },
+      "The exit causes, in MINIVMM_CAUSE_LIST's order (the exit table's).");
   m.def("default_kernel_path", &ModuleDefaultKernel,
         "The built-in guest this module boots when no kernel is given.");
 }
