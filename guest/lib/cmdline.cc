@@ -22,14 +22,20 @@ constexpr VariantWord kVariantWords[] = {
 #undef GUEST_VARIANT_WORD_
 };
 
+constexpr const ParamSpec* ParamsOf(NoParams) { return nullptr; }
 template <size_t N>
-constexpr int ParamCount(const ParamSpec (&params)[N]) {
-  return &params[0] == &kNoParams[0] ? 0 : static_cast<int>(N);
+constexpr const ParamSpec* ParamsOf(const ParamSpec (&params)[N]) {
+  return params;
+}
+constexpr int ParamCount(NoParams) { return 0; }
+template <size_t N>
+constexpr int ParamCount(const ParamSpec (&)[N]) {
+  return static_cast<int>(N);
 }
 
 // clang-format off
 #define GUEST_WORKLOAD_SPEC_(name, runner, params, flags, op, op_counter, time_op, bench) \
-  {name, params, ParamCount(params), flags, op, op_counter, time_op, bench},
+  {name, ParamsOf(params), ParamCount(params), flags, op, op_counter, time_op, bench},
 constexpr WorkloadSpec kWorkloads[] = {
     GUEST_WORKLOAD_LIST(GUEST_WORKLOAD_SPEC_)
     {nullptr, nullptr, 0, 0, nullptr, nullptr, nullptr, nullptr},

@@ -66,8 +66,11 @@ struct ParamSpec {
 
 inline constexpr int kMaxParams = 10;
 
-// A workload without parameters (lib/workload_list.h).
-inline constexpr ParamSpec kNoParams[1] = {{nullptr, nullptr, 0, 0, 0}};
+// A workload without parameters (lib/workload_list.h): a tag, so that the
+// table's parameters and their count are picked by overload, not by
+// comparing addresses (not a constant expression everywhere).
+struct NoParams {};
+inline constexpr NoParams kNoParams{};
 // WorkloadSpec::flags.
 inline constexpr uint32_t kWorkloadInAll = 1;         // workload=all runs it
 inline constexpr uint32_t kWorkloadNeedsMinivmm = 2;  // it needs minivmm's hypercalls
