@@ -181,7 +181,8 @@ TEST(SymbolizerTest, ATruncatedGuestNamesWhatItCanWithoutCrashing) {
 TEST(SymbolizerTest, ASiblingInsideItsOwnChildrenIsWalkedOnce) {
   constexpr int kLevels = 64;
   auto put = [](std::vector<uint8_t>& v, uint64_t value, int bytes) {
-    for (int i = 0; i < bytes; ++i) v.push_back(static_cast<uint8_t>(value >> (8 * i)));
+    for (int i = 0; i < bytes; ++i)  // little-endian, zero past the value's 8 bytes
+      v.push_back(i < 8 ? static_cast<uint8_t>(value >> (8 * i)) : 0);
   };
   // Abbrev 1: a compile unit [low_pc, low_pc + high_pc); 2: a struct with
   // a sibling. Each: code, tag, has children, (attribute, form)..., 0, 0.
