@@ -62,6 +62,17 @@ std::string WriteTemp(const std::string& name, const std::vector<uint8_t>& bytes
   return path;
 }
 
+// The ELF at `path` opens and names nothing at kBase + 8 (one frame with an
+// empty function); then the file is removed.
+void ExpectOneUnnamedFrameAndRemove(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<SourceFrame> frames = (*s)->Lookup(elftest::kBase + 8);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].function, "");
+  unlink(path.c_str());
+}
+
 // An ELF64 of section headers only: `sections` (name, contents) after the
 // null section, then .shstrtab.
 std::vector<uint8_t> ElfWithSections(
@@ -151,12 +162,7 @@ TEST(SymbolizerTest, AnElfWithoutSectionsNamesNothing) {
   elftest::ElfBuilder b;
   b.Load(elftest::kBase, std::vector<uint8_t>(64, 0x90), 64);
   const std::string path = WriteTemp("nosections.elf", b.Build());
-  absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(path);
-  ASSERT_TRUE(s.ok()) << s.status();
-  const std::vector<SourceFrame> frames = (*s)->Lookup(elftest::kBase + 8);
-  ASSERT_EQ(frames.size(), 1u);
-  EXPECT_EQ(frames[0].function, "");
-  unlink(path.c_str());
+  ExpectOneUnnamedFrameAndRemove(path);
 }
 
 TEST(SymbolizerTest, ATruncatedGuestNamesWhatItCanWithoutCrashing) {
@@ -217,12 +223,7 @@ TEST(SymbolizerTest, ASiblingInsideItsOwnChildrenIsWalkedOnce) {
   const std::string path = WriteTemp("nested.elf", ElfWithSections({{".debug_abbrev", abbrev},
                                                                     {".debug_info", info},
                                                                     {".debug_aranges", aranges}}));
-  absl::StatusOr<std::unique_ptr<Symbolizer>> s = Symbolizer::Open(path);
-  ASSERT_TRUE(s.ok()) << s.status();
-  const std::vector<SourceFrame> frames = (*s)->Lookup(elftest::kBase + 8);
-  ASSERT_EQ(frames.size(), 1u);
-  EXPECT_EQ(frames[0].function, "");
-  unlink(path.c_str());
+  ExpectOneUnnamedFrameAndRemove(path);
 }
 
 TEST(SymbolizerTest, NotAnElfIsInvalidArgument) {
