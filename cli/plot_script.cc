@@ -76,7 +76,10 @@ int RunPlotScript(const std::string& input, const std::string& output) {
   if (const char* env = std::getenv("MINIVMM_PYTHON"); env != nullptr && *env != '\0') {
     pythons.push_back(env);
   } else {
-    pythons = {"python3", "/usr/bin/python3"};
+    // Debian's interpreter first: python3-matplotlib is installed for it, and
+    // a `python3` first on PATH may be a version manager's shim that costs
+    // seconds to start (about 10 s on the nested KVM) and has no matplotlib.
+    pythons = {"/usr/bin/python3", "python3"};
   }
   // Each Python runs the script itself, which answers kPlotNoMatplotlib
   // (quietly, but for the last) when it cannot import matplotlib: one Python

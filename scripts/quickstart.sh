@@ -107,7 +107,8 @@ case "$mode" in
       fi
       exit 1
     fi
-    nested=(scripts/nestkvm --timeout 3000 --)
+    # A step's time limit on it: its debug whole-VM tests took 1600-2650 s.
+    nested=(scripts/nestkvm --timeout 4500 --)
     nested_kvm=$(kvm_name "${nested[@]}")
     # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
     # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).

@@ -129,21 +129,4 @@ TEST(BenchCpusUsageTest, CpuCountOutsideOneTo32IsUsageError) {
   }
 }
 
-// The report's provenance names the vCPU count; a run record's report has
-// its exits per vCPU.
-TEST(ReportCpusTest, ReportShowsTheVcpusAndTheExitsPerVcpu) {
-  REQUIRE_KVM();
-  ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --cpus 3 --json " + Path("report.json")).status,
-            0);
-  Outcome o = Minivmm("report " + Path("report.json") + " -o " + Path("report.html"));
-  ASSERT_EQ(o.status, 0) << o.out << "\n(report needs python3-matplotlib)";
-  const std::string page = Slurp(Path("report.html"));
-  EXPECT_NE(page.find("<td>vCPUs</td><td>3</td>"), std::string::npos);
-  EXPECT_NE(page.find("<h2>Exits per vCPU</h2>"), std::string::npos);
-  EXPECT_NE(page.find("<th>vCPU 2</th>"), std::string::npos);
-  EXPECT_NE(page.find("<td>hypercall vcpu_op</td><td>0</td><td>1</td><td>1</td><td>2</td>"),
-            std::string::npos)
-      << page.substr(page.find("Exits per vCPU"), 2000);
-}
-
 }  // namespace
