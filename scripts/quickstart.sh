@@ -97,6 +97,22 @@ case "$mode" in
     # this file system and run at the same time.
     rm -rf build/test-tmp
     scratch() { mkdir -p "$PWD/build/test-tmp/$1" && echo "$PWD/build/test-tmp/$1"; }
+    # The install tests that need no KVM (label install without vm: the
+    # package installed into a prefix, its headers, the CLI's includes, the
+    # two examples built) run once per build tree, into its own directory;
+    # the examples' runs (label vm) on each KVM only read it. -FS: ctest adds
+    # no fixture setup to a run, which would install and build them again
+    # (on the nested KVM a compile takes ~20x as long).
+    no_setups=(-FS '^install_')
+    install_tests() {  # $1 = preset, rest = ctest args
+      local preset=$1
+      shift
+      MINIVMM_INSTALL_TEST_DIR="$(scratch "$preset-install")" \
+        TEST_TMPDIR="$(scratch "host-$preset-install")" \
+        run_ctest "$preset" "build/test-results/$preset-install.xml" -L install -LE vm \
+        -j "$(nproc)" "$@"
+      results+=("$preset install tests (no KVM needed)|build/test-results/$preset-install.xml")
+    }
     # The nested VM's kernel and initramfs, built once from Debian packages.
     # Without it there may be no KVM at all: then nothing below can pass.
     if ! scripts/nestkvm --prepare; then
@@ -109,6 +125,8 @@ case "$mode" in
     fi
     # A step's time limit on it: its debug whole-VM tests took 1600-2650 s.
     nested=(scripts/nestkvm --timeout 4500 --)
+    install_tests debug "$@"
+    took "debug install tests"
     nested_kvm=$(kvm_name "${nested[@]}")
     # The SMP stress test runs 1000 VM lifecycles on the host's KVM; on the
     # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).
@@ -124,17 +142,19 @@ case "$mode" in
     nested_steps() {
       set -euo pipefail
       local t0=$SECONDS
-      "${nested[@]}" env TEST_TMPDIR="$(scratch nested-debug)" ctest --preset debug \
+      "${nested[@]}" env TEST_TMPDIR="$(scratch nested-debug)" \
+        MINIVMM_INSTALL_TEST_DIR="$(scratch debug-install)" ctest --preset debug \
         --output-on-failure --output-junit "$PWD/build/test-results/debug-vm-nested.xml" \
-        -L vm -LE cross_host -j 1 "$@"
+        -L vm -LE cross_host -FS '^install_' -j 1 "$@"
       say "nested: debug whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
       "${nested[@]}" "${bench[@]}" --json "$PWD/build/test-results/bench-nested-$nested_kvm.json" >/dev/null
       say "nested: the bench matrix took $((SECONDS - t0)) s"; t0=$SECONDS
       if [ "$host_kvm" = no ]; then
         until [ -e build/test-results/asan.ready ]; do sleep 5; done
-        "${nested[@]}" env TEST_TMPDIR="$(scratch nested-asan)" ctest --preset asan \
+        "${nested[@]}" env TEST_TMPDIR="$(scratch nested-asan)" \
+          MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" ctest --preset asan \
           --output-on-failure --output-junit "$PWD/build/test-results/asan-vm-nested.xml" \
-          -L vm -LE cross_host -j 1 "$@"
+          -L vm -LE cross_host -FS '^install_' -j 1 "$@"
         say "nested: asan whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
       fi
       until [ -e build/test-results/tsan.ready ]; do sleep 5; done
@@ -158,13 +178,14 @@ case "$mode" in
     took "preparing the nested $nested_kvm"
     # 1. debug: unit tests here; whole-VM tests (label vm) on the host's KVM.
     TEST_TMPDIR="$(scratch host-debug-unit)" run_ctest debug build/test-results/debug-unit.xml \
-      -LE vm -j "$(nproc)" "$@"
+      -LE '^(vm|install)$' -j "$(nproc)" "$@"
     results+=("debug unit tests (no KVM needed)|build/test-results/debug-unit.xml")
     took "debug unit tests"
     if [ "$host_kvm" = yes ]; then
       host_name=$(kvm_name)
-      TEST_TMPDIR="$(scratch host-debug)" run_ctest debug build/test-results/debug-vm-host.xml \
-        -L vm -LE cross_host -j "$(nproc)" "$@"
+      TEST_TMPDIR="$(scratch host-debug)" MINIVMM_INSTALL_TEST_DIR="$(scratch debug-install)" \
+        run_ctest debug build/test-results/debug-vm-host.xml \
+        -L vm -LE cross_host "${no_setups[@]}" -j "$(nproc)" "$@"
       results+=("debug whole-VM tests on $host_name (this host)|build/test-results/debug-vm-host.xml")
       took "debug whole-VM tests on $host_name"
       # The cross-host check's record from this host (the check itself is last).
@@ -188,15 +209,18 @@ case "$mode" in
     #    the fuzzers keep their own flags), whole-VM tests on the host's KVM,
     #    or on the nested one where the host has none.
     build asan
-    touch build/test-results/asan.ready
     took "the asan build"
+    install_tests asan "$@"
+    touch build/test-results/asan.ready
+    took "asan install tests"
     TEST_TMPDIR="$(scratch host-asan-unit)" run_ctest asan build/test-results/asan-unit.xml \
-      -LE vm -j "$(nproc)" "$@"
+      -LE '^(vm|install)$' -j "$(nproc)" "$@"
     results+=("asan unit tests|build/test-results/asan-unit.xml")
     took "asan unit tests"
     if [ "$host_kvm" = yes ]; then
-      TEST_TMPDIR="$(scratch host-asan-vm)" run_ctest asan build/test-results/asan-vm-host.xml \
-        -L vm -LE cross_host -j "$(nproc)" "$@"
+      TEST_TMPDIR="$(scratch host-asan-vm)" MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" \
+        run_ctest asan build/test-results/asan-vm-host.xml \
+        -L vm -LE cross_host "${no_setups[@]}" -j "$(nproc)" "$@"
       results+=("asan whole-VM tests on $host_name (this host)|build/test-results/asan-vm-host.xml")
       took "asan whole-VM tests on $host_name"
       TEST_TMPDIR="$(scratch host-tsan)" run_ctest tsan build/test-results/tsan-smp-host.xml \

@@ -3,13 +3,16 @@
 #   install         cmake --install the build into PREFIX (fresh every run)
 #                   and check the layout
 #   headers         a generated project compiles each installed header alone
-#   embed_example   examples/embed builds against PREFIX and its checks pass;
-#                   (it needs a usable /dev/kvm: without one it fails after
-#                   building; the test command runs it on a nested KVM then)
-#   own_guest       examples/own_guest (a one-file C guest) builds against
-#                   PREFIX with minivmm_add_guest(); the installed CLI runs
-#                   it and its exit status, exits and reports are exactly
-#                   what guest.c makes (needs /dev/kvm, as embed_example)
+#   embed_example_build
+#                   examples/embed builds against PREFIX
+#   embed_example   the built example's checks pass (it needs a usable
+#                   /dev/kvm: without one it fails; the test command runs
+#                   it on a nested KVM then)
+#   own_guest_build examples/own_guest (a one-file C guest) builds against
+#                   PREFIX with minivmm_add_guest()
+#   own_guest       the installed CLI runs it and its exit status, exits and
+#                   reports are exactly what guest.c makes (needs /dev/kvm,
+#                   as embed_example)
 #   cli_public_api  cli's sources preprocess with only their own headers
 #                   and the installed ones
 # The consumer projects find minivmm in PREFIX and nowhere else.
@@ -23,13 +26,23 @@ endforeach()
 if("${BUILD_TYPE}" STREQUAL "")
   set(BUILD_TYPE Debug)
 endif()
-# A scratch directory of the caller's (gtest's TEST_TMPDIR, which
-# scripts/quickstart.sh sets per ctest run) holds the prefix and the
-# consumer builds instead of the build tree, so that two ctest runs of one
-# build (this host's and the nested KVM's) can install at the same time.
-if(NOT "$ENV{TEST_TMPDIR}" STREQUAL "")
+# Where the prefix and the consumer builds live: $MINIVMM_INSTALL_TEST_DIR
+# (scripts/quickstart.sh: one per build tree, made once by the steps that
+# need no KVM, then only read by the runs on each KVM), else a scratch
+# directory of the caller's (gtest's TEST_TMPDIR), else the build tree.
+# RUN_DIR: what one run writes (own_guest's record), the caller's scratch
+# directory, so that two ctest runs of one build (this host's and the
+# nested KVM's) can run the examples at the same time.
+if(NOT "$ENV{MINIVMM_INSTALL_TEST_DIR}" STREQUAL "")
+  set(PREFIX $ENV{MINIVMM_INSTALL_TEST_DIR}/prefix)
+  set(WORK_DIR $ENV{MINIVMM_INSTALL_TEST_DIR})
+elseif(NOT "$ENV{TEST_TMPDIR}" STREQUAL "")
   set(PREFIX $ENV{TEST_TMPDIR}/install/prefix)
   set(WORK_DIR $ENV{TEST_TMPDIR}/install)
+endif()
+set(RUN_DIR ${WORK_DIR})
+if(NOT "$ENV{TEST_TMPDIR}" STREQUAL "")
+  set(RUN_DIR $ENV{TEST_TMPDIR})
 endif()
 
 function(run_step what)
@@ -38,6 +51,14 @@ function(run_step what)
     message(FATAL_ERROR "install_test: ${what} failed (${rc}):\n${out}\n${err}")
   endif()
   message(STATUS "install_test: ${what}: ok")
+endfunction()
+
+# A run step's example must have been built by its build step (the
+# install_<example>_built fixture), in this directory.
+function(require_built file build_step)
+  if(NOT EXISTS ${file})
+    message(FATAL_ERROR "install_test: ${file} is missing: install.${build_step} builds it")
+  endif()
 endfunction()
 
 # Configures and builds the consumer project in `source` in `build`.
@@ -72,7 +93,8 @@ endif()
 file(GLOB_RECURSE config_files ${PREFIX}/*/minivmmConfig.cmake)
 list(LENGTH config_files n_configs)
 if(NOT n_configs EQUAL 1)
-  message(FATAL_ERROR "install_test: expected one minivmmConfig.cmake under ${PREFIX}, found '${config_files}'")
+  message(FATAL_ERROR "install_test: expected one minivmmConfig.cmake under ${PREFIX} "
+                      "(install.install installs it), found '${config_files}'")
 endif()
 get_filename_component(minivmm_dir ${config_files} DIRECTORY)
 
@@ -98,9 +120,12 @@ target_link_libraries(header_check PRIVATE minivmm::vmm)
 ")
   build_consumer("the header check" ${dir} ${dir}/build)
 
+elseif(STEP STREQUAL "embed_example_build")
+  build_consumer("examples/embed" ${MINIVMM_SOURCE_DIR}/examples/embed ${WORK_DIR}/embed)
+
 elseif(STEP STREQUAL "embed_example")
   set(build ${WORK_DIR}/embed)
-  build_consumer("examples/embed" ${MINIVMM_SOURCE_DIR}/examples/embed ${build})
+  require_built(${build}/minivmm_embed embed_example_build)
   execute_process(COMMAND test -r /dev/kvm -a -w /dev/kvm RESULT_VARIABLE have_kvm)
   if(NOT have_kvm EQUAL 0)
     message(FATAL_ERROR "install_test: installed and built; no usable /dev/kvm to run the example "
@@ -119,7 +144,7 @@ elseif(STEP STREQUAL "embed_example")
     message(FATAL_ERROR "install_test: the example did not boot ${PREFIX}/share/minivmm/minivmm-guest.elf")
   endif()
 
-elseif(STEP STREQUAL "own_guest")
+elseif(STEP STREQUAL "own_guest_build")
   # Configured by hand rather than with build_consumer: a guest is built
   # with the C compiler the tree builds its guests with, and none of the
   # host's flags (the asan preset's -fsanitize would break a freestanding
@@ -131,16 +156,19 @@ elseif(STEP STREQUAL "own_guest")
     -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_C_COMPILER=${C_COMPILER}
     -Dminivmm_DIR=${minivmm_dir} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
   run_step("build examples/own_guest" ${CMAKE_COMMAND} --build ${build})
-  set(elf ${build}/own_guest.elf)
-  if(NOT EXISTS ${elf})
-    message(FATAL_ERROR "install_test: minivmm_add_guest(own_guest) made no ${elf}")
+  if(NOT EXISTS ${build}/own_guest.elf)
+    message(FATAL_ERROR "install_test: minivmm_add_guest(own_guest) made no ${build}/own_guest.elf")
   endif()
+
+elseif(STEP STREQUAL "own_guest")
+  set(elf ${WORK_DIR}/own_guest/own_guest.elf)
+  require_built(${elf} own_guest_build)
   execute_process(COMMAND test -r /dev/kvm -a -w /dev/kvm RESULT_VARIABLE have_kvm)
   if(NOT have_kvm EQUAL 0)
     message(FATAL_ERROR "install_test: own_guest built; no usable /dev/kvm to run it "
                         "(scripts/quickstart.sh test runs it on a nested kvm_amd where the host has none)")
   endif()
-  set(record ${build}/out.json)
+  set(record ${RUN_DIR}/own_guest.json)
   execute_process(COMMAND ${PREFIX}/bin/minivmm run --kernel ${elf} --memory 16M --json ${record}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${out}${err}")
