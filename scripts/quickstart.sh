@@ -104,6 +104,20 @@ case "$mode" in
     # no fixture setup to a run, which would install and build them again
     # (on the nested KVM a compile takes ~20x as long).
     no_setups=(-FS '^install_')
+    # The same for `minivmm report`'s pages (label report, tests/report): the
+    # whole-VM runs on each KVM make the records (ReportRecord, label vm),
+    # into a directory per build preset and KVM; the pages are drawn once
+    # per preset, here, from one KVM's records (a page is a function of its
+    # record; a matplotlib start costs ~40 s on the nested KVM).
+    report_pages() {  # $1 = preset, $2 = whose records (host or nested), rest = ctest args
+      local preset=$1 kvm=$2
+      shift 2
+      MINIVMM_REPORT_RECORDS="$(scratch "$preset-records-$kvm")" \
+        TEST_TMPDIR="$(scratch "host-$preset-report")" \
+        run_ctest "$preset" "build/test-results/$preset-report.xml" -L report -FS '^report_' \
+        -j "$(nproc)" "$@"
+      results+=("$preset report pages of the $kvm KVM's records|build/test-results/$preset-report.xml")
+    }
     install_tests() {  # $1 = preset, rest = ctest args
       local preset=$1
       shift
@@ -143,7 +157,8 @@ case "$mode" in
       set -euo pipefail
       local t0=$SECONDS
       "${nested[@]}" env TEST_TMPDIR="$(scratch nested-debug)" \
-        MINIVMM_INSTALL_TEST_DIR="$(scratch debug-install)" ctest --preset debug \
+        MINIVMM_INSTALL_TEST_DIR="$(scratch debug-install)" \
+        MINIVMM_REPORT_RECORDS="$(scratch debug-records-nested)" ctest --preset debug \
         --output-on-failure --output-junit "$PWD/build/test-results/debug-vm-nested.xml" \
         -L vm -LE cross_host -FS '^install_' -j 1 "$@"
       say "nested: debug whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
@@ -152,7 +167,8 @@ case "$mode" in
       if [ "$host_kvm" = no ]; then
         until [ -e build/test-results/asan.ready ]; do sleep 5; done
         "${nested[@]}" env TEST_TMPDIR="$(scratch nested-asan)" \
-          MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" ctest --preset asan \
+          MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" \
+          MINIVMM_REPORT_RECORDS="$(scratch asan-records-nested)" ctest --preset asan \
           --output-on-failure --output-junit "$PWD/build/test-results/asan-vm-nested.xml" \
           -L vm -LE cross_host -FS '^install_' -j 1 "$@"
         say "nested: asan whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
@@ -178,16 +194,19 @@ case "$mode" in
     took "preparing the nested $nested_kvm"
     # 1. debug: unit tests here; whole-VM tests (label vm) on the host's KVM.
     TEST_TMPDIR="$(scratch host-debug-unit)" run_ctest debug build/test-results/debug-unit.xml \
-      -LE '^(vm|install)$' -j "$(nproc)" "$@"
+      -LE '^(vm|install|report)$' -j "$(nproc)" "$@"
     results+=("debug unit tests (no KVM needed)|build/test-results/debug-unit.xml")
     took "debug unit tests"
     if [ "$host_kvm" = yes ]; then
       host_name=$(kvm_name)
       TEST_TMPDIR="$(scratch host-debug)" MINIVMM_INSTALL_TEST_DIR="$(scratch debug-install)" \
+        MINIVMM_REPORT_RECORDS="$(scratch debug-records-host)" \
         run_ctest debug build/test-results/debug-vm-host.xml \
         -L vm -LE cross_host "${no_setups[@]}" -j "$(nproc)" "$@"
       results+=("debug whole-VM tests on $host_name (this host)|build/test-results/debug-vm-host.xml")
       took "debug whole-VM tests on $host_name"
+      report_pages debug host "$@"
+      took "debug report pages"
       # The cross-host check's record from this host (the check itself is last).
       "${bench[@]}" --json "$PWD/build/test-results/bench-$host_name.json" >/dev/null
       took "the bench matrix on $host_name"
@@ -214,15 +233,18 @@ case "$mode" in
     touch build/test-results/asan.ready
     took "asan install tests"
     TEST_TMPDIR="$(scratch host-asan-unit)" run_ctest asan build/test-results/asan-unit.xml \
-      -LE '^(vm|install)$' -j "$(nproc)" "$@"
+      -LE '^(vm|install|report)$' -j "$(nproc)" "$@"
     results+=("asan unit tests|build/test-results/asan-unit.xml")
     took "asan unit tests"
     if [ "$host_kvm" = yes ]; then
       TEST_TMPDIR="$(scratch host-asan-vm)" MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" \
+        MINIVMM_REPORT_RECORDS="$(scratch asan-records-host)" \
         run_ctest asan build/test-results/asan-vm-host.xml \
         -L vm -LE cross_host "${no_setups[@]}" -j "$(nproc)" "$@"
       results+=("asan whole-VM tests on $host_name (this host)|build/test-results/asan-vm-host.xml")
       took "asan whole-VM tests on $host_name"
+      report_pages asan host "$@"
+      took "asan report pages"
       TEST_TMPDIR="$(scratch host-tsan)" run_ctest tsan build/test-results/tsan-smp-host.xml \
         -L smp -j "$(nproc)" "$@"
       results+=("tsan smp tests on $host_name (this host)|build/test-results/tsan-smp-host.xml")
@@ -244,6 +266,11 @@ case "$mode" in
     if [ "$nested_rc" -ne 0 ]; then
       say "FAILED: a step on the nested $nested_kvm failed (exit status $nested_rc, output above)"
       exit 1
+    fi
+    if [ "$host_kvm" = no ]; then
+      report_pages debug nested "$@"
+      report_pages asan nested "$@"
+      took "the report pages of the nested $nested_kvm's records"
     fi
     bench_records=()  # absolute: ctest runs the test in the build tree
     [ "$host_kvm" = yes ] && bench_records+=("$PWD/build/test-results/bench-$host_name.json")

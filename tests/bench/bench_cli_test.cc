@@ -345,22 +345,6 @@ TEST(BenchTest, FailingGuestMakesBenchExitNonZero) {
   EXPECT_NE(o.out.find("FAILED"), std::string::npos) << o.out;
 }
 
-TEST_F(BenchCliTest, ReportIsHtmlWithEmbeddedImages) {
-  REQUIRE_KVM();
-  ASSERT_EQ(outcome_->status, 0) << outcome_->out;
-  Outcome o = Minivmm("report " + SharedPath("bench.json") + " -o " + Path("report.html"));
-  ASSERT_EQ(o.status, 0) << o.out;
-  std::string page = Slurp(Path("report.html"));
-  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
-  size_t images = 0;
-  for (size_t at = page.find("data:image/png;base64,"); at != std::string::npos;
-       at = page.find("data:image/png;base64,", at + 1)) {
-    ++images;
-  }
-  EXPECT_GE(images, 2u);
-  EXPECT_EQ(page.find("src=\"http"), std::string::npos) << "the page must be self-contained";
-}
-
 // Refused before any Python starts, and nothing is written.
 TEST(ReportTest, UnknownRecordIsUsageError) {
   std::ofstream(Path("not_a_record.json")) << "{\"hello\": 1}";

@@ -3,12 +3,10 @@
 // add up to the run's exits exactly.
 #include <unistd.h>
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "cli/exit_codes.h"
 #include "gtest/gtest.h"
@@ -164,22 +162,6 @@ TEST(SitesCliTest, WithoutSitesTheTraceHasNone) {
   EXPECT_GT(exits, 1u);
 }
 
-// The report page's figure titles, in order.
-std::vector<std::string> ReportFigures(const std::string& record_path, const std::string& page) {
-  const Outcome o = Minivmm("report " + record_path + " -o " + page);
-  EXPECT_EQ(o.status, 0) << "status 3: no matplotlib (apt-get install python3-matplotlib)\n"
-                         << o.out;
-  const std::string html = Slurp(page);
-  std::vector<std::string> titles;
-  for (size_t at = html.find("<img alt=\""); at != std::string::npos;
-       at = html.find("<img alt=\"", at + 1)) {
-    const size_t from = at + 10;
-    titles.push_back(html.substr(from, html.find('"', from) - from));
-    EXPECT_EQ(html.compare(html.find("src=\"", from), 27, "src=\"data:image/png;base64,"), 0);
-  }
-  return titles;
-}
-
 TEST(SitesCliTest, TheRecordsTimelineCountsEveryExitOfEachCause) {
   REQUIRE_KVM();
   const Outcome o = Minivmm("run -q --workload ctx,tls=same --pvops naive --sites --json " +
@@ -198,40 +180,6 @@ TEST(SitesCliTest, TheRecordsTimelineCountsEveryExitOfEachCause) {
     for (const json& n : row) counted[cause] += n.get<uint64_t>();
   }
   EXPECT_EQ(counted, RecordExitsByCause(record));
-}
-
-TEST(SitesCliTest, TheReportOfARecordWithSitesHasAFlameGraphAndExitsOverTime) {
-  REQUIRE_KVM();
-  ASSERT_EQ(
-      Minivmm("run -q --workload ctx --pvops naive --sites --json " + Path("report.json")).status,
-      0);
-  const std::vector<std::string> figures = ReportFigures(Path("report.json"), Path("report.html"));
-  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
-            figures.end());
-  EXPECT_NE(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
-  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Guest time per operation"), figures.end());
-}
-
-// One page for two questions (each page costs a matplotlib start, ~40 s on
-// the nested KVM): a record without sites has no timeline and its page no
-// flame graph; the page names the vCPU count and has the exits per vCPU.
-TEST(SitesCliTest, WithoutSitesTheRecordHasNoTimelineAndTheReportNoFlameGraphButItsVcpus) {
-  REQUIRE_KVM();
-  ASSERT_EQ(Minivmm("run -q --workload irq,loops=4 --cpus 3 --json " + Path("plain.json")).status,
-            0);
-  EXPECT_FALSE(RecordOf(Path("plain.json")).contains("timeline"));
-  const std::vector<std::string> figures = ReportFigures(Path("plain.json"), Path("plain.html"));
-  EXPECT_FALSE(figures.empty());
-  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits by stack (flame graph)"),
-            figures.end());
-  EXPECT_EQ(std::find(figures.begin(), figures.end(), "Exits over time, by cause"), figures.end());
-  const std::string page = Slurp(Path("plain.html"));
-  EXPECT_NE(page.find("<td>vCPUs</td><td>3</td>"), std::string::npos);
-  EXPECT_NE(page.find("<h2>Exits per vCPU</h2>"), std::string::npos);
-  EXPECT_NE(page.find("<th>vCPU 2</th>"), std::string::npos);
-  EXPECT_NE(page.find("<td>hypercall vcpu_op</td><td>0</td><td>1</td><td>1</td><td>2</td>"),
-            std::string::npos)
-      << page.substr(std::min(page.size(), page.find("Exits per vCPU")), 2000);
 }
 
 // A stripped guest (tests/tiny_guests/bad_frames.S, stripped): nothing
