@@ -55,13 +55,9 @@ int MulticallHistogramBucket(uint64_t entries) {
   return std::min<int>(std::bit_width(entries), kMulticallHistogramBuckets - 1);
 }
 
-namespace {
-
-// The numbers CauseOf gives a cause to, so that the exit path of any other
-// hypercall skips CauseOf's switch with one test. Derived from CauseOf
-// itself, asked with each first argument 0-15 (every command of a call whose
-// cause depends on its command: set_if's 0 and 1, sched_op's yields).
-const std::array<bool, MVMM_HC_MAX> kHasCause = [] {
+// The exit path of a hypercall without a cause skips CauseOf's switch with
+// one test of this.
+const std::array<bool, MVMM_HC_MAX> kHypercallHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
   for (uint64_t nr = 0; nr < MVMM_HC_MAX; ++nr)
     for (uint64_t command = 0; command < 16 && !has[nr]; ++command)
@@ -69,13 +65,15 @@ const std::array<bool, MVMM_HC_MAX> kHasCause = [] {
   return has;
 }();
 
+namespace {
+
 // CountHypercall's body, inlined into the exit path.
 inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int64_t result,
                   bool direct) {
   ++stats.hc_ops[nr];
   if (direct) ++stats.hc_exits[nr];
   if (result < 0) ++stats.hc_errors[nr];
-  if (!kHasCause[nr]) return;
+  if (!kHypercallHasCause[nr]) return;
   if (const std::optional<CauseOps> cause = CauseOf(nr, args, result)) {
     stats.CountCause(cause->cause, cause->ops, direct ? 1 : 0);
   }

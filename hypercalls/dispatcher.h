@@ -142,6 +142,12 @@ struct CauseOps {
 // The cause a hypercall `nr` with `args` and `result` is counted under, if
 // any. Defined for every input.
 std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result);
+// Whether CauseOf gives hypercall `nr` a cause for any arguments (derived
+// from CauseOf itself, asked with each first argument 0-15: every command of
+// a call whose cause depends on its command, set_if's 0 and 1, sched_op's
+// yields): a call of any other number moves no cause's count.
+extern const std::array<bool, MVMM_HC_MAX> kHypercallHasCause;
+inline bool HypercallHasCause(uint64_t nr) { return nr < MVMM_HC_MAX && kHypercallHasCause[nr]; }
 // Histogram bucket for a multicall of `entries` entries: 0 for none, else
 // bit_width(entries) capped at kMulticallHistogramBuckets - 1, i.e. buckets
 // 0, 1, 2-3, 4-7, ..., 256-511, 512+.

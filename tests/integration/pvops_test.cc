@@ -171,7 +171,7 @@ TEST(PvopsTest, TlsNaiveSendsThreeDescriptorsPerSwitch) {
 // them, against the ring's parameters (tests/common/ctx_model.h).
 TEST(PvopsTest, IfClearExitsOfCtxAreAClosedFormOfItsParameters) {
   REQUIRE_KVM();
-  for (const auto [tasks, rounds] : {std::pair<uint64_t, uint64_t>{2, 5}, {3, 10}, {5, 7}}) {
+  for (const auto& [tasks, rounds] : {std::pair<uint64_t, uint64_t>{2, 5}, {3, 10}, {5, 7}}) {
     for (const bool naive : {true, false}) {
       SCOPED_TRACE(::testing::Message() << "tasks=" << tasks << " rounds=" << rounds
                                         << (naive ? " naive" : " optimized"));

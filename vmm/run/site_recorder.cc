@@ -1,11 +1,17 @@
 #include "vmm/run/site_recorder.h"
 
 #include <algorithm>
-#include <variant>
 
 #include "vmm/run/frame_walk.h"
 
 namespace minivmm {
+
+SiteRecorder::SiteRecorder(const GuestMemory& memory, const ExitStats& stats)
+    : memory_(memory), stats_(stats), history_(kSiteHistory) {
+  for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
+    cause_exits_seen_[c] = stats_.causes[c].exits;
+  wasted_seen_ = WastedExits();
+}
 
 uint64_t SiteRecorder::WastedExits() const {
   uint64_t sum = 0;
@@ -13,71 +19,47 @@ uint64_t SiteRecorder::WastedExits() const {
   return sum;
 }
 
-void SiteRecorder::Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall) {
-  recording_ = !std::holds_alternative<RunFailed>(exit);
-  if (!recording_) return;
-  settled_ = false;
-  current_.reason = ReasonOf(exit);
-  current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
-  current_.user = vcpu.Cpl() == 3;
-  const uint64_t rip = vcpu.Get(Reg::kRip);
+void SiteRecorder::Walk(uint64_t rip, uint64_t rbp) {
   const uint8_t before = current_.depth;  // frames past it are zero already
-  if (current_.user) {
-    current_.frames[0] = rip;
-    current_.depth = 1;
-  } else {
-    current_.depth =
-        static_cast<uint8_t>(WalkFrames(memory_, rip, vcpu.Get(Reg::kRbp), current_.frames));
-  }
+  current_.depth = static_cast<uint8_t>(WalkFrames(memory_, rip, rbp, current_.frames));
   // What the walk wrote is the stack; past it, zero (exit_sites.h).
   if (before > current_.depth)
     std::fill(current_.frames.begin() + current_.depth, current_.frames.begin() + before, 0);
-  for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
-    cause_exits_before_[c] = stats_.causes[c].exits;
-  wasted_before_ = WastedExits();
 }
 
-const ExitSite& SiteRecorder::Settle() {
-  // Once per exit: an observer's event settles it before End does.
-  if (settled_) return current_;
-  settled_ = true;
-  // The cause is the one whose exit count this exit moved (at most one).
-  current_.cause = Cause::kCount;
-  for (int c = 0; c < static_cast<int>(Cause::kCount); ++c) {
-    if (stats_.causes[c].exits != cause_exits_before_[c]) {
-      current_.cause = static_cast<Cause>(c);
-      break;
-    }
+void SiteRecorder::SettleCause() {
+  // The one cause whose exit count this exit moved (at most one), if any:
+  // the last exit's cause first, else each.
+  const auto moved = [&](int c) { return stats_.causes[c].exits != cause_exits_seen_[c]; };
+  int found = -1;
+  if (last_cause_ != Cause::kCount && moved(static_cast<int>(last_cause_))) {
+    found = static_cast<int>(last_cause_);
+  } else {
+    for (int c = 0; c < static_cast<int>(Cause::kCount) && found < 0; ++c)
+      if (moved(c)) found = c;
   }
-  return current_;
+  if (found >= 0) {
+    cause_exits_seen_[found] = stats_.causes[found].exits;
+    current_.cause = last_cause_ = static_cast<Cause>(found);
+  }
 }
 
-void SiteRecorder::End(const WasteLog* waste, uint64_t sequence) {
-  if (!recording_) return;
-  Settle();
-  // Exits come in runs from one site (a loop of hypercalls): the last
-  // site's count is kept, valid until the map next inserts (here only).
-  if (last_count_ == nullptr || !(current_ == last_site_)) {
-    last_count_ = &sites_.counts[current_];
-    last_site_ = current_;
-  }
-  SiteCount& count = *last_count_;
-  ++count.exits;
-  // A run of direct lazy-mode calls with no interrupt between: every exit
-  // after the run's first is one a batch could have carried.
-  const bool lazy = IsLazyModeCall(current_.hypercall);  // -1 for any other exit
-  const uint64_t injections = stats_.timer_injections + stats_.ipi_injections;
-  if (lazy && last_lazy_ && injections == injections_at_last_) ++count.batchable;
-  last_lazy_ = lazy;
-  injections_at_last_ = injections;
-  if (waste == nullptr) return;
-  const std::optional<WasteReason> verdict = waste->verdict();
+SiteCount& SiteRecorder::CountAt() {
+  last_count_ = &sites_.counts[current_];
+  last_site_ = current_;
+  return *last_count_;
+}
+
+void SiteRecorder::EndWasted(const WasteLog& waste, uint64_t sequence, SiteCount& count) {
+  const std::optional<WasteReason> verdict = waste.verdict();
   if (verdict) ++count.wasted[static_cast<int>(*verdict)];
   // A wasted exit counted now that is not this one: the earlier exit whose
   // operation this one cancelled.
-  const uint64_t late = WastedExits() - wasted_before_ - (verdict ? 1 : 0);
+  const uint64_t wasted = WastedExits();
+  const uint64_t late = wasted - wasted_seen_ - (verdict ? 1 : 0);
+  wasted_seen_ = wasted;
   if (late != 0) {
-    const std::optional<uint64_t> cancelled = waste->cancels();
+    const std::optional<uint64_t> cancelled = waste.cancels();
     const Candidate* found = nullptr;
     for (size_t back = 1; cancelled && back <= history_.size(); ++back) {
       const Candidate& c = history_[(next_ + history_.size() - back) % history_.size()];

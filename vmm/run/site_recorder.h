@@ -5,10 +5,13 @@
 #ifndef MINIVMM_VMM_RUN_SITE_RECORDER_H_
 #define MINIVMM_VMM_RUN_SITE_RECORDER_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <variant>
 #include <vector>
 
+#include "hypercalls/dispatcher.h"
 #include "hypercalls/waste.h"
 #include "minivmm/exit_sites.h"
 #include "minivmm/exit_stats.h"
@@ -27,17 +30,61 @@ class SiteRecorder {
  public:
   // Reads guest frames from `memory` and the exit's counts from `stats` (the
   // loop's own); both must outlive the recorder.
-  SiteRecorder(const GuestMemory& memory, const ExitStats& stats)
-      : memory_(memory), stats_(stats), history_(kSiteHistory) {}
+  SiteRecorder(const GuestMemory& memory, const ExitStats& stats);
 
   // Before the exit is handled: its registers are still the guest's. A
   // hypercall exit's number is EAX. RunFailed is not an exit and is skipped.
-  void Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall);
+  // Inline, as are Settle's and End's common paths: they run on every exit
+  // of a run with sites (docs/sites.md "What it costs").
+  [[gnu::always_inline]] void Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall) {
+    recording_ = !std::holds_alternative<RunFailed>(exit);
+    if (!recording_) return;
+    settled_ = false;
+    current_.reason = ReasonOf(exit);
+    current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
+    current_.user = vcpu.Cpl() == 3;
+    const uint64_t rip = vcpu.Get(Reg::kRip);
+    const uint64_t rbp = vcpu.Get(Reg::kRbp);
+    // Ring 3's stack is not walked; a zero RBP ends a walk before its first
+    // frame (WalkFrames): the RIP alone, without the call.
+    if (current_.user || rbp == 0) {
+      current_.frames[0] = rip;
+      ZeroPast(1);
+    } else {
+      Walk(rip, rbp);
+    }
+  }
   // After the exit was handled: the exit's site with its cause settled,
   // valid until the next Begin. Begin must have recorded an exit.
-  const ExitSite& Settle();
+  [[gnu::always_inline]] const ExitSite& Settle() {
+    // Once per exit: an observer's event settles it before End does.
+    if (settled_) return current_;
+    settled_ = true;
+    // A hypercall without a cause moved no cause's count.
+    current_.cause = Cause::kCount;
+    if (current_.hypercall >= 0 && !HypercallHasCause(static_cast<uint64_t>(current_.hypercall)))
+      return current_;
+    SettleCause();
+    return current_;
+  }
   // After the exit was handled (and, with `waste`, its verdict reached).
-  void End(const WasteLog* waste, uint64_t sequence);
+  [[gnu::always_inline]] void End(const WasteLog* waste, uint64_t sequence) {
+    if (!recording_) return;
+    Settle();
+    // Exits come in runs from one site (a loop of hypercalls): the last
+    // site's count is kept, valid until the map next inserts (CountAt).
+    SiteCount& count =
+        last_count_ != nullptr && SameSite(current_, last_site_) ? *last_count_ : CountAt();
+    ++count.exits;
+    // A run of direct lazy-mode calls with no interrupt between: every exit
+    // after the run's first is one a batch could have carried.
+    const bool lazy = IsLazyModeCall(current_.hypercall);  // -1 for any other exit
+    const uint64_t injections = stats_.timer_injections + stats_.ipi_injections;
+    if (lazy && last_lazy_ && injections == injections_at_last_) ++count.batchable;
+    last_lazy_ = lazy;
+    injections_at_last_ = injections;
+    if (waste != nullptr) EndWasted(*waste, sequence, count);
+  }
 
   const ExitSites& sites() const { return sites_; }
 
@@ -47,6 +94,30 @@ class SiteRecorder {
     ExitSite site;  // the key, not a pointer: the map's values move when it grows
   };
   uint64_t WastedExits() const;
+  // Begin's walk of a frame chain.
+  void Walk(uint64_t rip, uint64_t rbp);
+  // Frames from `depth` on are zero (exit_sites.h), and `depth` is set.
+  void ZeroPast(uint8_t depth) {
+    if (current_.depth > depth)
+      std::fill(current_.frames.begin() + depth, current_.frames.begin() + current_.depth, 0);
+    current_.depth = depth;
+  }
+  // Settle's search for the cause whose exit count moved.
+  void SettleCause();
+  // operator==, the RIP first (runs differ there), and no memcmp call for
+  // the RIP alone.
+  static bool SameSite(const ExitSite& a, const ExitSite& b) {
+    if (a.frames[0] != b.frames[0] || a.hypercall != b.hypercall || a.depth != b.depth ||
+        a.reason != b.reason || a.cause != b.cause || a.user != b.user)
+      return false;
+    return a.depth <= 1 ||
+           std::equal(a.frames.begin() + 1, a.frames.begin() + a.depth, b.frames.begin() + 1);
+  }
+  // The current site's count, found or made; it becomes the last site.
+  SiteCount& CountAt();
+  // End's part for the wasted-exit analysis: the verdict, and a cancelled
+  // pair's first half placed at its own site.
+  void EndWasted(const WasteLog& waste, uint64_t sequence, SiteCount& count);
 
   const GuestMemory& memory_;
   const ExitStats& stats_;
@@ -61,8 +132,13 @@ class SiteRecorder {
   // The last exit's site and its count in sites_.counts (End).
   ExitSite last_site_;
   SiteCount* last_count_ = nullptr;
-  std::array<uint64_t, static_cast<int>(Cause::kCount)> cause_exits_before_{};
-  uint64_t wasted_before_ = 0;
+  // The loop's counts as of the last exit's end: only exits move them
+  // (ExitStats::causes and wasted_by_reason), so the cause an exit moved is
+  // the one that differs now, found without a copy of all of them per exit.
+  // The last exit's cause is tried first (exits come in runs of one kind).
+  std::array<uint64_t, static_cast<int>(Cause::kCount)> cause_exits_seen_{};
+  Cause last_cause_ = Cause::kCount;
+  uint64_t wasted_seen_ = 0;
   // A ring of the last kSiteHistory candidates, newest at next_ - 1.
   std::vector<Candidate> history_;
   size_t next_ = 0;
