@@ -38,11 +38,15 @@ struct ExitSite {
 
   std::span<const uint64_t> stack() const { return std::span(frames).first(depth); }
 
-  // Past `depth` both are zero: the frames used decide.
+  // Past `depth` both are zero: the frames used decide. The RIP first
+  // (sites differ there most), and no memcmp call for the RIP alone: the
+  // site recorder compares each exit's site with the last one's.
   friend bool operator==(const ExitSite& a, const ExitSite& b) {
-    return a.reason == b.reason && a.cause == b.cause && a.hypercall == b.hypercall &&
-           a.user == b.user && a.depth == b.depth &&
-           std::equal(a.frames.begin(), a.frames.begin() + a.depth, b.frames.begin());
+    if (a.frames[0] != b.frames[0] || a.hypercall != b.hypercall || a.depth != b.depth ||
+        a.reason != b.reason || a.cause != b.cause || a.user != b.user)
+      return false;
+    return a.depth <= 1 ||
+           std::equal(a.frames.begin() + 1, a.frames.begin() + a.depth, b.frames.begin() + 1);
   }
   template <typename H>
   friend H AbslHashValue(H h, const ExitSite& s) {

@@ -20,11 +20,8 @@ uint64_t SiteRecorder::WastedExits() const {
 }
 
 void SiteRecorder::Walk(uint64_t rip, uint64_t rbp) {
-  const uint8_t before = current_.depth;  // frames past it are zero already
-  current_.depth = static_cast<uint8_t>(WalkFrames(memory_, rip, rbp, current_.frames));
-  // What the walk wrote is the stack; past it, zero (exit_sites.h).
-  if (before > current_.depth)
-    std::fill(current_.frames.begin() + current_.depth, current_.frames.begin() + before, 0);
+  // What the walk wrote is the stack; past it, zero (ZeroPast).
+  ZeroPast(static_cast<uint8_t>(WalkFrames(memory_, rip, rbp, current_.frames)));
 }
 
 void SiteRecorder::SettleCause() {

@@ -73,8 +73,7 @@ class SiteRecorder {
     Settle();
     // Exits come in runs from one site (a loop of hypercalls): the last
     // site's count is kept, valid until the map next inserts (CountAt).
-    SiteCount& count =
-        last_count_ != nullptr && SameSite(current_, last_site_) ? *last_count_ : CountAt();
+    SiteCount& count = last_count_ != nullptr && current_ == last_site_ ? *last_count_ : CountAt();
     ++count.exits;
     // A run of direct lazy-mode calls with no interrupt between: every exit
     // after the run's first is one a batch could have carried.
@@ -104,15 +103,6 @@ class SiteRecorder {
   }
   // Settle's search for the cause whose exit count moved.
   void SettleCause();
-  // operator==, the RIP first (runs differ there), and no memcmp call for
-  // the RIP alone.
-  static bool SameSite(const ExitSite& a, const ExitSite& b) {
-    if (a.frames[0] != b.frames[0] || a.hypercall != b.hypercall || a.depth != b.depth ||
-        a.reason != b.reason || a.cause != b.cause || a.user != b.user)
-      return false;
-    return a.depth <= 1 ||
-           std::equal(a.frames.begin() + 1, a.frames.begin() + a.depth, b.frames.begin() + 1);
-  }
   // The current site's count, found or made; it becomes the last site.
   SiteCount& CountAt();
   // End's part for the wasted-exit analysis: the verdict, and a cancelled
