@@ -77,9 +77,12 @@ absl::Status BenchMatrix::CheckGuestCommandLines() const {
 }
 
 void BenchMatrix::Prepare(bool probe_host, const std::string& builtin_kernel, bool reprobe) {
-  kernel_ = !settings_.kernel.empty() ? settings_.kernel
-            : !builtin_kernel.empty() ? builtin_kernel
-                                      : DefaultGuestKernelPath();
+  if (!settings_.kernel.empty()) {
+    kernel_ = settings_.kernel;
+  } else {
+    kernel_ = !builtin_kernel.empty() ? builtin_kernel : DefaultGuestKernelPath();
+    if (!settings_.guest_counters) kernel_ = UncountedGuestKernelPath(kernel_);
+  }
   digest_ = FileSha256(kernel_);
   if (!probe_host) return;
   if (absl::StatusOr<HostInfo> host = ProbeHost(); host.ok()) {
@@ -127,8 +130,8 @@ absl::Status BenchMatrix::Execute(const PlannedRun& p, const BenchHooks& hooks) 
   return absl::OkStatus();
 }
 
-// The guest-side cost of one exit on this host, bare and through the
-// kernel's counted wrapper: workload=exitcost, `repeat` times, before the
+// The guest-side cost of one exit on this host, bare and through the timed
+// kernel's wrapper: workload=exitcost, `repeat` times, before the
 // matrix.
 absl::Status BenchMatrix::MeasureExitCost() {
   std::vector<double> bare, wrapped;
@@ -286,6 +289,8 @@ json BenchMatrix::Record(const std::vector<ConfigResult>& results) const {
             {"memory_bytes", settings_.memory},
             {"timeout_seconds", settings_.timeout_seconds},
             {"cpus", settings_.cpus},
+            {"guest_counters",
+             settings_.kernel.empty() ? json(settings_.guest_counters) : json("its own")},
             {"order", "baselines, then repetitions alternately forwards and backwards"},
             {"configurations", configurations}}},
           {"complete", stop_why_.empty()},

@@ -62,6 +62,9 @@ struct BenchSettings {
   uint32_t cpus = 1;
   std::string kernel;        // "" : the built-in guest (DefaultGuestKernelPath)
   std::string command_line;  // for provenance
+  // With the built-in guest: its counted kernel (true) or, as bench times
+  // by default, the uncounted one (UncountedGuestKernelPath).
+  bool guest_counters = false;
 };
 
 // What the driver does at the bench's turns; every hook may be empty.
@@ -105,7 +108,8 @@ class BenchMatrix {
   absl::Status CheckGuestCommandLines() const;
 
   // The guest image (settings.kernel, else `builtin_kernel`, else
-  // DefaultGuestKernelPath) and its digest; with `probe_host`, the host
+  // DefaultGuestKernelPath; uncounted unless settings.guest_counters) and its
+  // digest; with `probe_host`, the host
   // (ProbeHost, then the host probe once per bench: every run record
   // carries it).
   void Prepare(bool probe_host, const std::string& builtin_kernel = "", bool reprobe = false);

@@ -175,12 +175,13 @@ std::string RenderSeeds(const std::vector<SeedResult>& seeds, const ExitCost& ex
           rows) +
       fmt::format(
           "exit-cost model: one bare exit (a null `out`, nothing around it) costs {:.2f} us of "
-          "guest time here (workload=exitcost, median of {}, ±{:.1f}%); through the kernel's "
-          "counted Hypercall() wrapper {:.2f} us (±{:.1f}%), so its bookkeeping adds {:.2f} us "
-          "per hypercall. \"explained by exits\" = exits saved x the bare cost / time saved, "
-          "only for a change outside the spread; \"by the guest's wrapper\" = exits saved x "
-          "what the wrapper adds / time saved: the guest's own counting around those exits, "
-          "which Linux does not have; the rest is the ops' other instructions (docs/RESULTS.md)\n",
+          "guest time here (workload=exitcost, median of {}, ±{:.1f}%); through the timed "
+          "kernel's Hypercall() wrapper {:.2f} us (±{:.1f}%), so the wrapper adds {:.2f} us per "
+          "hypercall (the uncounted kernel's: a call and a test; the counted kernel's, with "
+          "--guest-counters on, also its counting). \"explained by exits\" = exits saved x the "
+          "bare cost / time saved, only for a change outside the spread; \"by the guest's "
+          "wrapper\" = exits saved x what the wrapper adds / time saved; the rest is the ops' "
+          "other instructions (docs/RESULTS.md)\n",
           us(bare.median), bare.values.size(), bare.spread_pct, us(wrapped.median),
           wrapped.spread_pct, us(wrapped.median - bare.median));
   if (over_100)

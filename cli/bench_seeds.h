@@ -33,7 +33,8 @@ const std::vector<SeedDef>& SeedDefs();
 
 // The exit-cost model, from workload=exitcost: guest TSC per null
 // hypercall, bare (one `out`, no wrapper: what an exit costs) and through
-// the kernel's counted Hypercall() wrapper (the exit plus its bookkeeping).
+// the timed kernel's Hypercall() wrapper (the exit, the call and, in the
+// counted kernel, its bookkeeping).
 struct ExitCost {
   Stats bare_tsc;
   Stats wrapper_tsc;
@@ -50,9 +51,10 @@ struct SeedComparison {
   // outside the spread that saved time (otherwise there is nothing to
   // explain); above 1 the exits saved cost more than the time saved.
   std::optional<double> exit_share;
-  // Exits saved x what the kernel's Hypercall() wrapper adds to each (its
-  // counting; wrapper - bare) / time saved, under the same conditions: the
-  // part of the saving that is the guest's own bookkeeping around the exits.
+  // Exits saved x what the kernel's Hypercall() wrapper adds to each
+  // (wrapper - bare: the call, and the counting in the counted kernel) / time
+  // saved, under the same conditions: the part of the saving that is the
+  // guest's wrapper around the exits.
   std::optional<double> wrapper_share;
   // KVM's emulated instructions per unit (kvm_pvm), before and after; none
   // where the host does not count them.

@@ -16,6 +16,7 @@ namespace minivmm::cli {
 
 struct RunOptions {
   std::string kernel;
+  bool guest_counters = true;  // --guest-counters on|off: the built-in guest's counted kernel
   uint64_t memory = 64ull << 20;
   std::string backend;
   std::string pvops;
@@ -68,8 +69,9 @@ struct BenchOptions {
   double timeout_seconds = 120;
   uint32_t cpus = 1;  // vCPUs of every run
   bool quiet = false;
-  bool reprobe = false;      // measure the host again, not from the probe cache
-  std::string command_line;  // for provenance
+  bool reprobe = false;         // measure the host again, not from the probe cache
+  bool guest_counters = false;  // --guest-counters: the counted built-in kernel
+  std::string command_line;     // for provenance
 };
 inline constexpr int kBenchRunFailed = 1;   // a run failed or a guest self-check failed
 inline constexpr int kBenchPlotFailed = 3;  // the --plot figure could not be drawn

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cli/exit_codes.h"
 #include "lib/cmdline.h"
 
@@ -26,23 +27,28 @@ const std::vector<std::string>& GuestBackends() {
 
 const std::vector<BenchConfiguration>& BenchConfigurations() {
   // Items of pvops= apply in order (guest/README.md), so "naive,<op>:..."
-  // is all naive with one op changed. The op names are the guest's list's
-  // (guest/lib/pvop_list.h); the bench runs the four seeds, batching and fs_base.
+  // is all naive with one op changed. Which ops and variants: the guest's
+  // list's bench and seed columns (guest/lib/pvop_list.h), in its order.
   static const std::vector<BenchConfiguration> kConfigurations = [] {
-    using guest::PvOp;
-    auto name = [](PvOp op) { return std::string(guest::PvOpName(op)); };
-    constexpr PvOp kSeeds[] = {PvOp::kIrqRestore, PvOp::kFpuSwitch, PvOp::kTls, PvOp::kPteFlags};
+    std::vector<const guest::PvOpInfo*> seeds;
     std::vector<BenchConfiguration> v = {{"naive", "naive"}};
-    for (PvOp op : kSeeds) v.push_back({name(op), "naive," + name(op) + ":optimized"});
-    v.push_back(
-        {name(PvOp::kPteFlags) + "_patched", "naive," + name(PvOp::kPteFlags) + ":patched"});
-    v.push_back({name(PvOp::kBatch), "naive," + name(PvOp::kBatch) + ":on"});
-    // Not a seed: the FS base writes of ctx/pipe with fs=base
-    // (docs/exit-model.md "5."); elsewhere it changes nothing.
-    v.push_back({name(PvOp::kFsBase), "naive," + name(PvOp::kFsBase) + ":optimized"});
+    for (int i = 0; i < guest::kPvOpCount; ++i) {
+      const guest::PvOpInfo& op = guest::PvOpInfoOf(static_cast<guest::PvOp>(i));
+      const std::string name = op.name;
+      bool first = true;
+      const std::vector<std::string> variants = absl::StrSplit(op.bench, '|', absl::SkipEmpty());
+      for (const std::string& variant : variants) {
+        v.push_back({first ? name : absl::StrCat(name, "_", variant),
+                     absl::StrCat("naive,", name, ":", variant)});
+        first = false;
+      }
+      if (op.seed) seeds.push_back(&op);
+    }
     v.push_back({"optimized", "optimized"});
     v.push_back({"xen", "xen", true});
-    for (PvOp op : kSeeds) v.push_back({"xen+" + name(op), "xen," + name(op) + ":optimized", true});
+    for (const guest::PvOpInfo* op : seeds)
+      v.push_back(
+          {absl::StrCat("xen+", op->name), absl::StrCat("xen,", op->name, ":optimized"), true});
     return v;
   }();
   return kConfigurations;

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -80,6 +80,8 @@ void PrintCrashReport(const RunResult& result) {
 VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   VmConfig config;
   config.kernel_path = o.kernel;
+  if (o.kernel.empty() && !o.guest_counters)
+    config.kernel_path = UncountedGuestKernelPath(DefaultGuestKernelPath());
   config.memory_bytes = o.memory;
   config.cmdline = GuestCommandLine(o);
   config.timer_hz = o.timer_hz;
@@ -163,7 +165,14 @@ void PrintRun(const RunOptions& o, const RunResult& result, const nlohmann::json
 }  // namespace
 
 void AddRunFlags(CLI::App& app, RunOptions& o) {
-  app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
+  CLI::Option* kernel =
+      app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
+  app.add_option("--guest-counters", o.guest_counters,
+                 "on: the built-in guest counts its own events and hypercalls (kernel.*); off: "
+                 "its uncounted build, which `bench` times")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str("on")
+      ->excludes(kernel);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--backend", o.backend, "Guest backend")->check(CLI::IsMember({"pv", "native"}));

@@ -16,6 +16,8 @@
 #   P/lib/libminivmm_*.a                                  the VMM library
 #   P/lib/cmake/minivmm/                                  package config
 #   P/share/minivmm/minivmm-guest.elf                     the built-in guest
+#   P/share/minivmm/minivmm-guest-uncounted.elf           the same, its event
+#       counting compiled out (what `minivmm bench` times)
 #   P/share/minivmm/guest/{entry.c,guest.ld}              entry stub and linker
 #       script that minivmm_add_guest() (MinivmmAddGuest.cmake) links
 #   P/bin/minivmm                                         the CLI
@@ -66,8 +68,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/minivmm_guest
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/guest/entry.c ${PROJECT_SOURCE_DIR}/cmake/guest/guest.ld
   DESTINATION ${MINIVMM_INSTALL_DATADIR}/guest)
 
-# The guest kernel, built by the minivmm_guest ExternalProject.
-install(FILES ${MINIVMM_GUEST_ELF} DESTINATION ${MINIVMM_INSTALL_DATADIR})
+# The guest kernel, counted and uncounted, built by the minivmm_guest
+# ExternalProject.
+install(FILES ${MINIVMM_GUEST_ELF} ${MINIVMM_UNCOUNTED_GUEST_ELF}
+  DESTINATION ${MINIVMM_INSTALL_DATADIR})
 
 install(TARGETS minivmm RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 

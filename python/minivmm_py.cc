@@ -341,7 +341,9 @@ class PyVm {
 // CLI's --workloads and --backend values.
 py::object Bench(const std::string& workloads, const std::string& backend, int repeat,
                  const std::string& kernel, int64_t memory, std::optional<double> timeout,
-                 int64_t cpus, bool probe_host, py::object progress) {
+                 int64_t cpus, bool probe_host, bool guest_counters, py::object progress) {
+  if (!kernel.empty() && guest_counters)
+    RaiseValueError("guest_counters applies to the built-in guest, not to kernel=");
   if (repeat < 1 || repeat > 1000)
     RaiseValueError("repeat must be between 1 and 1000, got " + std::to_string(repeat));
   if (backend != "both") {
@@ -365,7 +367,8 @@ py::object Bench(const std::string& workloads, const std::string& backend, int r
       static_cast<uint32_t>(cpus),
       kernel,
       fmt::format("minivmm.bench(\"{}\", backends=\"{}\", repeat={}, cpus={})", workloads, backend,
-                  repeat, cpus)};
+                  repeat, cpus),
+      guest_counters};
   cli::BenchMatrix matrix(settings);
   if (matrix.workloads().empty()) RaiseValueError("workloads is empty");
   if (absl::Status s = matrix.CheckGuestCommandLines(); !s.ok()) Raise(s);
@@ -684,17 +687,18 @@ void DefineBench(py::module_& m) {
   m.def(
       "bench",
       [](py::object workloads, py::object backends, int repeat, py::object kernel, int64_t memory,
-         std::optional<double> timeout, int64_t cpus, bool probe_host, py::object progress) {
+         std::optional<double> timeout, int64_t cpus, bool probe_host, bool guest_counters,
+         py::object progress) {
         std::string backend = Joined(backends, ",", "backends");
         if (backend == "pv,native") backend = "both";
         return Bench(Joined(workloads, ",", "workloads"), backend, repeat,
                      kernel.is_none() ? std::string() : kernel.cast<std::string>(), memory, timeout,
-                     cpus, probe_host, progress);
+                     cpus, probe_host, guest_counters, progress);
       },
       py::arg("workloads"), py::kw_only(), py::arg("backends") = "both", py::arg("repeat") = 1,
       py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
       py::arg("timeout") = 120.0, py::arg("cpus") = 1, py::arg("probe_host") = true,
-      py::arg("progress") = py::none(), R"doc(
+      py::arg("guest_counters") = false, py::arg("progress") = py::none(), R"doc(
 Runs `minivmm bench`: the CLI's own plan and code (cli/bench_plan.h) and
 returns its bench record (`minivmm bench --json`, docs/run-record.md): the
 exit-cost runs, one baseline (workload=none) per backend and configuration,
@@ -706,6 +710,8 @@ workloads: `--workloads`, e.g. "ctx:rounds=50,irq", or a list of such
 items (["ctx:rounds=50", "irq"]). backends: "pv", "native" or "both".
 timeout: seconds per run, None for none. probe_host=False skips the host
 probe (provenance.host's answers are then null: not measured).
+guest_counters: time the built-in guest that counts its own events (as
+`--guest-counters on`); by default the uncounted one, as the CLI's bench.
 progress(i, n, run) is called after each run with its entry of "runs".)doc");
 }
 

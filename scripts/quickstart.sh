@@ -146,7 +146,9 @@ case "$mode" in
     # nested one, where every exit costs ~10x, this many (tests/integration/smp_test.cc).
     # The same for the leak test's VM lifecycles (tests/leak).
     export MINIVMM_SMP_STRESS_LIFECYCLES=200 MINIVMM_LEAK_TEST_VMS=200
-    bench=(build/debug/minivmm bench --backend both --repeat 1 --quiet
+    # The counted guest: the cross-host test holds the exits against the
+    # guest's own counts too.
+    bench=(build/debug/minivmm bench --backend both --repeat 1 --quiet --guest-counters on
            --workloads ctx,ctx:tls=same,pipe,irq,cpa,fpu)
 
     # The nested kvm_amd is one TCG vCPU: one host core. Its steps run in the

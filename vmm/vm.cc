@@ -70,6 +70,11 @@ std::string DefaultGuestKernelPath() {
   return MINIVMM_INSTALLED_GUEST_ELF;
 }
 
+std::string UncountedGuestKernelPath(const std::string& counted_kernel) {
+  return (std::filesystem::path(counted_kernel).parent_path() / "minivmm-guest-uncounted.elf")
+      .string();
+}
+
 Vm::Vm(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Vm::~Vm() = default;
 

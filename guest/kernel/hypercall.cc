@@ -46,7 +46,7 @@ int64_t Hypercall(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a
   // the CPU that made it, found once (a hypercall returns on the vCPU that
   // made it); the final report adds its own report and shutdown calls
   // itself.
-  CountHypercallOp(Hc(), nr & 0xFFFFFFFFu, rc, /*direct=*/true);
+  if constexpr (kCounters) CountHypercallOp(Hc(), nr & 0xFFFFFFFFu, rc, /*direct=*/true);
   return rc;
 }
 
@@ -57,6 +57,7 @@ static uint64_t g_issued_ops[MVMM_MAX_CPUS][MVMM_MULTICALL_MAX_ENTRIES];
 
 int64_t Multicall(uint64_t list_gpa, uint64_t count) {
   if (!g_boot.under_minivmm) Panic("hypercall outside minivmm");
+  if constexpr (!kCounters) return RawHypercall(MVMM_HC_multicall, list_gpa, count);
   const uint32_t me = CurrentCpu();
   uint64_t* issued = g_issued_ops[me];
   const auto* e = reinterpret_cast<const volatile mvmm_multicall_entry*>(list_gpa);
@@ -105,8 +106,8 @@ int64_t HypercallOrDie(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2, uint6
 void FlushBatch(MulticallBatch* batch) {
   if (batch->empty()) return;
   uint32_t n = batch->count();
-  ++Kc().multicalls;
-  Kc().multicall_entries += n;
+  Count(&KernelCounters::multicalls);
+  Count(&KernelCounters::multicall_entries, n);
   int64_t rc = Multicall(reinterpret_cast<uintptr_t>(batch->entries()), n);
   if (rc < 0) HypercallFailed(MVMM_HC_multicall, rc, false);
   for (uint32_t i = 0; i < n; ++i) {

@@ -17,6 +17,8 @@ namespace {
 
 bool g_shutting_down = false;
 
+void AppendFinalCounts(TextBuf* out);
+
 // The kernel.* record. Its hc counts include this report and the shutdown
 // that follows, so they equal the VMM's totals for the whole run.
 void SendFinalReport(int code) {
@@ -30,7 +32,17 @@ void SendFinalReport(int code) {
   r.Kv("kernel.console.bytes", cs.bytes);
   r.Kv("kernel.ring3_nm", g_boot.ring3_nm ? 1 : 0);
   r.Kv("kernel.patched_sites", g_boot.patched_sites);
+  r.Kv("config.counters", kCounters ? 1 : 0);
   AppendSmpReport(&r);
+  if constexpr (kCounters) AppendFinalCounts(&r);
+  if (r.overflowed()) r.Clear().Kv("kernel.report_overflow", 1);
+  SendReport();
+}
+
+// kernel.<counter> and kernel.hc*: the totals, this report and the
+// shutdown that follows included.
+void AppendFinalCounts(TextBuf* out) {
+  TextBuf& r = *out;
   KernelCounters zero = {};
   AppendCounterDeltas("kernel", zero, Kc(), &r);
   HypercallCounts c = Hc();
@@ -41,8 +53,6 @@ void SendFinalReport(int code) {
     c.exits[MVMM_HC_sched_op]++;
   }
   AppendHypercallCounts("kernel", c, &r);
-  if (r.overflowed()) r.Clear().Kv("kernel.report_overflow", 1);
-  SendReport();
 }
 
 }  // namespace

@@ -59,6 +59,25 @@ inline uint32_t CurrentCpu() {
 inline Cpu& ThisCpu() { return g_cpus[CurrentCpu()]; }
 inline KernelCounters& Kc() { return ThisCpu().kc; }
 inline HypercallCounts& Hc() { return ThisCpu().hc; }
+
+// The kernel's event counting, compiled in or out. The kernel is built
+// twice from the same sources: minivmm-guest.elf counts every event and
+// every hypercall (what the tests compare with the VMM's counts), and
+// minivmm-guest-uncounted.elf (GUEST_COUNTERS=0), which `minivmm bench`
+// times, compiles all of it out, so that no timed path runs the guest's own
+// bookkeeping (Linux's hot paths have none). The uncounted kernel reports
+// config.counters=0 and no counter at all ("not measured", not zero);
+// check failures are counted by both.
+#ifndef GUEST_COUNTERS
+#define GUEST_COUNTERS 1
+#endif
+inline constexpr bool kCounters = GUEST_COUNTERS != 0;
+
+// Adds `n` to this CPU's `counter` (&KernelCounters::name); nothing at all,
+// not even the CPU lookup, in the uncounted kernel.
+inline void Count(uint64_t KernelCounters::*counter, uint64_t n = 1) {
+  if constexpr (kCounters) ThisCpu().kc.*counter += n;
+}
 inline Task* Current() { return ThisCpu().current; }
 
 // This CPU's GDT (its TLS slots) and TSS: CPU n's are the n-th of the VMM's

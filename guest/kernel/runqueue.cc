@@ -46,10 +46,10 @@ bool RunqEmpty() { return __atomic_load_n(&ThisCpu().runq_head, __ATOMIC_ACQUIRE
 void Enqueue(Task* t) {
   RunqPush(t);
   if (t->cpu == CurrentCpu()) return;
-  ++Kc().remote_enqueues;
+  Count(&KernelCounters::remote_enqueues);
   const Cpu& c = g_cpus[t->cpu];
   if (c.current == c.idle) {
-    ++Kc().resched_ipis;
+    Count(&KernelCounters::resched_ipis);
     SendIpiMask(1ull << t->cpu);
   }
 }

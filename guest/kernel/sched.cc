@@ -83,7 +83,7 @@ void IdleLoop(uint64_t) {
       // or another CPU.
       if (g_boot.timer_hz == 0 && NrCpus() == 1)
         Panic("deadlock: every task is blocked and the timer is off");
-      ++Kc().idle_blocks;
+      Count(&KernelCounters::idle_blocks);
       pv_ops.safe_halt();  // returns with IF=1 after the interrupt ran
     } else {
       ArchIrqEnable();
@@ -219,7 +219,7 @@ void MigrateCurrent(uint32_t cpu) {
   GUEST_ASSERT(cpu < NrCpus());
   Task* t = Current();
   if (t->cpu == cpu) return;
-  ++Kc().migrations;
+  Count(&KernelCounters::migrations);
   t->cpu = cpu;
   Schedule();
 }

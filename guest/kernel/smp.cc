@@ -143,7 +143,7 @@ uint64_t OtherCpusMask() {
 
 void IpiInterrupt() {
   CpuState& me = g_cpu[CurrentCpu()];
-  ++Kc().ipis;
+  Count(&KernelCounters::ipis);
   TakeFlushFlag();
   Mailbox& m = me.mailbox;
   const uint32_t requests = __atomic_exchange_n(&m.pending, 0u, __ATOMIC_ACQ_REL);
@@ -199,6 +199,10 @@ void TakeFlushFlag() {
 void IdleBlock(Task* const* head) {
   // Counted before the block: the last block of an idle CPU never returns
   // (the VM's stop ends it), and CPU 0 reports while the others are blocked.
+  if constexpr (!kCounters) {
+    IdleBlockWindow(head);
+    return;
+  }
   KernelCounters& kc = Kc();
   HypercallCounts& hc = Hc();
   ++kc.idle_blocks;
@@ -215,7 +219,7 @@ void RestartIdleWindow(TrapFrame* f) {
   const uint64_t start = reinterpret_cast<uint64_t>(idle_window_start);
   if (f->rip >= start && f->rip < reinterpret_cast<uint64_t>(idle_window_end)) {
     f->rip = start;
-    ++Kc().idle_restarts;
+    Count(&KernelCounters::idle_restarts);
   }
 }
 
@@ -233,6 +237,8 @@ void AppendSmpReport(TextBuf* out) {
     out->Kv(p.View(), "ipi_flushes", ap.ipi_flushes);
     out->Kv(p.View(), "flag_flushes", ap.flag_flushes);
     out->Kv(p.View(), "ipi_calls", ap.ipi_calls);
+    AppendLockCounts(p.View(), cpu, out);
+    if constexpr (!kCounters) continue;
     // Its kernel counters: these three always, the others when not zero
     // (the record has a size limit, and most stay zero on a CPU that only
     // serves IPIs).
@@ -245,7 +251,6 @@ void AppendSmpReport(TextBuf* out) {
     out->Kv(p.View(), #name, kc.name);
     GUEST_COUNTER_LIST(GUEST_SMP_KC_)
 #undef GUEST_SMP_KC_
-    AppendLockCounts(p.View(), cpu, out);
     p.Str(".hc_exits");
 #define GUEST_SMP_HC_(nr, name) \
   if (hc.exits[nr] != 0) out->Kv(p.View(), #name, hc.exits[nr]);

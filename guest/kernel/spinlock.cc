@@ -24,6 +24,7 @@ bool IrqsOff() {
 }
 
 void AppendLockCounts(StrView prefix, uint32_t cpu, TextBuf* out) {
+  if constexpr (!kCounters) return;
   const LockCounts& c = g_lock_counts[cpu];
   out->Kv(prefix, "lock_acquisitions", c.acquisitions);
   out->Kv(prefix, "lock_spins", c.spins);
@@ -66,7 +67,7 @@ void SpinLock::Lock() {
   GUEST_ASSERT(!(held() && __atomic_load_n(&owner_, __ATOMIC_RELAXED) == me));
   if (!TryLock()) pv_ops.lock_slowpath(this, me);
   __atomic_store_n(&owner_, me, __ATOMIC_RELAXED);
-  ++g_lock_counts[me].acquisitions;
+  if constexpr (kCounters) ++g_lock_counts[me].acquisitions;
 }
 
 // Test and test-and-set: spin on a plain read until the word is free, then
@@ -77,9 +78,9 @@ void SpinLock::SpinSlowPath(SpinLock* lock, uint32_t me) {
   do {
     while (__atomic_load_n(&lock->locked_, __ATOMIC_RELAXED) != 0) {
       cpu::Pause();
-      ++c.spins;
+      if constexpr (kCounters) ++c.spins;
       if (++spins % kYieldEvery != 0) continue;
-      ++c.yields;
+      if constexpr (kCounters) ++c.yields;
       pv_ops.yield(__atomic_load_n(&lock->owner_, __ATOMIC_RELAXED), me);
     }
   } while (!lock->TryLock());
@@ -94,7 +95,7 @@ void SpinLock::SleepSlowPath(SpinLock* lock, uint32_t me) {
   do {
     while (__atomic_load_n(&lock->locked_, __ATOMIC_RELAXED) != 0) {
       cpu::Pause();
-      ++c.spins;
+      if constexpr (kCounters) ++c.spins;
       if (++spins % kSpinThreshold != 0) continue;
       // Record this CPU as a waiter, then look once more: an unlocker that
       // released before the record was visible cannot have seen it.
@@ -103,10 +104,10 @@ void SpinLock::SleepSlowPath(SpinLock* lock, uint32_t me) {
         __atomic_fetch_and(&lock->waiters_, ~bit, __ATOMIC_SEQ_CST);
         return;
       }
-      ++c.waits;
+      if constexpr (kCounters) ++c.waits;
       const int64_t r = pv_ops.lock_wait(&lock->locked_, 1);
       GUEST_ASSERT(r >= 0);
-      if (r == MVMM_LOCK_WAIT_KICKED) ++c.kicked_wakes;
+      if (kCounters && r == MVMM_LOCK_WAIT_KICKED) ++c.kicked_wakes;
       __atomic_fetch_and(&lock->waiters_, ~bit, __ATOMIC_SEQ_CST);
     }
   } while (!lock->TryLock());
@@ -126,7 +127,7 @@ void SpinLock::Unlock() {
     const uint64_t bit = waiters & -waiters;
     const uint64_t before = __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
     if (before & bit) {
-      ++g_lock_counts[CurrentCpu()].kicks;
+      if constexpr (kCounters) ++g_lock_counts[CurrentCpu()].kicks;
       pv_ops.lock_kick(static_cast<uint32_t>(__builtin_ctzll(bit)));
       return;
     }

@@ -35,12 +35,12 @@ bool g_probing = true;  // until FpuPolicyInit: #NM is expected under every poli
 Variant FpuPolicy() { return PvVariant(PvOp::kFpuSwitch); }
 
 void SaveFpu(Task* t) {
-  ++Kc().fpu_saves;
+  Count(&KernelCounters::fpu_saves);
   cpu::Fxsave(t->fxsave);
 }
 
 void RestoreFpu(Task* t) {
-  ++Kc().fpu_restores;
+  Count(&KernelCounters::fpu_restores);
   cpu::Fxrstor(t->fxsave);
 }
 
@@ -61,16 +61,16 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
     if (prev->used_math) SaveFpu(prev);
     prev->has_fpu = false;
     if (next->used_math) {
-      ++Kc().fpu_preloads;
+      Count(&KernelCounters::fpu_preloads);
       next->has_fpu = true;
       return true;
     }
     return false;
   }
   bool preload = WantPreload(next);
-  if (preload) ++Kc().fpu_preloads;
+  if (preload) Count(&KernelCounters::fpu_preloads);
   // The switches where naive pays the stts/clts pair and optimized nothing.
-  if (preload && prev->has_fpu) ++Kc().fpu_owner_preloads;
+  if (preload && prev->has_fpu) Count(&KernelCounters::fpu_owner_preloads);
   if (policy == Variant::kNaive) {
     // __unlazy_fpu(prev): save and set TS; then clts for a preload: the
     // stts/clts pair, two CR0 writes when prev owned the FPU.
@@ -192,7 +192,7 @@ void FpuPolicyInit() {
 }
 
 void ContextSwitch(Task* prev, Task* next) {
-  ++Kc().switches;
+  Count(&KernelCounters::switches);
   FpuCpuInit();
   TickSwitchIn(next);
   GUEST_ASSERT(*prev->kstack_guard == 0x57ac6c0ffee5afe5ull);  // prev's stack did not overflow
@@ -217,7 +217,7 @@ void ContextSwitch(Task* prev, Task* next) {
 }
 
 void FpuDeviceNotAvailable(bool from_user) {
-  ++Kc().nm_traps;
+  Count(&KernelCounters::nm_traps);
   if (from_user) g_ring3_nm_seen = true;
   Task* t = Current();
   if (FpuPolicy() == Variant::kEager && !g_probing)

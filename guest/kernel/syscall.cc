@@ -121,7 +121,7 @@ int64_t Dispatch(uint64_t nr, uint64_t a0, uint64_t a1, uint64_t a2) {
 }  // namespace
 
 void SyscallEntry(TrapFrame* f) {
-  ++Kc().syscalls;
+  Count(&KernelCounters::syscalls);
   f->rax = static_cast<uint64_t>(Dispatch(f->rax, f->rdi, f->rsi, f->rdx));
 }
 

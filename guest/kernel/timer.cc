@@ -29,7 +29,7 @@ bool g_tick_running[MVMM_MAX_CPUS];  // a secondary CPU's own tick; its own
 // Interrupt context: interrupts off, called by TrapDispatch. Takes no lock
 // and never sleeps (it only sets a flag; kernel code is not preempted).
 void TimerInterrupt(TrapFrame* frame) {
-  ++Kc().timer_irqs;
+  Count(&KernelCounters::timer_irqs);
   if (!__atomic_load_n(&g_preempt, __ATOMIC_RELAXED) || IsIdle(Current()) || !frame->FromUser())
     return;
   Cpu& me = ThisCpu();
@@ -43,7 +43,7 @@ void ReturnToUserWork() {
   bool& need_resched = ThisCpu().need_resched;
   if (!need_resched) return;
   need_resched = false;
-  ++Kc().preemptions;
+  Count(&KernelCounters::preemptions);
   Schedule();
 }
 
@@ -69,7 +69,7 @@ void TickSwitchIn(const Task* next) {
     return;
   if (!__atomic_load_n(&g_preempt, __ATOMIC_RELAXED)) return;
   __atomic_store_n(&g_tick_running[cpu], true, __ATOMIC_RELAXED);
-  ++Kc().tick_starts;
+  Count(&KernelCounters::tick_starts);
   // CPU 0's rate, but no faster than the shortest period the VMM allows.
   uint64_t period = 1'000'000'000ull / g_boot.timer_hz;
   if (period < MVMM_PERIODIC_TIMER_MIN_NS) period = MVMM_PERIODIC_TIMER_MIN_NS;
@@ -83,7 +83,7 @@ void TickIdle() {
   if (!__atomic_load_n(&g_tick_running[cpu], __ATOMIC_RELAXED) ||
       __atomic_load_n(&g_preempt, __ATOMIC_RELAXED))
     return;
-  ++Kc().tick_stops;
+  Count(&KernelCounters::tick_stops);
   HypercallOrDie(MVMM_HC_vcpu_op, MVMM_VCPUOP_STOP_PERIODIC_TIMER, cpu, 0);
   // A tick raised before the stop was taken right after the hypercall.
   __atomic_store_n(&g_tick_running[cpu], false, __ATOMIC_RELEASE);

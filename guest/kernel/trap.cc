@@ -84,7 +84,7 @@ extern "C" void TrapDispatch(TrapFrame* f) {
     case kVectorUd:
       if (!IsInt80(f)) UnhandledException(f);
       f->rip += 2;  // as if the gate had been taken: resume after `int 0x80`
-      ++Kc().syscall_ud_fallbacks;
+      Count(&KernelCounters::syscall_ud_fallbacks);
       SyscallEntry(f);
       break;
     case kVectorNm:

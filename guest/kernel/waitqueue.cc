@@ -42,7 +42,7 @@ void WakeAll(WaitQueue* wq) {
     if (wq->head == nullptr) wq->tail = nullptr;
     t->waiting_on = nullptr;
     t->wait_next = nullptr;
-    ++Kc().wakeups;
+    Count(&KernelCounters::wakeups);
     g_rq_lock.Lock();
     t->state = TaskState::kRunnable;
     Enqueue(t);  // on its CPU, which may be another one

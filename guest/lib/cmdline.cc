@@ -6,8 +6,8 @@ namespace guest {
 namespace {
 
 constexpr PvOpInfo kPvOps[kPvOpCount] = {
-#define GUEST_PVOP_INFO_(id, name, choices, dflt, xen, preset, description) \
-  {name, choices, Variant::dflt, Variant::xen, preset, description},
+#define GUEST_PVOP_INFO_(id, name, choices, dflt, xen, preset, bench, seed, description) \
+  {name, choices, Variant::dflt, Variant::xen, preset, bench, seed, description},
     GUEST_PVOP_LIST(GUEST_PVOP_INFO_)
 #undef GUEST_PVOP_INFO_
 };

@@ -44,7 +44,9 @@ struct PvOpInfo {
   const char* choices;  // "a|b|c"
   Variant default_variant;
   Variant xen;
-  bool preset;  // set by the all-op items naive and optimized
+  bool preset;        // set by the all-op items naive and optimized
+  const char* bench;  // the variants `minivmm bench` sweeps alone, "a|b" ("": none)
+  bool seed;          // a seed patch: also swept alone against Xen's baseline
   const char* description;
 };
 const PvOpInfo& PvOpInfoOf(PvOp op);
@@ -74,6 +76,9 @@ inline constexpr NoParams kNoParams{};
 // WorkloadSpec::flags.
 inline constexpr uint32_t kWorkloadInAll = 1;         // workload=all runs it
 inline constexpr uint32_t kWorkloadNeedsMinivmm = 2;  // it needs minivmm's hypercalls
+// It checks its own hypercalls against the kernel's counts (kernel/percpu.h):
+// the uncounted kernel refuses it.
+inline constexpr uint32_t kWorkloadNeedsCounters = 4;
 
 // One row of lib/workload_list.h (its comment says what each field is).
 struct WorkloadSpec {

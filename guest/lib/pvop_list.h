@@ -4,7 +4,7 @@
 // CLI's exit table and the tests derive theirs from it. Freestanding (also
 // compiled on the host). Adding an op: docs/extending.md.
 //
-// X(id, name, choices, default, xen, preset, description)
+// X(id, name, choices, default, xen, preset, bench, seed, description)
 //   id          the PvOp enumerator (kIrqRestore)
 //   name        its spelling in pvops= and in the config.pvops.<name> report
 //   choices     the variants it accepts, "a|b|c"; each word is one of
@@ -13,6 +13,14 @@
 //   default     its variant when pvops= does not name it
 //   xen         its variant under pvops=xen (Linux on Xen before the seeds)
 //   preset      true when the all-op items `naive` and `optimized` set it
+//   bench       the variants `minivmm bench` sweeps, each alone against all
+//               naive, "a|b" ("" for none): a configuration named after the
+//               op for the first, <op>_<variant> for the others
+//   seed        true for the four seed patches: also swept alone against
+//               Xen's baseline (configuration xen+<op>)
+//               (fs_base is swept but no seed: it changes the FS base
+//               writes of ctx/pipe with fs=base, docs/exit-model.md "5.",
+//               and nothing elsewhere)
 //   description one line: what the naive and the optimized forms do
 #ifndef GUEST_LIB_PVOP_LIST_H_
 #define GUEST_LIB_PVOP_LIST_H_
@@ -23,28 +31,30 @@
 // optimized), pv spinlocks (xen_qlock_wait's SCHEDOP_poll and the kick's
 // event channel: spinlock optimized), plain SCHEDOP_yield (Xen has no
 // directed yield: yield naive), the shared-memory interrupt flag.
-#define GUEST_PVOP_LIST(X)                                                                        \
-  X(kIrqRestore, "irq_restore", "naive|optimized", kOptimized, kNaive, true,                      \
-    "arch_local_irq_restore: every restore a set_if, or only those that enable interrupts")       \
-  X(kFpuSwitch, "fpu_switch", "naive|optimized|eager", kOptimized, kNaive, true,                  \
-    "lazy FPU in __switch_to: an stts/clts pair per switch, none for the FPU owner, or eager")    \
-  X(kTls, "tls", "naive|optimized", kOptimized, kNaive, true,                                     \
-    "TLS descriptors on a switch: all three sent, or only those that changed (Xen's shadow)")     \
-  X(kPteFlags, "pte_flags", "naive|optimized|patched", kOptimized, kNaive, true,                  \
-    "pte_flags(): pte_val through the pv_ops call, masked inline (pte_attrs), or call patched")   \
-  X(kBatch, "batch", "off|on", kOptimized, kOptimized, true,                                      \
-    "lazy CPU and MMU modes: each operation its own hypercall, or one multicall per batch")       \
-  X(kSendIpi, "send_ipi", "naive|optimized", kOptimized, kNaive, true,                            \
-    "an IPI to a set of CPUs: one send_ipi per target, or one for the whole mask")                \
-  X(kFlushTlb, "flush_tlb", "naive|optimized", kOptimized, kOptimized, true,                      \
-    "a remote TLB flush: a request and an IPI per target, or one flush_tlb_others hypercall")     \
-  X(kSpinlock, "spinlock", "naive|optimized", kOptimized, kOptimized, true,                       \
-    "a contended spinlock: spin and yield, or spin a while then sleep in lock_wait until kicked") \
-  X(kYield, "yield", "naive|optimized", kOptimized, kNaive, true,                                 \
-    "the spinning lock's yield: sched_op(yield), or a directed yield to the holder's vCPU")       \
-  X(kFsBase, "fs_base", "naive|optimized", kOptimized, kNaive, true,                             \
+#define GUEST_PVOP_LIST(X)                                                                         \
+  X(kIrqRestore, "irq_restore", "naive|optimized", kOptimized, kNaive, true, "optimized", true,    \
+    "arch_local_irq_restore: every restore a set_if, or only those that enable interrupts")        \
+  X(kFpuSwitch, "fpu_switch", "naive|optimized|eager", kOptimized, kNaive, true, "optimized",      \
+    true,                                                                                          \
+    "lazy FPU in __switch_to: an stts/clts pair per switch, none for the FPU owner, or eager")     \
+  X(kTls, "tls", "naive|optimized", kOptimized, kNaive, true, "optimized", true,                   \
+    "TLS descriptors on a switch: all three sent, or only those that changed (Xen's shadow)")      \
+  X(kPteFlags, "pte_flags", "naive|optimized|patched", kOptimized, kNaive, true,                   \
+    "optimized|patched", true,                                                                     \
+    "pte_flags(): pte_val through the pv_ops call, masked inline (pte_attrs), or call patched")    \
+  X(kBatch, "batch", "off|on", kOptimized, kOptimized, true, "on", false,                          \
+    "lazy CPU and MMU modes: each operation its own hypercall, or one multicall per batch")        \
+  X(kSendIpi, "send_ipi", "naive|optimized", kOptimized, kNaive, true, "", false,                  \
+    "an IPI to a set of CPUs: one send_ipi per target, or one for the whole mask")                 \
+  X(kFlushTlb, "flush_tlb", "naive|optimized", kOptimized, kOptimized, true, "", false,            \
+    "a remote TLB flush: a request and an IPI per target, or one flush_tlb_others hypercall")      \
+  X(kSpinlock, "spinlock", "naive|optimized", kOptimized, kOptimized, true, "", false,             \
+    "a contended spinlock: spin and yield, or spin a while then sleep in lock_wait until kicked")  \
+  X(kYield, "yield", "naive|optimized", kOptimized, kNaive, true, "", false,                       \
+    "the spinning lock's yield: sched_op(yield), or a directed yield to the holder's vCPU")        \
+  X(kFsBase, "fs_base", "naive|optimized", kOptimized, kNaive, true, "optimized", false,           \
     "a 64-bit FS base on a switch: written into every task that has one, or only when it differs") \
-  X(kIrq, "irq", "hypercall|shared", kNaive, kShared, false,                                      \
+  X(kIrq, "irq", "hypercall|shared", kNaive, kShared, false, "", false,                            \
     "the interrupt flag under pv: a set_if exit per change, or Xen's mask in shared memory")
 
 // The spellings of the variants, each with the Variant it means. A word

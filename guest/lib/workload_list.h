@@ -11,7 +11,9 @@
 //   params      its ParamSpec array below, or kNoParams
 //   flags       kWorkloadInAll: workload=all runs it (with its defaults, in
 //               list order); kWorkloadNeedsMinivmm: it talks to minivmm's
-//               hypercalls, so it refuses to run where port 0xEC is nobody's
+//               hypercalls, so it refuses to run where port 0xEC is nobody's;
+//               kWorkloadNeedsCounters: it checks its hypercalls against the
+//               kernel's counts, so the uncounted kernel refuses it
 //   op          what one operation is in the bench tables ("pass": exits
 //               and time per pass)
 //   op_counter  the report key (after "<name>.") counting them; "" for
@@ -78,8 +80,10 @@ inline constexpr ParamSpec kAimParams[] = {{"tasks", nullptr, 4, 1, 16},
   X("fpu", RunFpu, kFpuParams, kWorkloadInAll, "yield", "yields", "yield", "fpu")                 \
   X("all", RunAll, kNoParams, 0, "op", "", "op", "")                                              \
   X("custom", RunCustom, kCustomParams, kWorkloadNeedsMinivmm, "op", "", "op", "")                \
-  X("hcall", RunHcall, kNoParams, kWorkloadNeedsMinivmm, "op", "", "op", "")                      \
-  X("hostile", RunHostile, kHostileParams, kWorkloadNeedsMinivmm, "op", "", "op", "")             \
+  X("hcall", RunHcall, kNoParams, kWorkloadNeedsMinivmm | kWorkloadNeedsCounters, "op", "", "op", \
+    "")                                                                                           \
+  X("hostile", RunHostile, kHostileParams, kWorkloadNeedsMinivmm | kWorkloadNeedsCounters, "op",  \
+    "", "op", "")                                                                                 \
   X("hostprobe", RunHostProbe, kHostProbeParams, kWorkloadNeedsMinivmm, "op", "", "op", "")       \
   X("exitcost", RunExitCost, kExitCostParams, kWorkloadNeedsMinivmm, "op", "", "op", "")          \
   X("shootdown", RunShootdown, kShootdownParams, 0, "op", "", "op", "")                           \

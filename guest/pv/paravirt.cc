@@ -87,9 +87,9 @@ void SharedUnmask() {
   asm volatile("" ::: "memory");
   info->evtchn_upcall_mask = 0;
   asm volatile("" ::: "memory");
-  ++Kc().irq_unmasks;
+  Count(&KernelCounters::irq_unmasks);
   if (info->evtchn_upcall_pending != 0) {
-    ++Kc().irq_unmasks_pending;
+    Count(&KernelCounters::irq_unmasks_pending);
     Sync(MVMM_HC_force_evtchn_callback, 0);
   }
 }
@@ -123,7 +123,7 @@ void PvWriteFsBase(uint64_t base) { Sync(MVMM_HC_set_segment_base, MVMM_SEGBASE_
 
 // Xen's pte_pfn_to_mfn: the frame of a present entry through the p2m.
 uint64_t PvMakePte(uint64_t val) {
-  if (val & kPtePresent) ++Kc().p2m_lookups;
+  if (val & kPtePresent) Count(&KernelCounters::p2m_lookups);
   return PhysmapMakePte(g_pv_physmap, val);
 }
 
@@ -236,7 +236,7 @@ void PvSecondaryIrqInit() {
 // form has no per-CPU address), so that the naive and patched variants pay
 // the same bookkeeping and differ only by the call.
 extern "C" uint64_t XenPteValC(uint64_t pte) {
-  if (pte & guest::kPtePresent)
+  if (guest::kCounters && (pte & guest::kPtePresent) != 0)
     __atomic_add_fetch(&guest::g_cpus[0].kc.m2p_lookups, 1, __ATOMIC_RELAXED);
   return guest::PhysmapPteVal(guest::g_pv_physmap, pte);
 }

@@ -38,7 +38,9 @@ void SendIpiEach(uint64_t mask) {
 void SendIpiAll(uint64_t mask) { pv_ops.send_ipi(mask); }
 
 void FlushTlbByIpi(uint64_t mask) { SmpFlushOthersByIpi(mask); }
-void FlushTlbByHypercall(uint64_t mask) { Kc().tlb_flushes_kicked += pv_ops.flush_tlb_others(mask); }
+void FlushTlbByHypercall(uint64_t mask) {
+  Count(&KernelCounters::tlb_flushes_kicked, pv_ops.flush_tlb_others(mask));
+}
 
 // ---- The lock group: the same hypercalls under both backends (minivmm's
 // lock_wait and lock_kick are its pv spinlock ABI, as KVM's are
@@ -97,23 +99,23 @@ Variant PvVariant(PvOp op) { return g_variant[static_cast<int>(op)]; }
 
 void ArchIrqRestore(uint64_t flags) {
   if ((flags & (1ull << 9)) != 0) {
-    ++Kc().irq_restores_if_set;
+    Count(&KernelCounters::irq_restores_if_set);
   } else {
-    ++Kc().irq_restores_if_clear;
+    Count(&KernelCounters::irq_restores_if_clear);
   }
   pv_ops.irq_restore(flags);
 }
 
 void SendIpiMask(uint64_t mask) {
   if (mask == 0) return;
-  Kc().ipis_sent += static_cast<uint64_t>(__builtin_popcountll(mask));
+  Count(&KernelCounters::ipis_sent, static_cast<uint64_t>(__builtin_popcountll(mask)));
   pv_ops.send_ipi_mask(mask);
 }
 
 void FlushTlbOthers(uint64_t mask) {
   if (mask == 0) return;
-  ++Kc().tlb_shootdowns;
-  Kc().tlb_flush_targets += static_cast<uint64_t>(__builtin_popcountll(mask));
+  Count(&KernelCounters::tlb_shootdowns);
+  Count(&KernelCounters::tlb_flush_targets, static_cast<uint64_t>(__builtin_popcountll(mask)));
   pv_ops.flush_tlb_mask(mask);
 }
 
@@ -137,6 +139,13 @@ struct SiteTemplate {
 //   inline form has no per-CPU address) and replaces the frame by its m2p entry when
 //   it lies in the pool (PhysmapPteVal), saving RDX around it.
 // (noclone: the labels are defined once.)
+// The patched pv form's count of its m2p lookup, as XenPteValC's (none in
+// the uncounted kernel).
+#if GUEST_COUNTERS
+#define GUEST_M2P_COUNT_ASM "   lock incq %c[count]\n"
+#else
+#define GUEST_M2P_COUNT_ASM ""
+#endif
 __attribute__((noinline, noclone)) void PteValTemplates(SiteTemplate* native, SiteTemplate* pv) {
   const uint8_t *native_start, *native_end, *pv_start, *pv_end;
   asm(".pushsection .rodata.pte_val_templates,\"a\"\n"
@@ -144,8 +153,7 @@ __attribute__((noinline, noclone)) void PteValTemplates(SiteTemplate* native, Si
       "2:\n"
       "3: mov %%rdi, %%rax\n"
       "   test $1, %%al\n"
-      "   jz 9f\n"
-      "   lock incq %c[count]\n"
+      "   jz 9f\n" GUEST_M2P_COUNT_ASM
       "   push %%rdx\n"
       "   mov %%rdi, %%rdx\n"
       "   shl $12, %%rdx\n"

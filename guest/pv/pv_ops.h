@@ -120,11 +120,11 @@ Variant PvVariant(PvOp op);
 
 inline uint64_t ArchSaveFlags() { return pv_ops.save_fl(); }
 inline void ArchIrqDisable() {
-  ++Kc().irq_disables;
+  Count(&KernelCounters::irq_disables);
   pv_ops.irq_disable();
 }
 inline void ArchIrqEnable() {
-  ++Kc().irq_enables;
+  Count(&KernelCounters::irq_enables);
   pv_ops.irq_enable();
 }
 // arch_local_irq_restore, with the irq_restore variant (pv_ops.irq_restore),
@@ -140,35 +140,35 @@ inline uint64_t ArchLocalIrqSave() {
 }
 
 inline void Clts() {
-  ++Kc().cr0_writes;
+  Count(&KernelCounters::cr0_writes);
   pv_ops.clts();
 }
 inline void CltsForNm() {
-  ++Kc().cr0_writes;
+  Count(&KernelCounters::cr0_writes);
   pv_ops.clts_for_nm();
 }
 inline void Stts() {
-  ++Kc().cr0_writes;
+  Count(&KernelCounters::cr0_writes);
   pv_ops.stts();
 }
 inline void WriteGdtEntry(unsigned index, uint64_t desc) {
-  ++Kc().desc_updates;
+  Count(&KernelCounters::desc_updates);
   pv_ops.write_gdt_entry(index, desc);
 }
 inline void LoadSp0(uint64_t sp0) {
-  ++Kc().sp0_loads;
+  Count(&KernelCounters::sp0_loads);
   pv_ops.load_sp0(sp0);
 }
 inline void WriteFsBase(uint64_t base) {
-  ++Kc().fs_base_loads;
+  Count(&KernelCounters::fs_base_loads);
   pv_ops.write_fs_base(base);
 }
 inline void WriteCr3(uint64_t base) {
-  ++Kc().cr3_writes;
+  Count(&KernelCounters::cr3_writes);
   pv_ops.write_cr3(base);
 }
 inline void SetPte(uint64_t* ptep, uint64_t val) {
-  ++Kc().pte_updates;
+  Count(&KernelCounters::pte_updates);
   pv_ops.set_pte(ptep, val);
 }
 

@@ -29,7 +29,7 @@ namespace {
 // the flags need no translation.
 template <Variant V>
 uint64_t PteFlags(uint64_t pte) {
-  ++Kc().pte_flags_calls;
+  Count(&KernelCounters::pte_flags_calls);
   if constexpr (V == Variant::kOptimized) {
     return pte & kPteFlagsMask;
   } else {

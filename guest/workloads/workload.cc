@@ -28,6 +28,14 @@ void WorkloadRecord::PutTiming(uint64_t ops, uint64_t tsc_total, uint64_t baseli
 
 void WorkloadRecord::Finish(uint64_t checks_passed, uint64_t checks_failed) {
   TextBuf& r = ReportBuffer();
+  if constexpr (kCounters) AppendCountsSince(r);
+  g_checks_passed += checks_passed;
+  r.Str("check.").Str(name_).Str(".passed=").Dec(checks_passed).Char('\n');
+  r.Str("check.").Str(name_).Str(".failed=").Dec(checks_failed).Char('\n');
+  SendReport();
+}
+
+void WorkloadRecord::AppendCountsSince(TextBuf& r) {
   AppendCounterDeltas(name_, kc_before_, Kc(), &r);
   // Hypercalls issued during the workload (the record's own report call
   // comes after and is not included).
@@ -39,10 +47,6 @@ void WorkloadRecord::Finish(uint64_t checks_passed, uint64_t checks_failed) {
   }
   Put("hc_exits", exits);
   Put("hc_ops", ops);
-  g_checks_passed += checks_passed;
-  r.Str("check.").Str(name_).Str(".passed=").Dec(checks_passed).Char('\n');
-  r.Str("check.").Str(name_).Str(".failed=").Dec(checks_failed).Char('\n');
-  SendReport();
 }
 
 uint64_t EmptyLoopTsc(uint64_t iterations) {
@@ -70,6 +74,14 @@ void Run(const WorkloadArgs& args) {
     char storage[96];
     TextBuf msg(storage, sizeof(storage));
     msg.Str("workload=").Str(spec->name).Str(" needs minivmm's hypercalls (not available here)");
+    Fatal(kExitBadCmdline, msg.View());
+  }
+  if ((spec->flags & kWorkloadNeedsCounters) != 0 && !kCounters) {
+    char storage[112];
+    TextBuf msg(storage, sizeof(storage));
+    msg.Str("workload=")
+        .Str(spec->name)
+        .Str(" checks the kernel's counts (not in the uncounted kernel)");
     Fatal(kExitBadCmdline, msg.View());
   }
   kRunners[spec - WorkloadTable()](args);

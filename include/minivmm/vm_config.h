@@ -48,6 +48,13 @@ struct VmConfig {
 // tree's copy when run from the build tree, else the installed one.
 std::string DefaultGuestKernelPath();
 
+// The built-in guest with its event counting compiled out, beside the
+// counted kernel at `counted_kernel` (minivmm-guest-uncounted.elf in the
+// same directory): the kernel that `minivmm bench` times, since no timed
+// path of it runs the guest's own bookkeeping. It reports
+// config.counters=0 and no kernel counter (guest/README.md).
+std::string UncountedGuestKernelPath(const std::string& counted_kernel);
+
 }  // namespace minivmm
 
 #endif  // MINIVMM_VM_CONFIG_H_

@@ -76,8 +76,10 @@ json ReadJson(const std::string& path) {
              << "no MINIVMM_CROSS_HOST_RECORDS and no usable /dev/kvm to make one";
     std::string path =
         ::testing::TempDir() + "/cross_host_" + std::to_string(getpid()) + "_here.json";
+    // The counted guest: its counts are checked against the exits.
     Outcome o = Shell(std::string(MINIVMM_BIN) + " bench -q --backend both --repeat 1" +
-                      " --workloads " + kWorkloads + " --json " + path + " >/dev/null");
+                      " --guest-counters on" + " --workloads " + kWorkloads + " --json " + path +
+                      " >/dev/null");
     if (o.status != 0)
       return ::testing::AssertionFailure() << "minivmm bench failed here:\n" << o.out;
     paths.push_back(path);
@@ -88,6 +90,11 @@ json ReadJson(const std::string& path) {
     json j = ReadJson(p);
     if (j.is_discarded() || j.value("schema", "") != "minivmm.bench")
       return ::testing::AssertionFailure() << p << " is not a minivmm bench record";
+    // The guest's own counts are part of what is checked: a record of the
+    // uncounted kernel has none.
+    if (j["settings"].value("guest_counters", json(true)) != json(true))
+      return ::testing::AssertionFailure()
+             << p << " was made without the counted guest (minivmm bench --guest-counters on)";
     Records().push_back({p, std::move(j)});
   }
   return ::testing::AssertionSuccess();
