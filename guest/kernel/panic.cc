@@ -32,7 +32,7 @@ void SendFinalReport(int code) {
   r.Kv("kernel.console.bytes", cs.bytes);
   r.Kv("kernel.ring3_nm", g_boot.ring3_nm ? 1 : 0);
   r.Kv("kernel.patched_sites", g_boot.patched_sites);
-  r.Kv("config.counters", kCounters ? 1 : 0);
+  r.Kv("kernel.counters", kCounters ? 1 : 0);
   AppendSmpReport(&r);
   if constexpr (kCounters) AppendFinalCounts(&r);
   if (r.overflowed()) r.Clear().Kv("kernel.report_overflow", 1);

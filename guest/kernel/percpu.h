@@ -66,7 +66,7 @@ inline HypercallCounts& Hc() { return ThisCpu().hc; }
 // minivmm-guest-uncounted.elf (GUEST_COUNTERS=0), which `minivmm bench`
 // times, compiles all of it out, so that no timed path runs the guest's own
 // bookkeeping (Linux's hot paths have none). The uncounted kernel reports
-// config.counters=0 and no counter at all ("not measured", not zero);
+// kernel.counters=0 and no counter at all ("not measured", not zero);
 // check failures are counted by both.
 #ifndef GUEST_COUNTERS
 #define GUEST_COUNTERS 1

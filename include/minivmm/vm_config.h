@@ -52,7 +52,7 @@ std::string DefaultGuestKernelPath();
 // counted kernel at `counted_kernel` (minivmm-guest-uncounted.elf in the
 // same directory): the kernel that `minivmm bench` times, since no timed
 // path of it runs the guest's own bookkeeping. It reports
-// config.counters=0 and no kernel counter (guest/README.md).
+// kernel.counters=0 and no kernel counter (guest/README.md).
 std::string UncountedGuestKernelPath(const std::string& counted_kernel);
 
 }  // namespace minivmm

@@ -79,7 +79,8 @@ endfunction()
 if(STEP STREQUAL "install")
   file(REMOVE_RECURSE ${PREFIX})
   run_step("cmake --install" ${CMAKE_COMMAND} --install ${MINIVMM_BINARY_DIR} --prefix ${PREFIX})
-  foreach(file share/minivmm/minivmm-guest.elf bin/minivmm include/minivmm/vm.h
+  foreach(file share/minivmm/minivmm-guest.elf share/minivmm/minivmm-guest-uncounted.elf
+               bin/minivmm include/minivmm/vm.h
                include/minivmm_abi/hypercall.h include/minivmm/hypercall_env.h
                include/minivmm_guest/guest.h share/minivmm/guest/entry.c
                share/minivmm/guest/guest.ld lib/cmake/minivmm/MinivmmAddGuest.cmake)

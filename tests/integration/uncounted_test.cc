@@ -41,8 +41,8 @@ TEST_P(UncountedKernelTest, MakesTheCountedKernelsExitsAndReportsNoCounter) {
     ASSERT_EQ(run->result.exit_code, 0) << run->console;
     EXPECT_EQ(run->Report("check.failed"), 0u);
   }
-  EXPECT_EQ(counted.reports["config.counters"], "1");
-  EXPECT_EQ(uncounted.reports["config.counters"], "0");
+  EXPECT_EQ(counted.reports["kernel.counters"], "1");
+  EXPECT_EQ(uncounted.reports["kernel.counters"], "0");
 
   const ExitStats& a = counted.result.stats;
   const ExitStats& b = uncounted.result.stats;
