@@ -10,58 +10,78 @@
 
 namespace minivmm {
 
+namespace {
+
+enum class CauseOpsRule : uint8_t { kOne, kResult, kSecondArg, kFirstArgBits };
+constexpr uint64_t kAnyCommand = std::numeric_limits<uint64_t>::max();
+
+struct CauseRow {
+  uint64_t nr;
+  uint64_t command;  // kAnyCommand: any
+  Cause cause;
+  CauseOpsRule ops;
+};
+
+constexpr CauseRow kCauseRows[] = {
+#define MINIVMM_CAUSE_ROW_(hc, command, cause, ops) \
+  {MVMM_HC_##hc, command, Cause::cause, CauseOpsRule::ops},
+    MINIVMM_HYPERCALL_CAUSE_LIST(MINIVMM_CAUSE_ROW_)
+#undef MINIVMM_CAUSE_ROW_
+};
+constexpr uint8_t kNoRow = 0xff;
+static_assert(std::size(kCauseRows) < kNoRow);
+
+// Each hypercall's first row, or kNoRow.
+constexpr std::array<uint8_t, MVMM_HC_MAX> kFirstCauseRow = [] {
+  std::array<uint8_t, MVMM_HC_MAX> first{};
+  first.fill(kNoRow);
+  for (size_t i = std::size(kCauseRows); i-- > 0;)
+    first[kCauseRows[i].nr] = static_cast<uint8_t>(i);
+  return first;
+}();
+
+// A hypercall's rows are adjacent (the list's rule), so its first row and
+// those after it with its number are all of them.
+constexpr bool RowsOfOneHypercallAreAdjacent() {
+  for (size_t i = 0; i < std::size(kCauseRows); ++i)
+    for (size_t k = i + 2; k < std::size(kCauseRows); ++k)
+      if (kCauseRows[k].nr == kCauseRows[i].nr && kCauseRows[k - 1].nr != kCauseRows[i].nr)
+        return false;
+  return true;
+}
+static_assert(RowsOfOneHypercallAreAdjacent());
+
+}  // namespace
+
 std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
-  const uint64_t done = result >= 0 ? 1 : 0;
-  switch (nr) {
-    case MVMM_HC_set_if:
-      if (args[0] == 1) return CauseOps{Cause::kIfSet, done};
-      if (args[0] == 0) return CauseOps{Cause::kIfClear, done};
-      return std::nullopt;
-    case MVMM_HC_force_evtchn_callback:
-      return CauseOps{Cause::kIfSet, done};
-    case MVMM_HC_fpu_taskswitch:
-    case MVMM_HC_write_cr0:
-      return CauseOps{Cause::kCr0Write, done};
-    case MVMM_HC_update_descriptor:
-      return CauseOps{Cause::kDescriptorUpdate, done};
-    case MVMM_HC_mmu_update:
-      return CauseOps{Cause::kPageTableUpdate, result >= 0 ? static_cast<uint64_t>(result) : 0};
-    case MVMM_HC_mmuext_op:
-      return CauseOps{Cause::kCr3Write, result >= 0 ? static_cast<uint64_t>(result) : 0};
-    case MVMM_HC_multicall:
-      return CauseOps{Cause::kMulticall, result >= 0 ? args[1] : 0};
-    case MVMM_HC_send_ipi:
-      return CauseOps{Cause::kIpi, result >= 0 ? static_cast<uint64_t>(result) : 0};
-    case MVMM_HC_flush_tlb_others:
-      // The result is the targets kicked; every target is an operation.
-      return CauseOps{Cause::kTlbFlush,
-                      result >= 0 ? static_cast<uint64_t>(std::popcount(args[0])) : 0};
-    case MVMM_HC_lock_wait:
-      return CauseOps{Cause::kLockWait, done};
-    case MVMM_HC_set_segment_base:
-      return CauseOps{Cause::kFsBase, done};
-    case MVMM_HC_lock_kick:
-      return CauseOps{Cause::kLockKick, done};
-    case MVMM_HC_sched_op:
-      if (args[0] == MVMM_SCHEDOP_YIELD || args[0] == MVMM_SCHEDOP_YIELD_TO)
-        return CauseOps{Cause::kYield, done};
-      return std::nullopt;
-    default:
-      return std::nullopt;
+  if (nr >= MVMM_HC_MAX || kFirstCauseRow[nr] == kNoRow) return std::nullopt;
+  for (size_t i = kFirstCauseRow[nr]; i < std::size(kCauseRows) && kCauseRows[i].nr == nr; ++i) {
+    const CauseRow& row = kCauseRows[i];
+    if (row.command != kAnyCommand && row.command != args[0]) continue;
+    if (result < 0) return CauseOps{row.cause, 0};
+    switch (row.ops) {
+      case CauseOpsRule::kOne:
+        return CauseOps{row.cause, 1};
+      case CauseOpsRule::kResult:
+        return CauseOps{row.cause, static_cast<uint64_t>(result)};
+      case CauseOpsRule::kSecondArg:
+        return CauseOps{row.cause, args[1]};
+      case CauseOpsRule::kFirstArgBits:
+        return CauseOps{row.cause, static_cast<uint64_t>(std::popcount(args[0]))};
+    }
   }
+  return std::nullopt;
 }
 
 int MulticallHistogramBucket(uint64_t entries) {
   return std::min<int>(std::bit_width(entries), kMulticallHistogramBuckets - 1);
 }
 
-// The exit path of a hypercall without a cause skips CauseOf's switch with
-// one test of this.
+// The exit path of a hypercall without a cause skips CauseOf with one test
+// of this.
 const std::array<bool, MVMM_HC_MAX> kHypercallHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
-  for (uint64_t nr = 0; nr < MVMM_HC_MAX; ++nr)
-    for (uint64_t command = 0; command < 16 && !has[nr]; ++command)
-      has[nr] = CauseOf(nr, HypercallArgs{command}, 0).has_value();
+  for (const CauseRow& row : kCauseRows) has[row.nr] = true;
   return has;
 }();
 

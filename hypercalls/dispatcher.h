@@ -133,6 +133,38 @@ class Dispatcher {
   std::array<Entry, MVMM_HC_MAX> table_;
 };
 
+// The one list of the hypercalls that feed an exit cause
+// (include/minivmm/exit_stats.h's MINIVMM_CAUSE_LIST): CauseOf and
+// kHypercallHasCause read it, and no hypercall is a special case of the
+// counting. A hypercall may have several rows, one per command; rows of
+// one hypercall are adjacent.
+//
+// X(hypercall, command, cause, ops)
+//   hypercall  its name in MVMM_HYPERCALL_LIST
+//   command    the first argument the row is for, or kAnyCommand
+//   cause      the Cause its operations count under
+//   ops        its operations when it succeeds (0 when it fails): kOne;
+//              kResult, the operations it returned; kSecondArg, a
+//              multicall's entry count; kFirstArgBits, the CPUs of its
+//              first argument's mask (every target of a flush)
+#define MINIVMM_HYPERCALL_CAUSE_LIST(X)                      \
+  X(set_if, 1, kIfSet, kOne)                                 \
+  X(set_if, 0, kIfClear, kOne)                               \
+  X(force_evtchn_callback, kAnyCommand, kIfSet, kOne)        \
+  X(fpu_taskswitch, kAnyCommand, kCr0Write, kOne)            \
+  X(write_cr0, kAnyCommand, kCr0Write, kOne)                 \
+  X(update_descriptor, kAnyCommand, kDescriptorUpdate, kOne) \
+  X(mmu_update, kAnyCommand, kPageTableUpdate, kResult)      \
+  X(mmuext_op, kAnyCommand, kCr3Write, kResult)              \
+  X(multicall, kAnyCommand, kMulticall, kSecondArg)          \
+  X(send_ipi, kAnyCommand, kIpi, kResult)                    \
+  X(flush_tlb_others, kAnyCommand, kTlbFlush, kFirstArgBits) \
+  X(lock_wait, kAnyCommand, kLockWait, kOne)                 \
+  X(lock_kick, kAnyCommand, kLockKick, kOne)                 \
+  X(sched_op, MVMM_SCHEDOP_YIELD, kYield, kOne)              \
+  X(sched_op, MVMM_SCHEDOP_YIELD_TO, kYield, kOne)           \
+  X(set_segment_base, kAnyCommand, kFsBase, kOne)
+
 // The counting rules above as pure functions over ExitStats, so that they
 // are tested on their own.
 struct CauseOps {
@@ -142,10 +174,8 @@ struct CauseOps {
 // The cause a hypercall `nr` with `args` and `result` is counted under, if
 // any. Defined for every input.
 std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result);
-// Whether CauseOf gives hypercall `nr` a cause for any arguments (derived
-// from CauseOf itself, asked with each first argument 0-15: every command of
-// a call whose cause depends on its command, set_if's 0 and 1, sched_op's
-// yields): a call of any other number moves no cause's count.
+// Whether hypercall `nr` has a row in MINIVMM_HYPERCALL_CAUSE_LIST: a call
+// of any other number moves no cause's count.
 extern const std::array<bool, MVMM_HC_MAX> kHypercallHasCause;
 inline bool HypercallHasCause(uint64_t nr) { return nr < MVMM_HC_MAX && kHypercallHasCause[nr]; }
 // Histogram bucket for a multicall of `entries` entries: 0 for none, else

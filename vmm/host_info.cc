@@ -43,7 +43,7 @@ std::string CpuModel() {
   return "unknown";
 }
 
-// The probe (guest/workloads/hostprobe.cc). The guest reports
+// The probe (guest/probes/hostprobe.cc). The guest reports
 // hostprobe.vmcall=start right before its vmcall; where vmcall never
 // returns, the run ends by its time limit, and the time from that report to
 // the end of the run is how long the vCPU was left in vmcall. The first

@@ -3,7 +3,7 @@
 // "1. TLS shadow copies"), so that a test can hold the guest's own counters (kernel.switches,
 // kernel.desc_updates, which the guest increments in the code that makes the switch and the call)
 // against something the guest did not count. Written from the guest's rules
-// (guest/kernel/switch.cc, guest/workloads/ctx.cc), as tests/common/fpu_model.h is.
+// (guest/kernel/switch.cc, guest/workloads/ring.cc), as tests/common/fpu_model.h is.
 #ifndef MINIVMM_TESTS_COMMON_CTX_MODEL_H_
 #define MINIVMM_TESTS_COMMON_CTX_MODEL_H_
 

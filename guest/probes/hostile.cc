@@ -15,8 +15,8 @@
 #include "kernel/panic.h"
 #include "kernel/percpu.h"
 #include "lib/desc.h"
+#include "probes/probe.h"
 #include "pv/pv_ops.h"
-#include "workloads/probe.h"
 #include "workloads/workload.h"
 
 namespace guest {

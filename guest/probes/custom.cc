@@ -13,7 +13,7 @@
 #include "kernel/hypercall.h"
 #include "kernel/panic.h"
 #include "kernel/percpu.h"
-#include "workloads/probe.h"
+#include "probes/probe.h"
 #include "workloads/workload.h"
 
 namespace guest {

@@ -2,8 +2,8 @@
 // each call's result is compared with the exact answer the VMM documents
 // (hypercalls/handlers/*.cc), and every call is counted like any other
 // (kernel/hypercall.h), so kernel.hc.* stays equal to the VMM's counts.
-#ifndef GUEST_WORKLOADS_PROBE_H_
-#define GUEST_WORKLOADS_PROBE_H_
+#ifndef GUEST_PROBES_PROBE_H_
+#define GUEST_PROBES_PROBE_H_
 
 #include <stdint.h>
 
@@ -78,4 +78,4 @@ void RestoreIf(uint64_t rflags);
 
 }  // namespace guest
 
-#endif  // GUEST_WORKLOADS_PROBE_H_
+#endif  // GUEST_PROBES_PROBE_H_

@@ -16,8 +16,8 @@
 #include "kernel/percpu.h"
 #include "kernel/smp.h"
 #include "lib/desc.h"
+#include "probes/probe.h"
 #include "pv/pv_ops.h"
-#include "workloads/probe.h"
 #include "workloads/workload.h"
 
 namespace guest {

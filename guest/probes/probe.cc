@@ -1,4 +1,4 @@
-#include "workloads/probe.h"
+#include "probes/probe.h"
 
 #include "arch/cpu.h"
 #include "kernel/boot.h"
