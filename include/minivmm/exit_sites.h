@@ -61,7 +61,8 @@ struct SiteCount {
   // the analysis (VmConfig::analyse_waste).
   std::array<uint64_t, static_cast<int>(WasteReason::kCount)> wasted{};
   // Of those, exits that a batch could have carried (docs/sites.md): a
-  // direct call of the kind a lazy mode queues (IsLazyModeCall) that came
+  // direct call of the kind a lazy mode queues (IsLazyModeCall; not the #NM
+  // handler's clts, which the guest tags MVMM_TS_CLEAR_FOR_NM) that came
   // right after another such exit on its vCPU, with no interrupt injected
   // between. One multicall would have made the run one exit.
   uint64_t batchable = 0;

@@ -42,6 +42,13 @@ class SiteRecorder {
     settled_ = false;
     current_.reason = ReasonOf(exit);
     current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
+    // A clts the guest tags as its #NM handler's (MVMM_TS_CLEAR_FOR_NM, in
+    // RSI) comes from a trap in a task's own code, outside any lazy mode: no
+    // batch could carry it (the guest's word, as in the wasted-exit
+    // analysis; docs/sites.md).
+    lazy_ = IsLazyModeCall(current_.hypercall) &&
+            !(current_.hypercall == MVMM_HC_fpu_taskswitch &&
+              vcpu.Get(Reg::kRsi) == MVMM_TS_CLEAR_FOR_NM);
     current_.user = vcpu.Cpl() == 3;
     const uint64_t rip = vcpu.Get(Reg::kRip);
     const uint64_t rbp = vcpu.Get(Reg::kRbp);
@@ -77,10 +84,9 @@ class SiteRecorder {
     ++count.exits;
     // A run of direct lazy-mode calls with no interrupt between: every exit
     // after the run's first is one a batch could have carried.
-    const bool lazy = IsLazyModeCall(current_.hypercall);  // -1 for any other exit
     const uint64_t injections = stats_.timer_injections + stats_.ipi_injections;
-    if (lazy && last_lazy_ && injections == injections_at_last_) ++count.batchable;
-    last_lazy_ = lazy;
+    if (lazy_ && last_lazy_ && injections == injections_at_last_) ++count.batchable;
+    last_lazy_ = lazy_;
     injections_at_last_ = injections;
     if (waste != nullptr) EndWasted(*waste, sequence, count);
   }
@@ -115,8 +121,9 @@ class SiteRecorder {
   bool recording_ = false;
   bool settled_ = false;  // current_.cause found (Settle) since Begin
   ExitSite current_;
-  // Whether the last exit was a direct lazy-mode call, and the interrupts
-  // injected until then (SiteCount::batchable).
+  // Whether this exit and the last were direct lazy-mode calls (Begin), and
+  // the interrupts injected until the last (SiteCount::batchable).
+  bool lazy_ = false;
   bool last_lazy_ = false;
   uint64_t injections_at_last_ = 0;
   // The last exit's site and its count in sites_.counts (End).
