@@ -1,7 +1,8 @@
 // The builtin hypercall handlers, one per entry of MVMM_HYPERCALL_LIST, each
-// defined in its own file next to this header. Named exactly as in the ABI's
-// X-macro (not CamelCase) so that the dispatcher's table is generated from
-// that list: a number without a handler is a compile error, not a silent gap.
+// defined in its own file next to this header and declared here from that
+// list. Named exactly as in the ABI's X-macro (not CamelCase) so that the
+// declarations and the dispatcher's table are generated from that list: a
+// number without a handler is a link error, not a silent gap.
 //
 // Common contract: arguments are untrusted guest values; each handler
 // validates them in the fixed order its file documents and changes no state
@@ -20,6 +21,7 @@
 #include "hypercalls/hypercall_result.h"
 #include "hypercalls/waste.h"
 #include "minivmm/hypercall_env.h"
+#include "minivmm_abi/hypercall.h"
 
 namespace minivmm::hc {
 
@@ -27,25 +29,22 @@ namespace minivmm::hc {
 // (>= 0 or -errno). The dispatcher passes Dispatch(env, nr, args, false).
 using OpRunner = absl::FunctionRef<int64_t(uint64_t nr, const HypercallArgs& args)>;
 
-HypercallResult mmu_update(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult stack_switch(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult fpu_taskswitch(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult update_descriptor(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult multicall(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
-HypercallResult set_timer_op(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult force_evtchn_callback(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult console_io(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult mmuext_op(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult vcpu_op(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult set_segment_base(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult set_if(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult report(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult send_ipi(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult flush_tlb_others(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult lock_wait(HypercallEnv& env, const HypercallArgs& args);
-HypercallResult lock_kick(HypercallEnv& env, const HypercallArgs& args);
+// Each handler's type: the common one, and multicall's, which also runs
+// its entries.
+template <uint32_t nr>
+struct HandlerType {
+  using Type = HypercallResult(HypercallEnv& env, const HypercallArgs& args);
+};
+template <>
+struct HandlerType<MVMM_HC_multicall> {
+  using Type = HypercallResult(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
+};
+
+// One declaration per entry of MVMM_HYPERCALL_LIST: hc::<name>, defined in
+// <name>.cc beside this header with exactly its HandlerType.
+#define MINIVMM_HC_HANDLER_DECLARATION_(nr, name) HandlerType<nr>::Type name;
+MVMM_HYPERCALL_LIST(MINIVMM_HC_HANDLER_DECLARATION_)
+#undef MINIVMM_HC_HANDLER_DECLARATION_
 
 }  // namespace minivmm::hc
 
