@@ -121,9 +121,16 @@ TEST_F(BenchCliTest, JsonHasSchemaResultsAndEveryRawRun) {
   const size_t configurations = minivmm::cli::BenchConfigurations().size();
   EXPECT_EQ(bench["results"].size(), configurations);
   EXPECT_EQ(bench["runs"].size(), 2 * configurations);
+  // What is timed is the uncounted kernel (guest/README.md "The uncounted
+  // kernel"): every run's guest says so and carries no counter.
+  EXPECT_EQ(bench["settings"]["guest_counters"], false);
   for (const json& run : bench["runs"]) {
     EXPECT_TRUE(run["ok"].get<bool>());
     EXPECT_EQ(run["record"]["schema"], "minivmm.run");
+    const json& reports = run["record"]["guest"]["reports"];
+    EXPECT_EQ(reports["kernel.counters"], 0);
+    EXPECT_FALSE(reports.contains("kernel.switches"));
+    EXPECT_FALSE(reports.contains("kernel.hc_exits.set_if"));
   }
 }
 
@@ -336,6 +343,18 @@ TEST(CompareTest, NotARecordIsTrouble) {
 }
 
 TEST(BenchTest, BadBackendIsUsageError) { EXPECT_EQ(Minivmm("bench --backend xen").status, 2); }
+
+// --guest-counters picks between the built-in guest's two kernels: with
+// another --kernel it means nothing, and is a usage error.
+TEST(BenchTest, GuestCountersWithAnotherKernelIsUsageError) {
+  for (const char* command : {"bench", "run"}) {
+    const Outcome o =
+        Minivmm(std::string(command) + " --kernel " + std::string(MINIVMM_TINY_GUEST_DIR) +
+                "/null_hypercalls_20k.elf --guest-counters on");
+    EXPECT_EQ(o.status, 2) << command << ": " << o.out;
+    EXPECT_NE(o.out.find("--kernel excludes --guest-counters"), std::string::npos) << o.out;
+  }
+}
 
 TEST(BenchTest, FailingGuestMakesBenchExitNonZero) {
   REQUIRE_KVM();

@@ -443,6 +443,8 @@ def test_bench_record_is_the_clis():
     settings = dict(cli["settings"])
     assert module["settings"] == settings
     assert settings["workloads"] == ["cpa,pages=4,rounds=1"] and settings["backends"] == ["pv"]
+    # Both time the built-in guest's uncounted kernel by default.
+    assert settings["guest_counters"] is False
     assert set(module["provenance"]) == set(cli["provenance"])
     assert module["provenance"]["command_line"].startswith("minivmm.bench(")
     # The provenance is the first run's, plus how and when the bench started
@@ -535,6 +537,9 @@ def test_bench_refuses_what_the_cli_refuses():
         minivmm.bench("irq", backends="xen")
     with pytest.raises(ValueError, match="repeat"):
         minivmm.bench("irq", repeat=0)
+    # As --guest-counters with --kernel: it picks a built-in guest's kernel.
+    with pytest.raises(ValueError, match="guest_counters"):
+        minivmm.bench("irq", kernel=minivmm.default_kernel_path(), guest_counters=True)
 
 
 def test_several_cpus_per_vcpu_counts_and_stops():
