@@ -224,14 +224,7 @@ void AddBenchFlags(CLI::App& app, BenchOptions& o) {
   app.add_option("--csv", o.csv_path, "Write one row per result and metric (CSV) here");
   app.add_option("--plot", o.plot_path,
                  "Draw the figures into this image (.png, .svg, .pdf) or page (.html)");
-  CLI::Option* kernel =
-      app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest, uncounted)");
-  app.add_option("--guest-counters", o.guest_counters,
-                 "on: time the built-in guest that counts its own events; off: its uncounted "
-                 "build, whose timed paths run none of the guest's bookkeeping")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->default_str("off")
-      ->excludes(kernel);
+  AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM per run, e.g. 64M")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--timeout", o.timeout_seconds, "Stop a run after this many seconds (0 = never)")

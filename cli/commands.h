@@ -36,6 +36,10 @@ struct RunOptions {
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);
+// --kernel and --guest-counters on|off (which of the built-in guest's two
+// kernels, guest/README.md "The uncounted kernel"; with --kernel a usage
+// error), for run and bench: `guest_counters` keeps its default.
+void AddGuestKernelFlags(CLI::App& app, std::string& kernel, bool& guest_counters);
 // The guest command line that the flags add up to (docs/design.md "Guest command line").
 std::string GuestCommandLine(const RunOptions& options);
 int RunCommand(const RunOptions& options);

@@ -164,15 +164,21 @@ void PrintRun(const RunOptions& o, const RunResult& result, const nlohmann::json
 
 }  // namespace
 
-void AddRunFlags(CLI::App& app, RunOptions& o) {
-  CLI::Option* kernel =
-      app.add_option("--kernel", o.kernel, "Guest ELF (default: the built-in guest)");
-  app.add_option("--guest-counters", o.guest_counters,
-                 "on: the built-in guest counts its own events and hypercalls (kernel.*); off: "
-                 "its uncounted build, which `bench` times")
+void AddGuestKernelFlags(CLI::App& app, std::string& kernel, bool& guest_counters) {
+  CLI::Option* kernel_option =
+      app.add_option("--kernel", kernel,
+                     fmt::format("Guest ELF (default: the built-in guest, {})",
+                                 guest_counters ? "counted" : "uncounted"));
+  app.add_option("--guest-counters", guest_counters,
+                 "on: the built-in guest that counts its own events and hypercalls (kernel.*); "
+                 "off: its uncounted build, whose timed paths run none of that bookkeeping")
       ->check(CLI::IsMember({"on", "off"}))
-      ->default_str("on")
-      ->excludes(kernel);
+      ->default_str(guest_counters ? "on" : "off")
+      ->excludes(kernel_option);
+}
+
+void AddRunFlags(CLI::App& app, RunOptions& o) {
+  AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--backend", o.backend, "Guest backend")->check(CLI::IsMember({"pv", "native"}));
