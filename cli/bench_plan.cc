@@ -168,8 +168,11 @@ bool BenchMatrix::Signalled(const BenchHooks& hooks) {
 
 void BenchMatrix::Run(const BenchHooks& hooks) {
   start_ = absl::Now();
+  // A signal that comes while a VM is being made can fail that system call
+  // (KVM_CREATE_VM: EINTR): the bench was stopped by the signal, and that is
+  // what it says, not a VMM error.
   if (!Signalled(hooks)) {
-    if (absl::Status s = MeasureExitCost(); !s.ok()) {
+    if (absl::Status s = MeasureExitCost(); !s.ok() && !Signalled(hooks)) {
       if (hooks.error) hooks.error(std::string(s.message()));
       Stop("workload=exitcost failed: " + std::string(s.message()), kExitVmmError);
     }
@@ -177,6 +180,7 @@ void BenchMatrix::Run(const BenchHooks& hooks) {
   for (size_t i = 0; i < plan_.size() && stop_why_.empty() && !Signalled(hooks); ++i) {
     absl::Time t0 = absl::Now();
     if (absl::Status s = Execute(plan_[i], hooks); !s.ok()) {
+      if (Signalled(hooks)) break;
       if (hooks.error)
         hooks.error(fmt::format("{}: {}", RunName(plan_[i]), std::string(s.message())));
       Stop(fmt::format("run {}: VMM error: {}", i, std::string(s.message())), kExitVmmError);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -13,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_plan.h"
+#include "cli/exit_codes.h"
 #include "cli/experiment.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -343,6 +346,36 @@ TEST(CompareTest, NotARecordIsTrouble) {
 }
 
 TEST(BenchTest, BadBackendIsUsageError) { EXPECT_EQ(Minivmm("bench --backend xen").status, 2); }
+
+// A signal can fail the system call it interrupts (KVM_CREATE_VM returns
+// EINTR when SIGINT comes while a VM is being made, as seen on the nested
+// kvm_amd): a VMM error that comes with a stop signal is the signal's stop
+// (130, "stopped by SIGINT"), and without one it stays a VMM error. A
+// missing guest image makes the error here, before any KVM call.
+TEST(BenchStopUnitTest, AVmmErrorThatComesWithASignalIsTheSignalsStop) {
+  for (const bool signalled : {true, false}) {
+    minivmm::cli::BenchSettings settings;
+    settings.workloads = "irq";
+    settings.backend = "pv";
+    settings.kernel = "/nonexistent/minivmm-guest.elf";
+    minivmm::cli::BenchMatrix matrix(settings);
+    matrix.Prepare(/*probe_host=*/false);
+    int asked = 0;
+    minivmm::cli::BenchHooks hooks;
+    // No signal before the first VM; then SIGINT, when `signalled`.
+    hooks.stop_signal = [&] { return ++asked > 1 && signalled ? SIGINT : 0; };
+    matrix.Run(hooks);
+    EXPECT_TRUE(matrix.runs().empty());
+    if (signalled) {
+      EXPECT_EQ(matrix.stop_why(), "stopped by SIGINT");
+      EXPECT_EQ(matrix.stop_status(), minivmm::cli::kExitSigint);
+    } else {
+      EXPECT_NE(matrix.stop_why().find("workload=exitcost failed"), std::string::npos)
+          << matrix.stop_why();
+      EXPECT_EQ(matrix.stop_status(), minivmm::cli::kExitVmmError);
+    }
+  }
+}
 
 // --guest-counters picks between the built-in guest's two kernels: with
 // another --kernel it means nothing, and is a usage error.
