@@ -51,10 +51,9 @@ constexpr bool RowsOfOneHypercallAreAdjacent() {
 }
 static_assert(RowsOfOneHypercallAreAdjacent());
 
-}  // namespace
-
-std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
-  if (nr >= MVMM_HC_MAX || kFirstCauseRow[nr] == kNoRow) return std::nullopt;
+// CauseOf for a number below MVMM_HC_MAX: the exit path, which has tested
+// kHypercallHasCause already, starts here.
+inline std::optional<CauseOps> CauseOfRows(uint64_t nr, const HypercallArgs& args, int64_t result) {
   for (size_t i = kFirstCauseRow[nr]; i < std::size(kCauseRows) && kCauseRows[i].nr == nr; ++i) {
     const CauseRow& row = kCauseRows[i];
     if (row.command != kAnyCommand && row.command != args[0]) continue;
@@ -73,6 +72,13 @@ std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t 
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
+  if (nr >= MVMM_HC_MAX) return std::nullopt;
+  return CauseOfRows(nr, args, result);  // no row: kNoRow ends the loop at once
+}
+
 int MulticallHistogramBucket(uint64_t entries) {
   return std::min<int>(std::bit_width(entries), kMulticallHistogramBuckets - 1);
 }
@@ -81,7 +87,7 @@ int MulticallHistogramBucket(uint64_t entries) {
 // of this.
 const std::array<bool, MVMM_HC_MAX> kHypercallHasCause = [] {
   std::array<bool, MVMM_HC_MAX> has{};
-  for (const CauseRow& row : kCauseRows) has[row.nr] = true;
+  for (uint64_t nr = 0; nr < MVMM_HC_MAX; ++nr) has[nr] = kFirstCauseRow[nr] != kNoRow;
   return has;
 }();
 
@@ -94,7 +100,7 @@ inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int6
   if (direct) ++stats.hc_exits[nr];
   if (result < 0) ++stats.hc_errors[nr];
   if (!kHypercallHasCause[nr]) return;
-  if (const std::optional<CauseOps> cause = CauseOf(nr, args, result)) {
+  if (const std::optional<CauseOps> cause = CauseOfRows(nr, args, result)) {
     stats.CountCause(cause->cause, cause->ops, direct ? 1 : 0);
   }
   if (direct && nr == MVMM_HC_multicall && result >= 0) {
