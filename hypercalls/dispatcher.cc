@@ -51,9 +51,10 @@ constexpr bool RowsOfOneHypercallAreAdjacent() {
 }
 static_assert(RowsOfOneHypercallAreAdjacent());
 
-// CauseOf for a number below MVMM_HC_MAX: the exit path, which has tested
-// kHypercallHasCause already, starts here.
-inline std::optional<CauseOps> CauseOfRows(uint64_t nr, const HypercallArgs& args, int64_t result) {
+}  // namespace
+
+std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
+  if (nr >= MVMM_HC_MAX || kFirstCauseRow[nr] == kNoRow) return std::nullopt;
   for (size_t i = kFirstCauseRow[nr]; i < std::size(kCauseRows) && kCauseRows[i].nr == nr; ++i) {
     const CauseRow& row = kCauseRows[i];
     if (row.command != kAnyCommand && row.command != args[0]) continue;
@@ -70,13 +71,6 @@ inline std::optional<CauseOps> CauseOfRows(uint64_t nr, const HypercallArgs& arg
     }
   }
   return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
-  if (nr >= MVMM_HC_MAX) return std::nullopt;
-  return CauseOfRows(nr, args, result);  // no row: kNoRow ends the loop at once
 }
 
 int MulticallHistogramBucket(uint64_t entries) {
@@ -100,7 +94,7 @@ inline void Count(ExitStats& stats, uint64_t nr, const HypercallArgs& args, int6
   if (direct) ++stats.hc_exits[nr];
   if (result < 0) ++stats.hc_errors[nr];
   if (!kHypercallHasCause[nr]) return;
-  if (const std::optional<CauseOps> cause = CauseOfRows(nr, args, result)) {
+  if (const std::optional<CauseOps> cause = CauseOf(nr, args, result)) {
     stats.CountCause(cause->cause, cause->ops, direct ? 1 : 0);
   }
   if (direct && nr == MVMM_HC_multicall && result >= 0) {
