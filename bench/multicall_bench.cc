@@ -14,15 +14,19 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/bench_util.h"
 #include "fmt/format.h"
 #include "minivmm/vm.h"
 
 namespace {
+
+using minivmm::bench::Median;
 
 constexpr uint32_t kBenchNext = 64;  // MVMM_HC_USER_FIRST
 constexpr int kMaxN = 64;
@@ -35,38 +39,44 @@ struct Phase {
   uint64_t exits = 0;
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  int reps = 20, repeat = 3;
+struct Options {
+  int reps = 20;
+  int repeat = 3;
   std::string csv_path;
+};
+
+std::optional<Options> ParseOptions(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-      reps = std::clamp(atoi(argv[++i]), 1, 65535);
+      o.reps = std::clamp(atoi(argv[++i]), 1, 65535);
     else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
-      repeat = std::max(1, atoi(argv[++i]));
+      o.repeat = std::max(1, atoi(argv[++i]));
     else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
-      csv_path = argv[++i];
-    else {
-      fmt::print(stderr, "usage: multicall_bench [--reps R] [--repeat K] [--csv FILE]\n");
-      return 2;
-    }
+      o.csv_path = argv[++i];
+    else
+      return std::nullopt;
   }
-  // Alternate the order of the two modes from one N to the next (A B B A).
+  return o;
+}
+
+// Every N, `repeat` times, in both modes, alternating their order from one
+// N to the next (A B B A).
+std::vector<Phase> PlanPhases(const Options& o) {
   std::vector<Phase> phases;
-  for (int k = 0; k < repeat; ++k) {
+  for (int k = 0; k < o.repeat; ++k) {
     for (int n = 1; n <= kMaxN; ++n) {
       bool multicall_first = (n + k) % 2 == 0;
-      phases.push_back({n, multicall_first, reps, {}});
-      phases.push_back({n, !multicall_first, reps, {}});
+      phases.push_back({n, multicall_first, o.reps, {}});
+      phases.push_back({n, !multicall_first, o.reps, {}});
     }
   }
+  return phases;
+}
 
+// Runs the guest through every phase, timing each and counting its exits.
+// Returns the exit status for main: 0 when every phase ran.
+int RunPhases(std::vector<Phase>& phases) {
   minivmm::VmConfig config;
   config.kernel_path = MULTICALL_GUEST;
   auto vm = minivmm::Vm::Create(config);
@@ -106,15 +116,20 @@ int main(int argc, char** argv) {
                result.ok() ? result->detail : std::string(result.status().message()));
     return 1;
   }
+  return 0;
+}
 
+// The table (and the CSV file, if asked for); returns whether the exits
+// were exactly N : 1 for every N.
+bool Report(const Options& o, const std::vector<Phase>& phases) {
   fmt::print("multicall of N stack_switch entries vs N single stack_switch hypercalls\n");
-  fmt::print("{} reps per phase, median of {} phases; times per N operations, host clock\n\n", reps,
-             repeat);
+  fmt::print("{} reps per phase, median of {} phases; times per N operations, host clock\n\n",
+             o.reps, o.repeat);
   fmt::print("{:>3}  {:>12}  {:>12}  {:>6}  {:>12}  {:>12}  {:>7}\n", "N", "exits single",
              "exits multi", "ratio", "us single", "us multi", "speedup");
   std::ofstream csv;
-  if (!csv_path.empty()) {
-    csv.open(csv_path);
+  if (!o.csv_path.empty()) {
+    csv.open(o.csv_path);
     csv << "n,exits_single,exits_multicall,us_single,us_multicall\n";
   }
   bool exact = true;
@@ -140,5 +155,18 @@ int main(int argc, char** argv) {
       csv << fmt::format("{},{},{},{:.3f},{:.3f}\n", n, single_exits, multi_exits, s, m);
   }
   fmt::print("\nexits exactly N:1 for every N = 1..{}: {}\n", kMaxN, exact ? "yes" : "NO");
-  return exact ? 0 : 1;
+  return exact;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> o = ParseOptions(argc, argv);
+  if (!o) {
+    fmt::print(stderr, "usage: multicall_bench [--reps R] [--repeat K] [--csv FILE]\n");
+    return 2;
+  }
+  std::vector<Phase> phases = PlanPhases(*o);
+  if (const int status = RunPhases(phases); status != 0) return status;
+  return Report(*o, phases) ? 0 : 1;
 }

@@ -152,33 +152,35 @@ std::optional<double> GuestMsFromSummary(const std::string& path) {
   return std::nullopt;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   int repeat = 20;
   std::string minivmm = MINIVMM_BIN;
-  bool qemu_wanted = true;
+  bool qemu = true;
+};
+
+std::optional<Options> ParseOptions(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
-      repeat = std::max(1, atoi(argv[++i]));
+      o.repeat = std::max(1, atoi(argv[++i]));
     else if (!strcmp(argv[i], "--minivmm") && i + 1 < argc)
-      minivmm = argv[++i];
+      o.minivmm = argv[++i];
     else if (!strcmp(argv[i], "--no-qemu"))
-      qemu_wanted = false;
-    else {
-      fmt::print(stderr, "usage: startup_bench [--repeat N] [--minivmm PATH] [--no-qemu]\n");
-      return 2;
-    }
+      o.qemu = false;
+    else
+      return std::nullopt;
   }
-  fmt::print("minivmm start-up, median of {}\n\n", repeat);
+  return o;
+}
 
-  // 3a.
+// 3a. Returns false (after saying why) when a run failed.
+bool InProcess(int repeat) {
   std::vector<double> create, first;
   for (int i = 0; i < repeat; ++i) {
     auto m = MeasureFirstExit();
     if (!m.ok()) {
       fmt::print(stderr, "startup_bench: {}\n", std::string(m.status().message()));
-      return 125;
+      return false;
     }
     create.push_back(m->create_ms);
     first.push_back(m->first_exit_ms);
@@ -188,21 +190,29 @@ int main(int argc, char** argv) {
              Median(create));
   fmt::print("{:<56} {:>8.3f} ms  {} the target\n", "  Vm::Create to the first guest exit",
              Median(first), Verdict(Median(first) <= kTargetMs));
+  return true;
+}
 
-  // 3b. A B B A: neither side always runs right after the other.
+// 3b's timings, in ms, one entry per run.
+struct WholeProcess {
+  std::vector<double> bare, whole, guest, outside;  // A; B, its guest time, B - guest
+  std::vector<double> with_json;                    // C (empty if its warm-up run failed)
+};
+
+// A and B, A B B A: neither side always runs right after the other.
+bool TimeSideBySide(const Options& o, WholeProcess& w) {
   std::string stderr_path = fmt::format("/tmp/startup_bench_{}.stderr", getpid());
   // The same guest RAM as minivmm run's default.
   const std::vector<std::string> bare = {BARE_FIRST_EXIT_BIN,
                                          std::to_string(minivmm::VmConfig().memory_bytes)};
-  const std::vector<std::string> run = {minivmm, "run", "--workload", "none"};
-  std::vector<double> bare_ms, whole_ms, guest_ms, outside_ms;
+  const std::vector<std::string> run = {o.minivmm, "run", "--workload", "none"};
   auto time_bare = [&]() {
     Timed t = TimeProcess(bare);
     if (t.status != 0) {
       fmt::print(stderr, "startup_bench: bare_first_exit exited with {}\n", t.status);
       return false;
     }
-    bare_ms.push_back(t.ms);
+    w.bare.push_back(t.ms);
     return true;
   };
   auto time_minivmm = [&]() {
@@ -213,67 +223,71 @@ int main(int argc, char** argv) {
                  guest ? "" : " and printed no summary line");
       return false;
     }
-    whole_ms.push_back(t.ms);
-    guest_ms.push_back(*guest);
-    outside_ms.push_back(t.ms - *guest);
+    w.whole.push_back(t.ms);
+    w.guest.push_back(*guest);
+    w.outside.push_back(t.ms - *guest);
     return true;
   };
-  for (int i = 0; i < repeat; ++i) {
-    bool ok = i % 2 == 0 ? time_bare() && time_minivmm() : time_minivmm() && time_bare();
-    if (!ok) {
-      unlink(stderr_path.c_str());
-      return 1;
-    }
-  }
+  bool ok = true;
+  for (int i = 0; ok && i < o.repeat; ++i)
+    ok = i % 2 == 0 ? time_bare() && time_minivmm() : time_minivmm() && time_bare();
+  unlink(stderr_path.c_str());
+  return ok;
+}
+
+// C: B with --json FILE, the host probe from a cache of its own, filled by
+// one untimed run.
+void TimeWithJson(const Options& o, WholeProcess& w) {
   std::string json_path = fmt::format("/tmp/startup_bench_{}.json", getpid());
-  // A probe cache of its own, filled by one untimed run.
   std::string cache_dir = fmt::format("/tmp/startup_bench_cache_{}", getpid());
   setenv("MINIVMM_CACHE_DIR", cache_dir.c_str(), 1);
-  std::vector<std::string> json_args = run;
-  json_args.insert(json_args.end(), {"--json", json_path});
+  const std::vector<std::string> json_args = {o.minivmm, "run",    "--workload",
+                                              "none",    "--json", json_path};
   const bool warmed = TimeProcess(json_args).status == 0;
-  std::vector<double> with_json_ms;
-  for (int i = 0; warmed && i < repeat; ++i) {
+  for (int i = 0; warmed && i < o.repeat; ++i) {
     Timed t = TimeProcess(json_args);
-    if (t.status == 0) with_json_ms.push_back(t.ms);
+    if (t.status == 0) w.with_json.push_back(t.ms);
   }
-  unlink(stderr_path.c_str());
   unlink(json_path.c_str());
   std::filesystem::remove_all(cache_dir);
+}
 
-  // Medians decide; minima (the runs least disturbed by other load on the
-  // machine) are shown beside them.
+// Medians decide; minima (the runs least disturbed by other load on the
+// machine) are shown beside them.
+void PrintWholeProcess(const WholeProcess& w) {
   auto row = [](const char* what, const std::vector<double>& v, const char* note = "") {
     fmt::print("{:<50} {:>9.3f} {:>9.3f} ms{}\n", what, Median(v),
                *std::min_element(v.begin(), v.end()), note);
   };
-  double ratio = Median(outside_ms) / Median(bare_ms);
-  double min_ratio = *std::min_element(outside_ms.begin(), outside_ms.end()) /
-                     *std::min_element(bare_ms.begin(), bare_ms.end());
+  double ratio = Median(w.outside) / Median(w.bare);
+  double min_ratio = *std::min_element(w.outside.begin(), w.outside.end()) /
+                     *std::min_element(w.bare.begin(), w.bare.end());
   fmt::print(
       "\n3b. whole process, spawn to wait, A B B A (target: B outside the guest <= {:.1f}x A)\n",
       kTargetRatio);
   fmt::print("{:<50} {:>9} {:>9}\n", "", "median", "min");
-  row("  A. bare_first_exit (all outside the guest)", bare_ms);
-  row("  B. minivmm run --workload none", whole_ms);
-  row("     of which the guest ran (RunResult::elapsed)", guest_ms);
-  row("     outside the guest (whole - guest, per run)", outside_ms);
+  row("  A. bare_first_exit (all outside the guest)", w.bare);
+  row("  B. minivmm run --workload none", w.whole);
+  row("     of which the guest ran (RunResult::elapsed)", w.guest);
+  row("     outside the guest (whole - guest, per run)", w.outside);
   fmt::print("{:<50} {:>8.2f}x {:>8.2f}x  target <= {:.1f}x: {} it\n", "  B outside the guest / A",
              ratio, min_ratio, kTargetRatio, ratio <= kTargetRatio ? "meets" : "misses");
-  if (!with_json_ms.empty()) {
-    row("  C. minivmm run --workload none --json FILE", with_json_ms,
+  if (!w.with_json.empty()) {
+    row("  C. minivmm run --workload none --json FILE", w.with_json,
         "  (+ record, cached host probe)");
-    const double json_ratio = Median(with_json_ms) / Median(whole_ms);
+    const double json_ratio = Median(w.with_json) / Median(w.whole);
     fmt::print("{:<50} {:>8.2f}x {:>9}  target <= {:.1f}x: {} it\n", "  C / B", json_ratio, "",
                kTargetJsonRatio, json_ratio <= kTargetJsonRatio ? "meets" : "misses");
   } else {
     fmt::print("  C. minivmm run --workload none --json FILE failed: no ratio\n");
   }
+}
 
-  if (!qemu_wanted) return 0;
+// 3c, beside B's whole-process median.
+void Qemu(int repeat, double minivmm_ms) {
   if (!minivmm::bench::InPath("qemu-system-x86_64")) {
     fmt::print("\nqemu-system-x86_64 is not installed: no side-by-side comparison\n");
-    return 0;
+    return;
   }
   std::vector<double> qemu;
   int qemu_status = 0;
@@ -291,6 +305,23 @@ int main(int argc, char** argv) {
              "  qemu-system-x86_64 -accel kvm, same guest, native", Median(qemu), qemu_status,
              qemu_status == 1 ? ", guest succeeded" : ", unexpected");
   fmt::print("{:<56} {:>8.1f}x\n", "  QEMU / minivmm run, whole process",
-             Median(qemu) / Median(whole_ms));
+             Median(qemu) / minivmm_ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> o = ParseOptions(argc, argv);
+  if (!o) {
+    fmt::print(stderr, "usage: startup_bench [--repeat N] [--minivmm PATH] [--no-qemu]\n");
+    return 2;
+  }
+  fmt::print("minivmm start-up, median of {}\n\n", o->repeat);
+  if (!InProcess(o->repeat)) return 125;
+  WholeProcess w;
+  if (!TimeSideBySide(*o, w)) return 1;
+  TimeWithJson(*o, w);
+  PrintWholeProcess(w);
+  if (o->qemu) Qemu(o->repeat, Median(w.whole));
   return 0;
 }

@@ -1,7 +1,7 @@
 #include "devices/gdt_trap.h"
 
 #include "absl/strings/str_format.h"
-#include "hypercalls/waste.h"
+#include "vmm/core/waste.h"
 
 namespace minivmm {
 

@@ -129,6 +129,57 @@ void PrintStats(const minivmm::RunResult& result) {
                 static_cast<unsigned long long>(Total(result.per_vcpu[v])));
 }
 
+// workload=custom with `n` calls on `cpus` vCPUs, its console on stdout.
+minivmm::VmConfig ConfigFor(uint64_t n, uint64_t cpus, StdoutConsole& console) {
+  minivmm::VmConfig config;
+  config.memory_bytes = 64ull << 20;
+  config.cmdline = "workload=custom,n=" + std::to_string(n);
+  config.timeout = absl::Seconds(60);
+  config.cpus = static_cast<uint32_t>(cpus);
+  config.console = &console;
+#ifdef MINIVMM_GUEST_KERNEL_PATH
+  // Set by the installed package (find_package(minivmm)): this copy's guest.
+  config.kernel_path = MINIVMM_GUEST_KERNEL_PATH;
+#endif
+  return config;
+}
+
+// The run against what the guest was asked to do and what the host saw.
+bool CheckRun(const minivmm::RunResult& result, const WriteCounter& counter,
+              uint64_t observed_add_calls, uint64_t n, uint64_t cpus) {
+  std::map<std::string, std::string> reports(result.reports.entries.begin(),
+                                             result.reports.entries.end());
+  int device_index = -1;
+  for (size_t i = 0; i < result.pio_devices.size(); ++i)
+    if (result.pio_devices[i] == counter.Name()) device_index = static_cast<int>(i);
+  const uint64_t device_exits = device_index < 0 ? 0 : result.stats.pio_by_device[device_index];
+  const uint64_t want_sum = 11 * n * (n + 1) / 2;
+
+  std::printf("\nchecks\n");
+  bool ok = Check(result.reason == minivmm::StopReason::kGuestShutdown && result.exit_code == 0,
+                  "the guest shut down with code 0");
+  ok &= Check(ReportValue(reports, "custom.calls") == n, "custom.calls == " + std::to_string(n));
+  ok &= Check(ReportValue(reports, "custom.sum") == want_sum,
+              "custom.sum == 11*n*(n+1)/2 == " + std::to_string(want_sum));
+  ok &= Check(ReportValue(reports, "custom.port_read") == n,
+              "custom.port_read == " + std::to_string(n));
+  ok &=
+      Check(result.stats.hc_exits[kAddHypercall] == n && result.stats.hc_errors[kAddHypercall] == 0,
+            "the VMM counted " + std::to_string(n) + " add hypercalls, none failed");
+  ok &= Check(observed_add_calls == n, "the exit observer saw " + std::to_string(n) + " of them");
+  ok &= Check(counter.writes() == n && counter.reads() == 1 && counter.in_order(),
+              "the device got writes 1.." + std::to_string(n) + " in order and one read");
+  ok &= Check(device_exits == n + 1,
+              "the VMM counted " + std::to_string(n + 1) + " port-I/O exits on write-counter");
+  uint64_t vcpu_sum = 0;
+  for (const minivmm::ExitStats& v : result.per_vcpu) vcpu_sum += Total(v);
+  ok &= Check(result.vcpu_count() == cpus && vcpu_sum == Total(result.stats) &&
+                  result.per_vcpu[0].hc_exits[kAddHypercall] == n,
+              std::to_string(cpus) + " vCPUs whose exits add up to the total; vCPU 0 made the " +
+                  std::to_string(n) + " add hypercalls");
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,16 +191,7 @@ int main(int argc, char** argv) {
   }
 
   StdoutConsole console;
-  minivmm::VmConfig config;
-  config.memory_bytes = 64ull << 20;
-  config.cmdline = "workload=custom,n=" + std::to_string(n);
-  config.timeout = absl::Seconds(60);
-  config.cpus = static_cast<uint32_t>(cpus);
-  config.console = &console;
-#ifdef MINIVMM_GUEST_KERNEL_PATH
-  // Set by the installed package (find_package(minivmm)): this copy's guest.
-  config.kernel_path = MINIVMM_GUEST_KERNEL_PATH;
-#endif
+  const minivmm::VmConfig config = ConfigFor(n, cpus, console);
   std::printf("minivmm_embed: kernel %s, command line \"%s\", %u vCPUs\n",
               config.kernel_path.empty() ? minivmm::DefaultGuestKernelPath().c_str()
                                          : config.kernel_path.c_str(),
@@ -187,36 +229,7 @@ int main(int argc, char** argv) {
               result->detail.c_str(), absl::ToDoubleMilliseconds(result->elapsed));
   PrintStats(*result);
 
-  std::map<std::string, std::string> reports(result->reports.entries.begin(),
-                                             result->reports.entries.end());
-  int device_index = -1;
-  for (size_t i = 0; i < result->pio_devices.size(); ++i)
-    if (result->pio_devices[i] == counter.Name()) device_index = static_cast<int>(i);
-  const uint64_t device_exits = device_index < 0 ? 0 : result->stats.pio_by_device[device_index];
-  const uint64_t want_sum = 11 * n * (n + 1) / 2;
-
-  std::printf("\nchecks\n");
-  bool ok = Check(result->reason == minivmm::StopReason::kGuestShutdown && result->exit_code == 0,
-                  "the guest shut down with code 0");
-  ok &= Check(ReportValue(reports, "custom.calls") == n, "custom.calls == " + std::to_string(n));
-  ok &= Check(ReportValue(reports, "custom.sum") == want_sum,
-              "custom.sum == 11*n*(n+1)/2 == " + std::to_string(want_sum));
-  ok &= Check(ReportValue(reports, "custom.port_read") == n,
-              "custom.port_read == " + std::to_string(n));
-  ok &= Check(
-      result->stats.hc_exits[kAddHypercall] == n && result->stats.hc_errors[kAddHypercall] == 0,
-      "the VMM counted " + std::to_string(n) + " add hypercalls, none failed");
-  ok &= Check(observed_add_calls == n, "the exit observer saw " + std::to_string(n) + " of them");
-  ok &= Check(counter.writes() == n && counter.reads() == 1 && counter.in_order(),
-              "the device got writes 1.." + std::to_string(n) + " in order and one read");
-  ok &= Check(device_exits == n + 1,
-              "the VMM counted " + std::to_string(n + 1) + " port-I/O exits on write-counter");
-  uint64_t vcpu_sum = 0;
-  for (const minivmm::ExitStats& v : result->per_vcpu) vcpu_sum += Total(v);
-  ok &= Check(result->vcpu_count() == cpus && vcpu_sum == Total(result->stats) &&
-                  result->per_vcpu[0].hc_exits[kAddHypercall] == n,
-              std::to_string(cpus) + " vCPUs whose exits add up to the total; vCPU 0 made the " +
-                  std::to_string(n) + " add hypercalls");
+  const bool ok = CheckRun(*result, counter, observed_add_calls, n, cpus);
   std::printf("minivmm_embed: %s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }

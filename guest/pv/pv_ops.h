@@ -10,7 +10,8 @@
 // cleared), tls (which descriptors are sent) and fs_base (when the base is
 // written). pte_flags is the kernel compiled twice, a pte_val call or an
 // inline mask (the comparison is of the call itself, so it cannot be an
-// entry), plus patched, the call sites rewritten at boot (PvPatchCallSites);
+// entry; WithPteFlags picks the instance), plus patched, the call sites
+// rewritten at boot (PvPatchCallSites);
 // batch is the pv backend's own (PvBatching); irq picks the irq entries
 // (PvSharedIrqInit).
 #ifndef GUEST_PV_PV_OPS_H_
@@ -20,6 +21,7 @@
 #include <stdint.h>
 
 #include "kernel/counters.h"
+#include "kernel/mem.h"
 #include "kernel/percpu.h"
 #include "lib/cmdline.h"
 #include "lib/physmap.h"
@@ -212,6 +214,35 @@ __attribute__((always_inline)) inline uint64_t PvPteVal(uint64_t pte) {
       : [op] "m"(pv_ops.pte_val), "D"(pte), [site] "i"(kPteValSiteBytes)
       : "memory");
   return ret;
+}
+
+// pte_flags() as the pte_flags variant compiles it. The comparison is of
+// the call itself, so the variant is not an entry but the code at the call
+// site: PteFlagsViaPteVal is Linux's pte_flags(), pte_val() (the recorded,
+// patchable pv call) masked inline, for naive and patched; PteAttrs is
+// pte_attrs, the mask alone (the flags need no translation), for optimized.
+// Each counts pte_flags_calls.
+struct PteFlagsViaPteVal {
+  [[gnu::always_inline]] uint64_t operator()(uint64_t pte) const {
+    Count(&KernelCounters::pte_flags_calls);
+    return PvPteVal(pte) & kPteFlagsMask;
+  }
+};
+struct PteAttrs {
+  [[gnu::always_inline]] uint64_t operator()(uint64_t pte) const {
+    Count(&KernelCounters::pte_flags_calls);
+    return pte & kPteFlagsMask;
+  }
+};
+
+// Runs `body(pte_flags)` with the pte_flags variant's accessor: code that
+// reads flags in a loop is a template over the accessor, instantiated once
+// per variant, and this is the one place that reads the variant (as the
+// table is for the other ops): no caller chooses.
+template <typename Body>
+[[gnu::always_inline]] inline auto WithPteFlags(Body&& body) {
+  if (PvVariant(PvOp::kPteFlags) == Variant::kOptimized) return body(PteAttrs{});
+  return body(PteFlagsViaPteVal{});  // naive, and patched (the same sites, rewritten at boot)
 }
 
 // Rewrites every recorded pte_val call site into the backend's pte_val,

@@ -24,25 +24,14 @@
 namespace guest {
 namespace {
 
-// pte_flags() as Linux spells it: pte_val() (a pv op) masked inline.
-// naive and patched share the recorded call site; optimized is pte_attrs:
-// the flags need no translation.
-template <Variant V>
-uint64_t PteFlags(uint64_t pte) {
-  Count(&KernelCounters::pte_flags_calls);
-  if constexpr (V == Variant::kOptimized) {
-    return pte & kPteFlagsMask;
-  } else {
-    return PvPteVal(pte) & kPteFlagsMask;
-  }
-}
-
 // The pseudo-physical address of the page a present entry maps: Linux's
 // pte_pfn(), pte_val() through a recorded call site in every variant.
 uint64_t PtePhys(uint64_t pte) { return PvPteVal(pte) & kPteAddrMask; }
 
-template <Variant V>
-uint64_t Walk(const Arena& arena, uint64_t pages, bool set_nx) {
+// `pte_flags`: the pte_flags variant's accessor (pv/pv_ops.h WithPteFlags),
+// here and below.
+template <typename PteFlags>
+uint64_t Walk(PteFlags pte_flags, const Arena& arena, uint64_t pages, bool set_nx) {
   uint64_t changed = 0;
   pv_ops.enter_lazy_mmu();
   for (uint64_t p = 0; p < pages; ++p) {
@@ -50,7 +39,7 @@ uint64_t Walk(const Arena& arena, uint64_t pages, bool set_nx) {
     uint64_t* ptep = LookupPte(va);
     GUEST_ASSERT(ptep != nullptr);
     uint64_t pte = *ptep;
-    uint64_t flags = PteFlags<V>(pte);
+    uint64_t flags = pte_flags(pte);
     // Every variant must give the entry's own flags bits.
     if (flags != (pte & kPteFlagsMask)) SelfCheckFailed(Current(), kCheckPteFlags);
     bool has_nx = (flags & kPteNx) != 0;
@@ -79,13 +68,13 @@ void CheckWalk(const Arena& arena, uint64_t pages, bool nx) {
   }
 }
 
-template <Variant V>
-uint64_t TimePteFlags(const Arena& arena, uint64_t pages, uint64_t calls, uint64_t* sink) {
+template <typename PteFlags>
+uint64_t TimePteFlags(PteFlags pte_flags, const Arena& arena, uint64_t pages, uint64_t calls,
+                      uint64_t* sink) {
   uint64_t acc = 0;
   uint64_t t0 = cpu::Rdtsc();
   for (uint64_t c = 0; c < calls; ++c) {
-    for (uint64_t p = 0; p < pages; ++p)
-      acc += PteFlags<V>(*LookupPte(arena.start + p * kPageSize));
+    for (uint64_t p = 0; p < pages; ++p) acc += pte_flags(*LookupPte(arena.start + p * kPageSize));
   }
   *sink = acc;
   return cpu::Rdtsc() - t0;
@@ -97,18 +86,18 @@ struct CpaResult {
   uint64_t flags_sum;  // of the timed pte_flags() results
 };
 
-template <Variant V>
-CpaResult Run(const Arena& arena, uint64_t pages, uint64_t rounds, uint64_t calls,
-              uint64_t* checks) {
+template <typename PteFlags>
+CpaResult Run(PteFlags pte_flags, const Arena& arena, uint64_t pages, uint64_t rounds,
+              uint64_t calls, uint64_t* checks) {
   CpaResult r = {0, 0, 0};
   for (uint64_t i = 0; i < rounds; ++i) {
-    r.changed += Walk<V>(arena, pages, true);
+    r.changed += Walk(pte_flags, arena, pages, true);
     CheckWalk(arena, pages, true);
-    r.changed += Walk<V>(arena, pages, false);
+    r.changed += Walk(pte_flags, arena, pages, false);
     CheckWalk(arena, pages, false);
     *checks += 2;
   }
-  r.tsc = TimePteFlags<V>(arena, pages, calls, &r.flags_sum);
+  r.tsc = TimePteFlags(pte_flags, arena, pages, calls, &r.flags_sum);
   return r;
 }
 
@@ -121,15 +110,8 @@ void RunCpa(const WorkloadArgs& args) {
   Arena arena = CpaArena();
   WorkloadRecord rec("cpa");
   uint64_t checks = 0;
-  CpaResult r;
-  switch (PvVariant(PvOp::kPteFlags)) {
-    case Variant::kOptimized:
-      r = Run<Variant::kOptimized>(arena, pages, rounds, calls, &checks);
-      break;
-    default:  // naive, and patched (the same call sites, rewritten at boot)
-      r = Run<Variant::kNaive>(arena, pages, rounds, calls, &checks);
-      break;
-  }
+  const CpaResult r = WithPteFlags(
+      [&](auto pte_flags) { return Run(pte_flags, arena, pages, rounds, calls, &checks); });
   rec.Put("pages", pages);
   rec.Put("rounds", rounds);
   rec.Put("walks", 2 * rounds);

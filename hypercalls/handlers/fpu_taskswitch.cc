@@ -6,7 +6,7 @@
 // a change marks sregs dirty and costs no ioctl; an unchanged CR0 is not
 // written at all, so a redundant stts/clts does not pay for an sregs sync.
 // With the wasted-exit analysis on (and only then), a TS set or plain clear
-// also reads the vCPU's FPU fingerprint for it (hypercalls/waste.h).
+// also reads the vCPU's FPU fingerprint for it (vmm/core/waste.h).
 #include "hypercalls/handlers/args.h"
 #include "hypercalls/handlers/handlers.h"
 

@@ -19,7 +19,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "hypercalls/hypercall_result.h"
-#include "hypercalls/waste.h"
+#include "vmm/core/waste.h"
 #include "minivmm/hypercall_env.h"
 #include "minivmm_abi/hypercall.h"
 

@@ -16,7 +16,7 @@ struct ExitContext {
   RunControl& control;
   ExitStats& stats;
   // The wasted-exit analysis, when the run asked for it; handlers and
-  // devices describe each operation they apply to it (hypercalls/waste.h).
+  // devices describe each operation they apply to it (vmm/core/waste.h).
   WasteLog* waste = nullptr;
   // The exiting vCPU's number (0 = the boot CPU), as its RSI at entry said.
   uint32_t vcpu_id = 0;

@@ -2,7 +2,7 @@
 // errno in check order with nothing changed on a refusal (no kick sent, no
 // request left, no memory written), what each accepted call asks of the run
 // loop, and how the causes count them. The sleep itself is the run loop's
-// (tests/run_loop/run_loop_test.cc).
+// (tests/vmm/run_loop_test.cc).
 #include <gtest/gtest.h>
 
 #include <cstddef>

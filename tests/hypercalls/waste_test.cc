@@ -1,6 +1,6 @@
-// The wasted-exit analysis (hypercalls/waste.h) over the real handlers: each
+// The wasted-exit analysis (vmm/core/waste.h) over the real handlers: each
 // "exit" is one BeginExit / hypercall / EndExit, as the run loop does it.
-#include "hypercalls/waste.h"
+#include "vmm/core/waste.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,9 @@
 # Fails unless README.md's "## Architecture" block names exactly the
 # project's folders: every top-level folder (build/ aside) and every folder of
-# vmm/, include/ and hypercalls/, each once, and nothing that does not exist.
+# vmm/, include/ and hypercalls/, each once, and nothing that does not exist;
+# and unless its tests/ entry names exactly tests/'s folders, each either
+# named after a top-level source folder (the tests of that folder) or a kind
+# of test the entry names.
 #   cmake -DSOURCE_DIR=<repo> -P readme_architecture.cmake
 file(READ ${SOURCE_DIR}/README.md readme)
 string(FIND "${readme}" "## Architecture\n\n```\n" start)
@@ -61,6 +64,41 @@ list(LENGTH listed n_unique)
 if(NOT n_listed EQUAL n_unique)
   string(APPEND errors "  a folder is listed twice\n")
 endif()
+
+# The tests/ entry: its lines up to the next entry, and the folders it names.
+set(tests_entry "")
+set(in_tests FALSE)
+foreach(line IN LISTS lines)
+  if(line MATCHES "^[^ ]")
+    if(line MATCHES "^tests/ ")
+      set(in_tests TRUE)
+    else()
+      set(in_tests FALSE)
+    endif()
+  endif()
+  if(in_tests)
+    string(APPEND tests_entry " ${line}")
+  endif()
+endforeach()
+string(REGEX MATCHALL "[a-z_]+/" named "${tests_entry}")
+list(REMOVE_ITEM named "tests/")
+file(GLOB test_dirs LIST_DIRECTORIES true RELATIVE ${SOURCE_DIR}/tests ${SOURCE_DIR}/tests/*)
+foreach(dir IN LISTS test_dirs)
+  if(IS_DIRECTORY ${SOURCE_DIR}/tests/${dir})
+    list(FIND named "${dir}/" at)
+    if(at EQUAL -1)
+      string(APPEND errors "  tests/${dir}/ exists but README's tests/ entry does not name it\n")
+    elseif(NOT IS_DIRECTORY ${SOURCE_DIR}/${dir} AND NOT tests_entry MATCHES "by kind:.*${dir}/")
+      string(APPEND errors "  tests/${dir}/ names no source folder and is not a kind of test\n")
+    endif()
+  endif()
+endforeach()
+foreach(dir IN LISTS named)
+  if(NOT IS_DIRECTORY ${SOURCE_DIR}/tests/${dir})
+    string(APPEND errors "  README's tests/ entry names tests/${dir}, which does not exist\n")
+  endif()
+endforeach()
+
 if(errors)
   message(FATAL_ERROR "README.md's architecture section and the tree differ:\n${errors}")
 endif()

@@ -23,12 +23,12 @@
 
 #include "hypercalls/dispatcher.h"
 #include "hypercalls/hypercall_port.h"
-#include "hypercalls/waste.h"
 #include "minivmm/exit_event.h"
 #include "minivmm/hypercall_env.h"
 #include "minivmm/run_result.h"
 #include "vmm/bus/bus.h"
 #include "vmm/core/vcpu.h"
+#include "vmm/core/waste.h"
 #include "vmm/run/site_recorder.h"
 #include "vmm/run/vm_cpus.h"
 #include "vmm/run/vm_signals.h"
@@ -64,7 +64,7 @@ struct RunLoopParts {
   std::function<bool(uint32_t cpu)> timer_can_fire;
   HypercallParts hypercalls;
   const ExitObserver* observer = nullptr;  // null or empty: none
-  // The wasted-exit analysis (hypercalls/waste.h): ExitStats::wasted_* and
+  // The wasted-exit analysis (vmm/core/waste.h): ExitStats::wasted_* and
   // ExitEvent::wasted.
   bool analyse_waste = false;
   // The vCPU's number. Number 0 is the boot CPU, whose periodic timer
@@ -108,9 +108,13 @@ class RunLoop {
   RunStop LoopRecordingSites(V& vcpu);
   std::optional<RunStop> HonourSignals(uint32_t raised);
   bool IsHypercall(const VcpuExit& exit) const;
-  // Always inlined: on its own GCC keeps it out of line in the loop without
-  // the analysis, which costs every exit a call (bench/instructions_per_exit.sh).
+  // Handle: an exit, hypercalls first. HandleHypercall, HandleNotHypercall:
+  // its two halves, for a loop that has tested IsHypercall already. Always
+  // inlined: on its own GCC keeps them out of line in the loop without the
+  // analysis, which costs every exit a call (bench/instructions_per_exit.sh).
   [[gnu::always_inline]] std::optional<RunStop> Handle(const VcpuExit& exit, ExitEvent* event);
+  [[gnu::always_inline]] std::optional<RunStop> HandleHypercall(ExitEvent* event);
+  [[gnu::always_inline]] std::optional<RunStop> HandleNotHypercall(const VcpuExit& exit);
   std::optional<RunStop> HandleObserved(const VcpuExit& exit);
   std::optional<RunStop> HandleOther(const VcpuExit& exit);
   template <typename Span>
@@ -172,6 +176,8 @@ RunStop RunLoop::LoopRecordingSites(V& vcpu) {
 template <typename V, bool kAnalysed, bool kShared, bool kSites>
 RunStop RunLoop::LoopWith(V& vcpu) {
   const bool observed = observed_;
+  // Only the recorder reads a site: the exits may be repeats.
+  if constexpr (kSites) sites_->AllowRepeats(!observed && !waste_);
   for (;;) {
     bool interrupt_pending = false;
     if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
@@ -183,13 +189,31 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     std::optional<std::lock_guard<std::mutex>> lock;
     if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
-    if constexpr (kSites) sites_->Begin(exit, p_.vcpu, IsHypercall(exit));
-    std::optional<RunStop> stop =
-        !kAnalysed && observed ? HandleObserved(exit) : Handle(exit, nullptr);
-    if constexpr (kAnalysed) waste_->EndExit();
-    if constexpr (kSites) sites_->End(waste_ ? &*waste_ : nullptr, sequence_ - 1);
-    if (stop) [[unlikely]]
-      return *stop;
+    // Hypercalls first; the site (kSites) begins on each path with what it
+    // has tested. The result is made in place (no assignment of a stop).
+    std::optional<RunStop> stop = [&]() __attribute__((always_inline))->std::optional<RunStop> {
+      if (IsHypercall(exit)) [[likely]] {
+        if constexpr (kSites) sites_->BeginHypercall(exit, p_.vcpu);
+        return !kAnalysed && observed ? HandleObserved(exit) : HandleHypercall(nullptr);
+      }
+      if constexpr (kSites) sites_->Begin(exit, p_.vcpu, false);
+      return !kAnalysed && observed ? HandleObserved(exit) : HandleNotHypercall(exit);
+    }
+    ();
+    // After the exit, whether it stops the run or not (each branch its own
+    // copy, so that the common one needs no stop kept across it).
+    const auto end_exit = [&] {
+      if constexpr (kAnalysed) waste_->EndExit();
+      if constexpr (kSites) {
+        if (sites_->EndPending()) sites_->End(waste_ ? &*waste_ : nullptr, sequence_ - 1);
+      }
+    };
+    if (!stop) [[likely]] {
+      end_exit();
+      continue;
+    }
+    end_exit();
+    return *stop;
   }
 }
 
@@ -202,14 +226,21 @@ inline bool RunLoop::IsHypercall(const VcpuExit& exit) const {
 // Every exit goes through here, hypercalls first: a hypercall costs two
 // increments and the dispatcher, then one test of the run control.
 inline std::optional<RunStop> RunLoop::Handle(const VcpuExit& exit, ExitEvent* event) {
-  if (IsHypercall(exit)) [[likely]] {
-    ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
-    ++stats_.pio_by_device[hypercall_device_];
-    p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);
-    if (control_.request == VcpuRequest::kNone) [[likely]]
-      return std::nullopt;
-    return HonourRequest();
-  }
+  if (IsHypercall(exit)) [[likely]]
+    return HandleHypercall(event);
+  return HandleNotHypercall(exit);
+}
+
+inline std::optional<RunStop> RunLoop::HandleHypercall(ExitEvent* event) {
+  ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
+  ++stats_.pio_by_device[hypercall_device_];
+  p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);
+  if (control_.request == VcpuRequest::kNone) [[likely]]
+    return std::nullopt;
+  return HonourRequest();
+}
+
+inline std::optional<RunStop> RunLoop::HandleNotHypercall(const VcpuExit& exit) {
   std::optional<RunStop> stop = HandleOther(exit);
   if (!stop && control_.request != VcpuRequest::kNone) stop = HonourRequest();
   return stop;

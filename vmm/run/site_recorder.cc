@@ -41,6 +41,33 @@ void SiteRecorder::SettleCause() {
   }
 }
 
+void SiteRecorder::NotARepeat() {
+  // Begin left current_ as the last exit's site, which is this one's but for
+  // the cause (RepeatAllowed: a hypercall's, ring 0, the RIP alone).
+  recording_ = true;
+  settled_ = false;
+  rip_only_ = true;
+  lazy_ = last_lazy_;
+}
+
+void SiteRecorder::RepeatAllowed() {
+  // A site of a hypercall, in ring 0, the RIP alone, whose count End keeps
+  // (last_count_), and whose cause a repeat can check: its own, or none for
+  // a hypercall that has none (a refused call of one that has a cause
+  // counts in none, and the next may not). Not fpu_taskswitch, whose
+  // laziness depends on RSI (Begin).
+  const bool allowed = repeats_allowed_ && rip_only_ && !current_.user && current_.hypercall >= 0 &&
+                       current_.hypercall != MVMM_HC_fpu_taskswitch && last_count_ != nullptr &&
+                       (current_.cause != Cause::kCount ||
+                        !HypercallHasCause(static_cast<uint64_t>(current_.hypercall)));
+  const uint64_t nr = allowed ? static_cast<uint64_t>(current_.hypercall) : kNoRepeat;
+  const bool checks = current_.cause != Cause::kCount || lazy_;
+  counted_nr_ = checks ? kNoRepeat : nr;
+  checked_nr_ = checks ? nr : kNoRepeat;
+  repeat_rip_ = current_.frames[0];
+  repeat_cause_ = current_.cause;
+}
+
 SiteCount& SiteRecorder::CountAt() {
   last_count_ = &sites_.counts[current_];
   last_site_ = current_;

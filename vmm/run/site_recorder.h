@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "hypercalls/dispatcher.h"
-#include "hypercalls/waste.h"
 #include "minivmm/exit_sites.h"
 #include "minivmm/exit_stats.h"
 #include "minivmm/guest_memory.h"
 #include "minivmm/vcpu_state.h"
 #include "vmm/core/vcpu_exit.h"
+#include "vmm/core/waste.h"
 
 namespace minivmm {
 
@@ -32,37 +32,62 @@ class SiteRecorder {
   // loop's own); both must outlive the recorder.
   SiteRecorder(const GuestMemory& memory, const ExitStats& stats);
 
+  // Whether the loop's exits may be repeats (Begin): nothing but the
+  // recorder reads their sites (no observer, no wasted-exit analysis).
+  // Before the loop.
+  void AllowRepeats(bool allowed) {
+    repeats_allowed_ = allowed;
+    if (!allowed) counted_nr_ = checked_nr_ = kNoRepeat;
+  }
+
   // Before the exit is handled: its registers are still the guest's. A
   // hypercall exit's number is EAX. RunFailed is not an exit and is skipped.
   // Inline, as are Settle's and End's common paths: they run on every exit
   // of a run with sites (docs/sites.md "What it costs").
   [[gnu::always_inline]] void Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall) {
-    recording_ = !std::holds_alternative<RunFailed>(exit);
-    if (!recording_) return;
-    settled_ = false;
-    current_.reason = ReasonOf(exit);
-    current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
-    // A clts the guest tags as its #NM handler's (MVMM_TS_CLEAR_FOR_NM, in
-    // RSI) comes from a trap in a task's own code, outside any lazy mode: no
-    // batch could carry it (the guest's word, as in the wasted-exit
-    // analysis; docs/sites.md).
-    lazy_ = IsLazyModeCall(current_.hypercall) &&
-            !(current_.hypercall == MVMM_HC_fpu_taskswitch &&
-              vcpu.Get(Reg::kRsi) == MVMM_TS_CLEAR_FOR_NM);
-    current_.user = vcpu.Cpl() == 3;
-    const uint64_t rip = vcpu.Get(Reg::kRip);
-    const uint64_t rbp = vcpu.Get(Reg::kRbp);
-    // Ring 3's stack is not walked; a zero RBP ends a walk before its first
-    // frame (WalkFrames): the RIP alone, without the call.
-    if (current_.user || rbp == 0) {
-      current_.frames[0] = rip;
-      ZeroPast(1);
+    if (hypercall) {
+      BeginHypercall(exit, vcpu);
     } else {
-      Walk(rip, rbp);
+      BeginOther(exit, vcpu, false);
+      pending_ = Pending::kOther;
     }
   }
+  // Begin for an exit the loop knows is a hypercall.
+  [[gnu::always_inline]] void BeginHypercall(const VcpuExit& exit, const VcpuState& vcpu) {
+    // A repeat: the same hypercall from the same RIP as the last exit, with
+    // no frame to walk (RBP 0), in ring 0 (CPL 0), where the last site
+    // allowed one (RepeatAllowed): its site is the last one. One that needs
+    // no check after the exit (a site of no cause that no batch could
+    // carry) is counted here, and End has nothing to do.
+    const uint64_t place = (vcpu.Get(Reg::kRip) ^ repeat_rip_) | vcpu.Get(Reg::kRbp) |
+                           static_cast<uint64_t>(vcpu.Cpl());
+    const uint64_t nr = static_cast<uint32_t>(vcpu.Get(Reg::kRax));
+    if ((place | (nr ^ counted_nr_)) == 0) [[likely]] {
+      ++last_count_->exits;
+      return;
+    }
+    if ((place | (nr ^ checked_nr_)) == 0) {
+      pending_ = Pending::kRepeat;
+      return;
+    }
+    BeginOther(exit, vcpu, true);
+    pending_ = Pending::kOther;
+  }
+  // Whether End has anything to do for this exit.
+  [[gnu::always_inline]] bool EndPending() const { return pending_ != Pending::kNone; }
+  // After the exit was handled (and, with `waste`, its verdict reached),
+  // when EndPending.
+  [[gnu::always_inline]] void End(const WasteLog* waste, uint64_t sequence) {
+    const Pending pending = pending_;
+    pending_ = Pending::kNone;
+    if (pending == Pending::kRepeat)
+      EndRepeat();
+    else
+      EndOther(waste, sequence);
+  }
   // After the exit was handled: the exit's site with its cause settled,
-  // valid until the next Begin. Begin must have recorded an exit.
+  // valid until the next Begin. Begin must have recorded an exit that was
+  // not a repeat (no repeats while an observer reads sites: AllowRepeats).
   [[gnu::always_inline]] const ExitSite& Settle() {
     // Once per exit: an observer's event settles it before End does.
     if (settled_) return current_;
@@ -74,8 +99,55 @@ class SiteRecorder {
     SettleCause();
     return current_;
   }
-  // After the exit was handled (and, with `waste`, its verdict reached).
-  [[gnu::always_inline]] void End(const WasteLog* waste, uint64_t sequence) {
+
+  const ExitSites& sites() const { return sites_; }
+
+ private:
+  // Begin's part for an exit that is not a repeat: its site derived.
+  [[gnu::always_inline]] void BeginOther(const VcpuExit& exit, const VcpuState& vcpu,
+                                         bool hypercall) {
+    recording_ = !std::holds_alternative<RunFailed>(exit);
+    if (!recording_) return;
+    settled_ = false;
+    current_.reason = ReasonOf(exit);
+    current_.hypercall = hypercall ? static_cast<int64_t>(vcpu.Get(Reg::kRax) & 0xFFFFFFFFu) : -1;
+    // A clts the guest tags as its #NM handler's (MVMM_TS_CLEAR_FOR_NM, in
+    // RSI) comes from a trap in a task's own code, outside any lazy mode: no
+    // batch could carry it (the guest's word, as in the wasted-exit
+    // analysis; docs/sites.md).
+    lazy_ = IsLazyModeCall(current_.hypercall) && !(current_.hypercall == MVMM_HC_fpu_taskswitch &&
+                                                    vcpu.Get(Reg::kRsi) == MVMM_TS_CLEAR_FOR_NM);
+    current_.user = vcpu.Cpl() == 3;
+    const uint64_t rip = vcpu.Get(Reg::kRip);
+    const uint64_t rbp = vcpu.Get(Reg::kRbp);
+    rip_only_ = rbp == 0;
+    // Ring 3's stack is not walked; a zero RBP ends a walk before its first
+    // frame (WalkFrames): the RIP alone, without the call.
+    if (current_.user || rbp == 0) {
+      current_.frames[0] = rip;
+      ZeroPast(1);
+    } else {
+      Walk(rip, rbp);
+    }
+  }
+  // End's for a repeat: the last site again, if the exit moved the cause
+  // that site's exits moved (at most one cause moves per exit), or, for a
+  // hypercall that has none, none.
+  [[gnu::always_inline]] void EndRepeat() {
+    const int c = static_cast<int>(repeat_cause_);
+    if (repeat_cause_ == Cause::kCount || stats_.causes[c].exits == cause_exits_seen_[c] + 1)
+        [[likely]] {
+      if (repeat_cause_ != Cause::kCount) ++cause_exits_seen_[c];
+      ++last_count_->exits;
+      // As EndOther; the last exit was this site, so it was lazy if this is.
+      if (last_lazy_) CountBatchable(*last_count_);
+      return;
+    }
+    NotARepeat();
+    EndOther(nullptr, 0);
+  }
+  // End's for any other exit.
+  void EndOther(const WasteLog* waste, uint64_t sequence) {
     if (!recording_) return;
     Settle();
     // Exits come in runs from one site (a loop of hypercalls): the last
@@ -84,21 +156,32 @@ class SiteRecorder {
     ++count.exits;
     // A run of direct lazy-mode calls with no interrupt between: every exit
     // after the run's first is one a batch could have carried.
-    const uint64_t injections = stats_.timer_injections + stats_.ipi_injections;
-    if (lazy_ && last_lazy_ && injections == injections_at_last_) ++count.batchable;
+    if (lazy_ && last_lazy_) {
+      CountBatchable(count);
+    } else {
+      injections_at_last_ = stats_.timer_injections + stats_.ipi_injections;
+    }
     last_lazy_ = lazy_;
-    injections_at_last_ = injections;
     if (waste != nullptr) EndWasted(*waste, sequence, count);
+    RepeatAllowed();
   }
 
-  const ExitSites& sites() const { return sites_; }
-
- private:
   struct Candidate {
     uint64_t sequence = ~0ull;
     ExitSite site;  // the key, not a pointer: the map's values move when it grows
   };
   uint64_t WastedExits() const;
+  // A batchable exit (End) if no interrupt came since the last one.
+  [[gnu::always_inline]] void CountBatchable(SiteCount& count) {
+    const uint64_t injections = stats_.timer_injections + stats_.ipi_injections;
+    if (injections == injections_at_last_) ++count.batchable;
+    injections_at_last_ = injections;
+  }
+  // A repeat whose cause differed: the exit as BeginOther would have made
+  // it (the last site, its cause to be settled), for EndOther.
+  void NotARepeat();
+  // After End: whether the next exit may be a repeat of this site (Begin).
+  void RepeatAllowed();
   // Begin's walk of a frame chain.
   void Walk(uint64_t rip, uint64_t rbp);
   // Frames from `depth` on are zero (exit_sites.h), and `depth` is set.
@@ -129,6 +212,22 @@ class SiteRecorder {
   // The last exit's site and its count in sites_.counts (End).
   ExitSite last_site_;
   SiteCount* last_count_ = nullptr;
+  // Repeats (Begin): whether the loop allows them; the last site's RIP, its
+  // hypercall number as counted_nr_ (a repeat needs no check: no cause and
+  // not lazy) or as checked_nr_ (Kind::kRepeat), the other kNoRepeat, which
+  // no EAX is (both, when it allows none), and its cause; whether that
+  // site's RBP was 0 (rip_only_, set by BeginOther).
+  static constexpr uint64_t kNoRepeat = 1ull << 32;
+  // What End has to do for the exit Begin saw: nothing (a repeat counted),
+  // check a repeat, or end any other exit.
+  enum class Pending : uint8_t { kNone, kRepeat, kOther };
+  Pending pending_ = Pending::kNone;
+  bool repeats_allowed_ = false;
+  bool rip_only_ = false;
+  uint64_t repeat_rip_ = 0;
+  uint64_t counted_nr_ = kNoRepeat;
+  uint64_t checked_nr_ = kNoRepeat;
+  Cause repeat_cause_ = Cause::kCount;
   // The loop's counts as of the last exit's end: only exits move them
   // (ExitStats::causes and wasted_by_reason), so the cause an exit moved is
   // the one that differs now, found without a copy of all of them per exit.

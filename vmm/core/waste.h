@@ -28,8 +28,8 @@
 // the tag (the #NM comes before the instruction that uses the FPU). Each pair
 // kept that way while the VMM's own fingerprint saw no FPU use is counted in
 // ExitStats::ts_pairs_kept_by_guest.
-#ifndef MINIVMM_HYPERCALLS_WASTE_H_
-#define MINIVMM_HYPERCALLS_WASTE_H_
+#ifndef MINIVMM_VMM_CORE_WASTE_H_
+#define MINIVMM_VMM_CORE_WASTE_H_
 
 #include <cstdint>
 #include <optional>
@@ -177,4 +177,4 @@ inline void NoteCr0Op(WasteLog* log, int64_t source, OpEffect effect, const Vcpu
 
 }  // namespace minivmm
 
-#endif  // MINIVMM_HYPERCALLS_WASTE_H_
+#endif  // MINIVMM_VMM_CORE_WASTE_H_

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "elf_builder.h"
 #include "gtest/gtest.h"
+#include "tests/vmm/elf_builder.h"
 
 namespace minivmm {
 namespace {

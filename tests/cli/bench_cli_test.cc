@@ -60,7 +60,7 @@ const json* Result(const json& bench, const std::string& configuration) {
 
 // One tiny bench shared by the tests that only read its output. Under ctest
 // it is run once, by SharedBench.RunsTheTinyBench (the fixture setup
-// bench_cli_shared, tests/bench/CMakeLists.txt), into SharedDir(); each
+// bench_cli_shared, tests/cli/CMakeLists.txt), into SharedDir(); each
 // BenchCliTest is a process of its own there and reads what it left
 // (MINIVMM_SHARED_BENCH=1). Run by hand, the binary runs it once itself.
 std::string SharedDir() { return ::testing::TempDir() + "/bench_cli_shared"; }

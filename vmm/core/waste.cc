@@ -1,4 +1,4 @@
-#include "hypercalls/waste.h"
+#include "vmm/core/waste.h"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/vmm_unit/elf_builder.h"
+#include "tests/vmm/elf_builder.h"
 
 namespace minivmm {
 namespace {
