@@ -91,7 +91,7 @@ case "$mode" in
     took "the debug build"
     mkdir -p build/test-results
     rm -f build/test-results/*.xml build/test-results/*.json build/test-results/*.log \
-      build/test-results/*.ready
+      build/test-results/*.ready build/test-results/nested-stalls
     # Each ctest run gets its own scratch directory (gtest's TEST_TMPDIR, and
     # the install tests' prefix): the host's runs and the nested ones share
     # this file system and run at the same time.
@@ -155,20 +155,31 @@ case "$mode" in
     # background, in this order, while this host runs its own on the other
     # cores; its output goes to build/test-results/nested.log and is printed
     # when it ends. It waits for the asan and tsan builds (the *.ready files).
+    # A step whose VM stalled (nestkvm's status 123: its kernel stopped, so
+    # no test could end; docs/hosts.md) runs once more, from the start, in a
+    # new VM, and says so; a second stall, like any failure, fails it.
+    nested_step() {
+      local rc=0
+      "${nested[@]}" "$@" || rc=$?
+      [ "$rc" -eq 123 ] || return "$rc"
+      echo stalled >>build/test-results/nested-stalls
+      say "nested: the VM stalled (above); this step runs again, from its start, in a new VM"
+      "${nested[@]}" "$@"
+    }
     nested_steps() {
       set -euo pipefail
       local t0=$SECONDS
-      "${nested[@]}" env TEST_TMPDIR="$(scratch nested-debug)" \
+      nested_step env TEST_TMPDIR="$(scratch nested-debug)" \
         MINIVMM_INSTALL_TEST_DIR="$(scratch debug-install)" \
         MINIVMM_REPORT_RECORDS="$(scratch debug-records-nested)" ctest --preset debug \
         --output-on-failure --output-junit "$PWD/build/test-results/debug-vm-nested.xml" \
         -L vm -LE cross_host -FS '^install_' -j 1 "$@"
       say "nested: debug whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
-      "${nested[@]}" "${bench[@]}" --json "$PWD/build/test-results/bench-nested-$nested_kvm.json" >/dev/null
+      nested_step "${bench[@]}" --json "$PWD/build/test-results/bench-nested-$nested_kvm.json" >/dev/null
       say "nested: the bench matrix took $((SECONDS - t0)) s"; t0=$SECONDS
       if [ "$host_kvm" = no ]; then
         until [ -e build/test-results/asan.ready ]; do sleep 5; done
-        "${nested[@]}" env TEST_TMPDIR="$(scratch nested-asan)" \
+        nested_step env TEST_TMPDIR="$(scratch nested-asan)" \
           MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" \
           MINIVMM_REPORT_RECORDS="$(scratch asan-records-nested)" ctest --preset asan \
           --output-on-failure --output-junit "$PWD/build/test-results/asan-vm-nested.xml" \
@@ -176,7 +187,7 @@ case "$mode" in
         say "nested: asan whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
       fi
       until [ -e build/test-results/tsan.ready ]; do sleep 5; done
-      "${nested[@]}" env TEST_TMPDIR="$(scratch nested-tsan)" ctest --preset tsan \
+      nested_step env TEST_TMPDIR="$(scratch nested-tsan)" ctest --preset tsan \
         --output-on-failure --output-junit "$PWD/build/test-results/tsan-smp-nested.xml" \
         -L smp -j 1 "$@"
       say "nested: tsan smp tests took $((SECONDS - t0)) s"
@@ -184,7 +195,7 @@ case "$mode" in
     nested_log=build/test-results/nested.log
     # A session of its own, so that stopping this script stops all of it
     # (nestkvm kills its QEMU on SIGTERM).
-    export -f nested_steps scratch say
+    export -f nested_steps nested_step scratch say
     export host_kvm nested_kvm
     nested_pid=""
     trap '[ -n "$nested_pid" ] && kill -TERM -- -"$nested_pid" 2>/dev/null; true' EXIT
@@ -266,6 +277,11 @@ case "$mode" in
     say "the nested $nested_kvm's output ($nested_log):"
     cat "$nested_log"
     if [ "$nested_rc" -ne 0 ]; then
+      # What failed, last, where a reader of the output's end sees it.
+      say "the nested $nested_kvm's failed or unfinished tests and steps:"
+      grep -E '\*\*\*(Failed|Timeout|Exception|Not Run)|^ *Start +[0-9]+:|^nestkvm: |^quickstart: nested: ' \
+        "$nested_log" | awk '/Start +[0-9]+:/ { last = $0; next } { print } END { if (last) print "last started:" last }' |
+        tail -n 40
       say "FAILED: a step on the nested $nested_kvm failed (exit status $nested_rc, output above)"
       exit 1
     fi
@@ -294,6 +310,9 @@ case "$mode" in
     kvms="$nested_kvm (nested)"
     [ "$host_kvm" = yes ] && kvms="$host_name (this host) and $kvms"
     echo "quickstart: whole-VM tests ran on $kvms"
+    if [ -f build/test-results/nested-stalls ]; then
+      echo "quickstart: the nested VM stalled $(wc -l <build/test-results/nested-stalls) time(s); each such step ran again, whole, in a new VM"
+    fi
     echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
     ;;
   *)

@@ -1,7 +1,9 @@
 // Typed readers of the argument registers (RDI, RSI, RDX, R10, R8 = a[0..4]),
-// one per hypercall, mirroring the table of docs/design.md "Hypercalls". Handlers read their
-// arguments only through these, so the register-to-meaning mapping is in one
-// place and guest addresses are GuestAddress from the start.
+// one per hypercall, derived from the ABI's argument lists
+// (MVMM_HC_ARGS_<name> in minivmm_abi/hypercall.h). Handlers read their
+// arguments only through these: `ReadArgs<MVMM_HC_<name>>(raw)` has one
+// field per argument, named as in that list, and a guest-physical address
+// is a GuestAddress from the start.
 #ifndef MINIVMM_HYPERCALLS_HANDLERS_ARGS_H_
 #define MINIVMM_HYPERCALLS_HANDLERS_ARGS_H_
 
@@ -9,114 +11,48 @@
 
 #include "minivmm/guest_address.h"
 #include "minivmm/hypercall_env.h"
+#include "minivmm_abi/hypercall.h"
 
 namespace minivmm::hc {
 
-struct MmuUpdateArgs {
-  GuestAddress reqs;  // array of struct mvmm_mmu_update
-  uint64_t count;
-  static MmuUpdateArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
-};
+// Hypercall `nr`'s arguments, one field per entry of its MVMM_HC_ARGS_ list.
+template <uint32_t nr>
+struct Args;
 
-struct StackSwitchArgs {
-  uint64_t ss;
-  uint64_t rsp;
-  static StackSwitchArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
-};
+// An argument's C++ type, by its kind in the list.
+using ArgKind_gpa = GuestAddress;
+using ArgKind_u64 = uint64_t;
 
-struct FpuTaskswitchArgs {
-  uint64_t set;     // 1 sets CR0.TS, 0 clears it
-  uint64_t reason;  // MVMM_TS_CLEAR_* (a clear only)
-  static FpuTaskswitchArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
-};
+#define MINIVMM_HC_ARG_FIELD_(reg, kind, field) ArgKind_##kind field;
+#define MINIVMM_HC_ARG_READ_(reg, kind, field) ArgKind_##kind(a[reg]),
+#define MINIVMM_HC_ARG_BIT_(reg, kind, field) | (1u << (reg))
+#define MINIVMM_HC_ARG_ONE_(reg, kind, field) +1
+#define MINIVMM_HC_ARGS_(nr, name)                                                        \
+  template <>                                                                             \
+  struct Args<nr> {                                                                       \
+    MVMM_HC_ARGS_##name(MINIVMM_HC_ARG_FIELD_) static Args                                \
+        From([[maybe_unused]] const HypercallArgs& a) {                                   \
+      return {MVMM_HC_ARGS_##name(MINIVMM_HC_ARG_READ_)};                                 \
+    }                                                                                     \
+  };                                                                                      \
+  /* Its arguments are registers 0..n-1, each once, within the ABI's five. */             \
+  static_assert((0u MVMM_HC_ARGS_##name(MINIVMM_HC_ARG_BIT_)) ==                          \
+                    (1u << (0 MVMM_HC_ARGS_##name(MINIVMM_HC_ARG_ONE_))) - 1u,            \
+                #name ": its arguments are not registers 0..n-1, each once");             \
+  static_assert((0u MVMM_HC_ARGS_##name(MINIVMM_HC_ARG_ONE_)) <= MVMM_MAX_HYPERCALL_ARGS, \
+                #name ": more arguments than registers");
+MVMM_HYPERCALL_LIST(MINIVMM_HC_ARGS_)
+#undef MINIVMM_HC_ARGS_
+#undef MINIVMM_HC_ARG_ONE_
+#undef MINIVMM_HC_ARG_BIT_
+#undef MINIVMM_HC_ARG_READ_
+#undef MINIVMM_HC_ARG_FIELD_
 
-struct UpdateDescriptorArgs {
-  GuestAddress gpa;  // of the GDT entry: MVMM_GDT_GPA + 8 * slot
-  uint64_t desc;
-  static UpdateDescriptorArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
-};
-
-struct SetSegmentBaseArgs {
-  uint64_t which;  // MVMM_SEGBASE_*
-  uint64_t base;
-  static SetSegmentBaseArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
-};
-
-struct MulticallArgs {
-  GuestAddress list;  // array of struct mvmm_multicall_entry
-  uint64_t count;
-  static MulticallArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
-};
-
-struct SetTimerOpArgs {
-  uint64_t deadline_ns;  // guest time; 0 cancels
-  static SetTimerOpArgs From(const HypercallArgs& a) { return {a[0]}; }
-};
-
-struct ConsoleIoArgs {
-  uint64_t cmd;
-  uint64_t count;
-  GuestAddress buffer;
-  static ConsoleIoArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2])}; }
-};
-
-struct MmuextOpArgs {
-  GuestAddress ops;  // array of struct mvmm_mmuext_op
-  uint64_t count;
-  static MmuextOpArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
-};
-
-struct SchedOpArgs {
-  uint64_t cmd;
-  uint64_t arg;
-  static SchedOpArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
-};
-
-struct VcpuOpArgs {
-  uint64_t cmd;
-  uint64_t vcpu;
-  GuestAddress gpa;    // register_*: the struct mvmm_vcpu_info or mvmm_vcpu_runstate
-  uint64_t period_ns;  // set_periodic_timer: the same register as `gpa`
-  static VcpuOpArgs From(const HypercallArgs& a) { return {a[0], a[1], GuestAddress(a[2]), a[2]}; }
-};
-
-struct SetIfArgs {
-  uint64_t enable;  // 1 sets RFLAGS.IF, 0 clears it
-  static SetIfArgs From(const HypercallArgs& a) { return {a[0]}; }
-};
-
-struct WriteCr0Args {
-  uint64_t value;
-  static WriteCr0Args From(const HypercallArgs& a) { return {a[0]}; }
-};
-
-struct SendIpiArgs {
-  uint64_t mask;    // bit n: vCPU n
-  uint64_t vector;  // MVMM_IPI_VECTOR
-  static SendIpiArgs From(const HypercallArgs& a) { return {a[0], a[1]}; }
-};
-
-struct FlushTlbOthersArgs {
-  uint64_t mask;  // bit n: vCPU n, never the caller
-  static FlushTlbOthersArgs From(const HypercallArgs& a) { return {a[0]}; }
-};
-
-struct LockWaitArgs {
-  GuestAddress word;  // the u32 the waiter saw as `expected`
-  uint64_t expected;
-  static LockWaitArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
-};
-
-struct LockKickArgs {
-  uint64_t cpu;
-  static LockKickArgs From(const HypercallArgs& a) { return {a[0]}; }
-};
-
-struct ReportArgs {
-  GuestAddress text;
-  uint64_t len;
-  static ReportArgs From(const HypercallArgs& a) { return {GuestAddress(a[0]), a[1]}; }
-};
+// Hypercall `nr`'s arguments read from its registers.
+template <uint32_t nr>
+Args<nr> ReadArgs(const HypercallArgs& raw) {
+  return Args<nr>::From(raw);
+}
 
 }  // namespace minivmm::hc
 

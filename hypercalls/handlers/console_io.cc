@@ -30,7 +30,7 @@ namespace {
 }  // namespace
 
 HypercallResult console_io(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = ConsoleIoArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_console_io>(raw);
   if (args.cmd != MVMM_CONSOLEIO_WRITE) return Refuse(MVMM_EINVAL, "unknown cmd");
   if (args.count > MVMM_CONSOLEIO_MAX_BYTES) {
     return Refuse(MVMM_E2BIG, "count above MVMM_CONSOLEIO_MAX_BYTES");

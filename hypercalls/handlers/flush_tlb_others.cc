@@ -22,7 +22,7 @@
 namespace minivmm::hc {
 
 HypercallResult flush_tlb_others(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = FlushTlbOthersArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_flush_tlb_others>(raw);
   const HypercallResult targets = CheckCpuMask(env.cpus, args.mask);
   if (!targets.ok()) return targets;
   const uint32_t self = env.exit.vcpu_id;

@@ -13,7 +13,7 @@
 namespace minivmm::hc {
 
 HypercallResult fpu_taskswitch(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = FpuTaskswitchArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_fpu_taskswitch>(raw);
   if (args.set > 1) return Refuse(MVMM_EINVAL, "set is neither 0 nor 1");
   if (args.reason > (args.set ? MVMM_TS_CLEAR_PLAIN : MVMM_TS_CLEAR_FOR_NM))
     return Refuse(MVMM_EINVAL, "unknown reason for the TS change");

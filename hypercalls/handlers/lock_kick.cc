@@ -9,7 +9,7 @@
 namespace minivmm::hc {
 
 HypercallResult lock_kick(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = LockKickArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_lock_kick>(raw);
   if (env.cpus == nullptr) return Refuse(MVMM_ENOSYS, "no vCPU directory");
   if (args.cpu >= env.cpus->count()) return Refuse(MVMM_EINVAL, "no such vCPU");
   const uint32_t self = env.exit.vcpu_id;

@@ -14,7 +14,7 @@
 namespace minivmm::hc {
 
 HypercallResult lock_wait(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = LockWaitArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_lock_wait>(raw);
   if (env.cpus == nullptr) return Refuse(MVMM_ENOSYS, "no vCPU directory");
   if (args.word.value() % sizeof(uint32_t) != 0) return Refuse(MVMM_EINVAL, "gpa not 4-aligned");
   if (args.expected > UINT32_MAX) return Refuse(MVMM_EINVAL, "expected is not a u32");

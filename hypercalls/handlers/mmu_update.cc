@@ -24,7 +24,7 @@
 namespace minivmm::hc {
 
 HypercallResult mmu_update(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = MmuUpdateArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_mmu_update>(raw);
   if (args.count > MVMM_MMU_UPDATE_MAX_REQS) {
     return Refuse(MVMM_E2BIG, "count above MVMM_MMU_UPDATE_MAX_REQS");
   }

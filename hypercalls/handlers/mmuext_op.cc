@@ -26,7 +26,7 @@
 namespace minivmm::hc {
 
 HypercallResult mmuext_op(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = MmuextOpArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_mmuext_op>(raw);
   if (args.count > MVMM_MMUEXT_OP_MAX_OPS) {
     return Refuse(MVMM_E2BIG, "count above MVMM_MMUEXT_OP_MAX_OPS");
   }

@@ -23,7 +23,7 @@
 namespace minivmm::hc {
 
 HypercallResult multicall(HypercallEnv& env, const HypercallArgs& raw, OpRunner run) {
-  const auto args = MulticallArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_multicall>(raw);
   if (args.count > MVMM_MULTICALL_MAX_ENTRIES) {
     return Refuse(MVMM_E2BIG, "count above MVMM_MULTICALL_MAX_ENTRIES");
   }

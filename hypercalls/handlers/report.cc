@@ -15,7 +15,7 @@
 namespace minivmm::hc {
 
 HypercallResult report(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = ReportArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_report>(raw);
   if (env.reports == nullptr) return Refuse(MVMM_ENOSYS, "no report store wired");
   if (args.len > MVMM_REPORT_MAX_BYTES) {
     return Refuse(MVMM_E2BIG, "len above MVMM_REPORT_MAX_BYTES");

@@ -21,7 +21,7 @@ void Request(RunControl& control, VcpuRequest request) {
 }  // namespace
 
 HypercallResult sched_op(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = SchedOpArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_sched_op>(raw);
   RunControl& control = env.exit.control;
   switch (args.cmd) {
     case MVMM_SCHEDOP_YIELD:

@@ -14,7 +14,7 @@
 namespace minivmm::hc {
 
 HypercallResult send_ipi(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = SendIpiArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_send_ipi>(raw);
   const HypercallResult targets = CheckCpuMask(env.cpus, args.mask);
   if (!targets.ok()) return targets;
   if (args.vector != MVMM_IPI_VECTOR) return Refuse(MVMM_EINVAL, "vector is not MVMM_IPI_VECTOR");

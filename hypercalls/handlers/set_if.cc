@@ -9,7 +9,7 @@
 namespace minivmm::hc {
 
 HypercallResult set_if(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = SetIfArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_set_if>(raw);
   if (args.enable > 1) return Refuse(MVMM_EINVAL, "enable is neither 0 nor 1");
   VcpuState& vcpu = env.exit.vcpu;
   const uint64_t rflags = vcpu.Get(Reg::kRflags);

@@ -11,7 +11,7 @@
 namespace minivmm::hc {
 
 HypercallResult set_segment_base(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = SetSegmentBaseArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_set_segment_base>(raw);
   if (args.which != MVMM_SEGBASE_FS) return Refuse(MVMM_EINVAL, "not SEGBASE_FS");
   // Canonical: bits 63..47 are all copies of bit 47.
   const uint64_t high = args.base >> 47;

@@ -9,7 +9,7 @@
 namespace minivmm::hc {
 
 HypercallResult set_timer_op(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = SetTimerOpArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_set_timer_op>(raw);
   if (env.timer == nullptr) return Refuse(MVMM_ENOSYS, "no timer wired");
   if (!env.timer->SetVcpuOneShot(env.exit.vcpu_id, args.deadline_ns))
     return Refuse(MVMM_ENOSYS, "no one-shot timer for this vCPU");

@@ -25,7 +25,7 @@ bool IsCanonical(uint64_t va) {
 }  // namespace
 
 HypercallResult stack_switch(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = StackSwitchArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_stack_switch>(raw);
   if (args.ss != MVMM_SEL_KERNEL_DS) return Refuse(MVMM_EINVAL, "ss is not MVMM_SEL_KERNEL_DS");
   if (!IsCanonical(args.rsp)) return Refuse(MVMM_EINVAL, "rsp not canonical");
   const GuestAddress rsp0(MVMM_CPU_TSS_GPA(env.exit.vcpu_id) + offsetof(mvmm_tss, rsp));

@@ -16,7 +16,7 @@
 namespace minivmm::hc {
 
 HypercallResult update_descriptor(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = UpdateDescriptorArgs::From(raw);
+  const auto args = ReadArgs<MVMM_HC_update_descriptor>(raw);
   // Alignment comes first, before the subtraction below can hide it.
   if (!args.gpa.IsAligned(sizeof(uint64_t))) return Refuse(MVMM_EINVAL, "gpa misaligned");
   if (args.gpa.value() < MVMM_GDT_GPA) return Refuse(MVMM_EFAULT, "gpa below the GDT");

@@ -71,9 +71,10 @@ HypercallResult PeriodicTimer(HypercallEnv& env, uint64_t vcpu, std::optional<ui
 }  // namespace
 
 HypercallResult vcpu_op(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = VcpuOpArgs::From(raw);
-  if (args.cmd == MVMM_VCPUOP_SET_PERIODIC_TIMER)
-    return PeriodicTimer(env, args.vcpu, args.period_ns);
+  const auto args = ReadArgs<MVMM_HC_vcpu_op>(raw);
+  // `arg` is a period (set_periodic_timer) or a guest-physical address
+  // (register_*).
+  if (args.cmd == MVMM_VCPUOP_SET_PERIODIC_TIMER) return PeriodicTimer(env, args.vcpu, args.arg);
   if (args.cmd == MVMM_VCPUOP_STOP_PERIODIC_TIMER)
     return PeriodicTimer(env, args.vcpu, std::nullopt);
   if (args.cmd != MVMM_VCPUOP_REGISTER_VCPU_INFO && args.cmd != MVMM_VCPUOP_REGISTER_RUNSTATE_AREA)
@@ -82,13 +83,14 @@ HypercallResult vcpu_op(HypercallEnv& env, const HypercallArgs& raw) {
   RunControl& control = env.exit.control;
   if (args.cmd == MVMM_VCPUOP_REGISTER_VCPU_INFO) {
     // Nothing pending yet; the mask is the guest's.
-    return Register<mvmm_vcpu_info>(env, args.gpa, MVMM_VCPU_INFO_ALIGN, control.vcpu_info_gpa,
+    return Register<mvmm_vcpu_info>(env, GuestAddress(args.arg), MVMM_VCPU_INFO_ALIGN,
+                                    control.vcpu_info_gpa,
                                     offsetof(mvmm_vcpu_info, evtchn_upcall_pending), uint8_t{0},
                                     {"vcpu_info not 64-byte aligned", "vcpu_info outside guest RAM",
                                      "vcpu_info already registered"});
   }
   return Register<mvmm_vcpu_runstate>(
-      env, args.gpa, MVMM_VCPU_RUNSTATE_ALIGN, control.runstate_gpa, 0,
+      env, GuestAddress(args.arg), MVMM_VCPU_RUNSTATE_ALIGN, control.runstate_gpa, 0,
       mvmm_vcpu_runstate{MVMM_RUNSTATE_RUNNING, 0},
       {"runstate area not 8-byte aligned", "runstate area outside guest RAM",
        "runstate area already registered"});

@@ -10,7 +10,7 @@
 namespace minivmm::hc {
 
 HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& raw) {
-  const auto args = WriteCr0Args::From(raw);
+  const auto args = ReadArgs<MVMM_HC_write_cr0>(raw);
   VcpuState& vcpu = env.exit.vcpu;
   const uint64_t cr0 = vcpu.Cr0();
   const uint64_t changed = args.value ^ cr0;

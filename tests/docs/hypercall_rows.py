@@ -8,6 +8,8 @@ name per errno of its errors cell (`-EINVAL`, ...) in check order,
 `<call>.<ERRNO>` for the first of an errno and `<call>.<ERRNO>.<k>` for the
 k-th. A test names a check with ExpectAbiRow, which gtest's JSON output
 lists as the test's property `abi_row.<name>`; only passing tests count.
+A row's `name(args)` cell names the arguments of the ABI's argument list
+for that call (MVMM_HC_ARGS_<name>), in register order.
 A row still left open (`?`, `TBD`, "open question", "unspecified") is an
 error, as is an errno the ABI header does not define.
 """
@@ -39,6 +41,26 @@ def abi_errnos(header_text: str) -> Set[str]:
 def abi_list(header_text: str) -> List[Tuple[str, str]]:
     """MVMM_HYPERCALL_LIST's (number, name) entries, in order."""
     return re.findall(r"\bX\((\d+),\s*(\w+)\)", header_text)
+
+
+def abi_arguments(header_text: str) -> Dict[str, List[str]]:
+    """Each call's argument names in register order, from its
+    `#define MVMM_HC_ARGS_<name>(A) A(0, kind, first) ...` line."""
+    out: Dict[str, List[str]] = {}
+    for name, body in re.findall(r"^#define MVMM_HC_ARGS_(\w+)\(A\)(.*)$", header_text, re.M):
+        args = re.findall(r"\bA\((\d+),\s*(\w+),\s*(\w+)\)", body)
+        out[name] = [arg for _, _, arg in sorted(args, key=lambda a: int(a[0]))]
+    return out
+
+
+def call_arguments(table: rd.Table) -> Dict[str, List[str]]:
+    """Each row's call name -> the argument names of its `name(a, b)` cell."""
+    out: Dict[str, List[str]] = {}
+    for k, (nr, call, _, _) in enumerate(table.rows):
+        m = re.match(r"`(\w+)\(([^)]*)\)`", call)
+        if m:
+            out[m.group(1)] = [a.strip() for a in m.group(2).split(",") if a.strip()]
+    return out
 
 
 def calls_table(md_text: str) -> rd.Table:
@@ -103,3 +125,11 @@ def load() -> Tuple["collections.OrderedDict[str, Tuple[str, List[str]]]", List[
         header = f.read()
     with open(HYPERCALLS_MD, encoding="utf-8") as f:
         return rows(calls_table(f.read()), abi_errnos(header)), abi_list(header)
+
+
+def load_arguments() -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
+    """(the table's arguments by call, the ABI's)."""
+    with open(HYPERCALL_H, encoding="utf-8") as f:
+        header = f.read()
+    with open(HYPERCALLS_MD, encoding="utf-8") as f:
+        return call_arguments(calls_table(f.read())), abi_arguments(header)

@@ -38,6 +38,20 @@ def test_the_rows_are_the_hypercall_list_then_other(doc):
     assert [(nr, name) for name, (nr, _) in table.items()] == abi + [("other", "other")]
 
 
+def test_every_rows_arguments_are_its_abi_argument_list(doc):
+    table, abi = hr.load_arguments()
+    assert sorted(abi) == sorted(name for _, name in doc[1])
+    assert table == abi
+
+
+def test_the_argument_lists_are_read_in_register_order():
+    header = "#define MVMM_HC_ARGS_one(A) A(1, u64, b) A(0, gpa, a)\n#define MVMM_HC_ARGS_two(A)\n"
+    assert hr.abi_arguments(header) == {"one": ["a", "b"], "two": []}
+    assert hr.call_arguments(hr.calls_table(SMALL)) == {"one": ["a"], "two": []}
+    assert hr.call_arguments(hr.calls_table(SMALL.replace("`one(a)`", "`one(a, c)`")))["one"] != \
+        hr.abi_arguments(header)["one"]
+
+
 def test_every_check_of_every_row_has_a_passing_test(doc, tested):
     checks = [c for _, (_, cs) in doc[0].items() for c in cs]
     assert hr.unanswered(checks, tested)[0] == []

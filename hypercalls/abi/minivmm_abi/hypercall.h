@@ -39,6 +39,32 @@
   X(45, lock_wait)             \
   X(46, lock_kick)
 
+/* Each hypercall's arguments, in register order (RDI, RSI, RDX, R10, R8 =
+ * registers 0..4): MVMM_HC_ARGS_<name>(A) is A(register, kind, name) per
+ * argument, where kind is `gpa` (a guest-physical address) or `u64`. The
+ * VMM's typed readers (hypercalls/handlers/args.h) and docs/hypercalls.md's
+ * `name(args)` cells derive from these; a number of MVMM_HYPERCALL_LIST
+ * without its line here is a compile error in the VMM. */
+#define MVMM_HC_ARGS_mmu_update(A) A(0, gpa, reqs) A(1, u64, count)
+#define MVMM_HC_ARGS_stack_switch(A) A(0, u64, ss) A(1, u64, rsp)
+#define MVMM_HC_ARGS_fpu_taskswitch(A) A(0, u64, set) A(1, u64, reason)
+#define MVMM_HC_ARGS_update_descriptor(A) A(0, gpa, gpa) A(1, u64, desc)
+#define MVMM_HC_ARGS_multicall(A) A(0, gpa, list) A(1, u64, count)
+#define MVMM_HC_ARGS_set_timer_op(A) A(0, u64, deadline_ns)
+#define MVMM_HC_ARGS_force_evtchn_callback(A)
+#define MVMM_HC_ARGS_console_io(A) A(0, u64, cmd) A(1, u64, count) A(2, gpa, buffer)
+#define MVMM_HC_ARGS_vcpu_op(A) A(0, u64, cmd) A(1, u64, vcpu) A(2, u64, arg)
+#define MVMM_HC_ARGS_set_segment_base(A) A(0, u64, which) A(1, u64, base)
+#define MVMM_HC_ARGS_mmuext_op(A) A(0, gpa, ops) A(1, u64, count)
+#define MVMM_HC_ARGS_sched_op(A) A(0, u64, cmd) A(1, u64, arg)
+#define MVMM_HC_ARGS_set_if(A) A(0, u64, enable)
+#define MVMM_HC_ARGS_write_cr0(A) A(0, u64, value)
+#define MVMM_HC_ARGS_report(A) A(0, gpa, text) A(1, u64, len)
+#define MVMM_HC_ARGS_send_ipi(A) A(0, u64, mask) A(1, u64, vector)
+#define MVMM_HC_ARGS_flush_tlb_others(A) A(0, u64, mask)
+#define MVMM_HC_ARGS_lock_wait(A) A(0, gpa, word) A(1, u64, expected)
+#define MVMM_HC_ARGS_lock_kick(A) A(0, u64, cpu)
+
 enum mvmm_hypercall_nr {
 #define MVMM_HC_ENUM_(nr, name) MVMM_HC_##name = nr,
   MVMM_HYPERCALL_LIST(MVMM_HC_ENUM_)
@@ -58,7 +84,7 @@ enum mvmm_hypercall_nr {
 #define MVMM_EINVAL 22
 #define MVMM_ENOSYS 38
 
-/* console_io(cmd, count, gpa) */
+/* console_io(cmd, count, buffer) */
 #define MVMM_CONSOLEIO_WRITE 0u
 #define MVMM_CONSOLEIO_MAX_BYTES 4096u /* longer writes get -E2BIG */
 
@@ -88,13 +114,13 @@ enum mvmm_hypercall_nr {
  * guest time `deadline_ns` (0 cancels it; a past deadline fires at once). It
  * interrupts that vCPU only. */
 
-/* vcpu_op(cmd, vcpu, gpa): register_vcpu_info makes the 64-byte-aligned
- * struct mvmm_vcpu_info (boot.h) at guest-physical `gpa` vCPU `vcpu`'s shared
+/* vcpu_op(cmd, vcpu, arg): register_vcpu_info makes the 64-byte-aligned
+ * struct mvmm_vcpu_info (boot.h) at guest-physical `arg` vCPU `vcpu`'s shared
  * interrupt flag, once per vCPU (Xen's VCPUOP_register_vcpu_info, with the
  * address passed directly). */
 #define MVMM_VCPUOP_REGISTER_VCPU_INFO 10u
 /* register_runstate_area makes the 8-byte-aligned struct mvmm_vcpu_runstate
- * (boot.h) at `gpa` vCPU `vcpu`'s run state, once per vCPU (Xen's
+ * (boot.h) at `arg` vCPU `vcpu`'s run state, once per vCPU (Xen's
  * VCPUOP_register_runstate_memory_area, with the address passed directly).
  * `vcpu` must be the calling vCPU in both commands. */
 #define MVMM_VCPUOP_REGISTER_RUNSTATE_AREA 5u
@@ -134,9 +160,9 @@ enum mvmm_hypercall_nr {
  * deferred. -EINVAL, nothing changed, for an empty mask, a bit at or above
  * the vCPU count, the caller's own bit or a target with no run-state area. */
 
-/* lock_wait(gpa, expected): a paravirtual spinlock's waiter sleeps (KVM's
+/* lock_wait(word, expected): a paravirtual spinlock's waiter sleeps (KVM's
  * kvm_wait, Xen's SCHEDOP_poll). Under the VMM's big lock, in this order:
- * the u32 at `gpa` differs from `expected` (the lock was released):
+ * the u32 at `word` differs from `expected` (the lock was released):
  * returns MVMM_LOCK_WAIT_CHANGED at once; a kick (lock_kick) arrived since
  * the caller's last lock_wait: it is consumed, returns MVMM_LOCK_WAIT_KICKED
  * at once; an interrupt is pending on the caller: returns
@@ -144,8 +170,8 @@ enum mvmm_hypercall_nr {
  * BLOCKED) until a kick (MVMM_LOCK_WAIT_KICKED, consumed) or an interrupt
  * (MVMM_LOCK_WAIT_INTERRUPT) arrives, or the VM stops. The check and the
  * sleep are atomic with respect to lock_kick: no lost wake-up. -EINVAL for a
- * `gpa` not 4-byte aligned or `expected` above 0xFFFFFFFF, -EFAULT for a
- * `gpa` outside RAM, -EINVAL as a multicall entry (it may sleep: one exit of
+ * `word` not 4-byte aligned or `expected` above 0xFFFFFFFF, -EFAULT for a
+ * `word` outside RAM, -EINVAL as a multicall entry (it may sleep: one exit of
  * its own), -ENOSYS without a vCPU directory. */
 #define MVMM_LOCK_WAIT_KICKED 0
 #define MVMM_LOCK_WAIT_CHANGED 1
@@ -155,10 +181,10 @@ enum mvmm_hypercall_nr {
  * merges with the next. Returns 0. -EINVAL for cpu >= the vCPU count or the
  * caller itself, -ENOSYS without a vCPU directory. */
 
-/* report(gpa, len): UTF-8 `key=value` lines. */
+/* report(text, len): UTF-8 `key=value` lines. */
 #define MVMM_REPORT_MAX_BYTES 16384u
 
-/* multicall(list_gpa, count) */
+/* multicall(list, count) */
 #define MVMM_MULTICALL_MAX_ENTRIES 512u
 struct mvmm_multicall_entry {
   uint64_t op;      /* hypercall number; a nested multicall gets -EINVAL */
@@ -166,7 +192,7 @@ struct mvmm_multicall_entry {
   uint64_t args[6]; /* args[0..4] are RDI, RSI, RDX, R10, R8 */
 };
 
-/* mmu_update(reqs_gpa, count): write the PTE at guest-physical `ptr`
+/* mmu_update(reqs, count): write the PTE at guest-physical `ptr`
  * (8-aligned, in RAM) with `val`; a present `val` may map guest RAM only. */
 #define MVMM_MMU_UPDATE_MAX_REQS 512u
 struct mvmm_mmu_update {
@@ -174,7 +200,7 @@ struct mvmm_mmu_update {
   uint64_t val;
 };
 
-/* mmuext_op(ops_gpa, count): Xen's extended MMU operations, an array of
+/* mmuext_op(ops, count): Xen's extended MMU operations, an array of
  * `struct mvmm_mmuext_op` plus a count. The only command is
  * MVMM_MMUEXT_NEW_BASEPTR (Xen's value): load the page-table base (CR3) with
  * the page whose frame number is `arg1` (guest-physical address >> 12);
