@@ -61,6 +61,10 @@ class VcpuState {
   }
   // Current privilege level, 0-3: SS.DPL, which is the CPL in 64-bit mode.
   int Cpl() const { return *dpl_ & 3; }
+  // Where Get and Cpl read (valid as long as this object): for a reader on
+  // every exit that keeps them at hand (vmm/run/site_recorder.h).
+  const RegWord* registers() const { return regs_; }
+  const uint8_t* ss_dpl() const { return dpl_; }
 
   // The number, arguments and CPL of a hypercall.
   HypercallRegs ReadHypercallRegs() const {

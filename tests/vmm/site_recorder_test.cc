@@ -22,7 +22,7 @@ class SiteRecorderTest : public ::testing::Test {
   void Cr0Exit(uint64_t rip, OpEffect effect) {
     vcpu_.regs[static_cast<int>(Reg::kRip)] = rip;
     vcpu_.regs[static_cast<int>(Reg::kRax)] = MVMM_HC_fpu_taskswitch;
-    recorder_.Begin(IoOut{}, vcpu_, /*hypercall=*/true);
+    recorder_.Begin(IoOut{}, /*hypercall=*/true);
     waste_.BeginExit(sequence_, false);
     waste_.Op(MVMM_HC_fpu_taskswitch, Cause::kCr0Write, effect);
     stats_.CountCause(Cause::kCr0Write, 1, 1);
@@ -44,8 +44,8 @@ class SiteRecorderTest : public ::testing::Test {
   GuestMemory memory_{ram_};
   ExitStats stats_;
   WasteLog waste_{stats_};
-  SiteRecorder recorder_{memory_, stats_};
   PlainVcpuState vcpu_;  // RBP 0: no frames beyond the RIP
+  SiteRecorder recorder_{memory_, stats_, vcpu_};
   uint64_t sequence_ = 0;
 };
 
@@ -77,7 +77,7 @@ TEST_F(SiteRecorderTest, ARing3ExitIsItsRipAlone) {
   vcpu_.regs[static_cast<int>(Reg::kRbp)] = 0x100;
   vcpu_.cpl = 3;
   vcpu_.regs[static_cast<int>(Reg::kRip)] = 0x400000;
-  recorder_.Begin(Hlt{}, vcpu_, /*hypercall=*/false);
+  recorder_.Begin(Hlt{}, /*hypercall=*/false);
   ASSERT_TRUE(recorder_.EndPending());
   recorder_.End(nullptr, 0);
   ASSERT_EQ(recorder_.sites().counts.size(), 1u);
@@ -109,9 +109,9 @@ ExitSites SitesOf(const std::vector<ScriptedExit>& script, bool repeats) {
   std::memcpy(ram.data() + 0x808, &ret, sizeof ret);
   GuestMemory memory{ram};
   ExitStats stats;
-  SiteRecorder recorder{memory, stats};
-  recorder.AllowRepeats(repeats);
   PlainVcpuState vcpu;
+  SiteRecorder recorder{memory, stats, vcpu};
+  recorder.AllowRepeats(repeats);
   for (const ScriptedExit& e : script) {
     if (e.injection_before) ++stats.timer_injections;
     vcpu.regs[static_cast<int>(Reg::kRip)] = e.rip;
@@ -119,7 +119,7 @@ ExitSites SitesOf(const std::vector<ScriptedExit>& script, bool repeats) {
     vcpu.regs[static_cast<int>(Reg::kRbp)] = e.rbp;
     vcpu.regs[static_cast<int>(Reg::kRsi)] = e.rsi;
     vcpu.cpl = e.cpl;
-    recorder.BeginHypercall(IoOut{}, vcpu);
+    recorder.Begin(IoOut{}, /*hypercall=*/true);
     if (e.counted) stats.CountCause(*e.counted, 1, 1);
     if (recorder.EndPending()) recorder.End(nullptr, 0);
   }

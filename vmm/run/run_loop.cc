@@ -53,7 +53,8 @@ RunLoop::RunLoop(RunLoopParts parts)
     waste_.emplace(stats_);
     ctx_.waste = &*waste_;
   }
-  if (p_.record_sites) sites_ = std::make_unique<SiteRecorder>(p_.hypercalls.memory, stats_);
+  if (p_.record_sites)
+    sites_ = std::make_unique<SiteRecorder>(p_.hypercalls.memory, stats_, p_.vcpu);
 }
 
 // Handle() with the exit shown to the observer, timed from the return of

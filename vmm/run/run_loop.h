@@ -176,8 +176,9 @@ RunStop RunLoop::LoopRecordingSites(V& vcpu) {
 template <typename V, bool kAnalysed, bool kShared, bool kSites>
 RunStop RunLoop::LoopWith(V& vcpu) {
   const bool observed = observed_;
+  SiteRecorder* const sites = sites_.get();
   // Only the recorder reads a site: the exits may be repeats.
-  if constexpr (kSites) sites_->AllowRepeats(!observed && !waste_);
+  if constexpr (kSites) sites->AllowRepeats(!observed && !waste_);
   for (;;) {
     bool interrupt_pending = false;
     if (const uint32_t raised = p_.signals.Raised(); raised != 0) [[unlikely]] {
@@ -189,14 +190,30 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     std::optional<std::lock_guard<std::mutex>> lock;
     if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
+    const bool hypercall = IsHypercall(exit);
+    [[maybe_unused]] SiteRecorder::RepeatKey key;
+    if constexpr (kSites && !kAnalysed) {
+      // A repeat of the last site that needs nothing after the exit: counted
+      // and handled, and the next exit (never with an observer or the
+      // analysis: AllowRepeats).
+      if (hypercall) [[likely]] {
+        key = sites->Key();
+        if (sites->CountRepeat(key)) [[likely]] {
+          if (std::optional<RunStop> stop = HandleHypercall(nullptr)) [[unlikely]]
+            return *stop;
+          continue;
+        }
+      }
+    }
     // Hypercalls first; the site (kSites) begins on each path with what it
     // has tested. The result is made in place (no assignment of a stop).
     std::optional<RunStop> stop = [&]() __attribute__((always_inline))->std::optional<RunStop> {
-      if (IsHypercall(exit)) [[likely]] {
-        if constexpr (kSites) sites_->BeginHypercall(exit, p_.vcpu);
+      if (hypercall) [[likely]] {
+        if constexpr (kSites && kAnalysed) sites->Begin(exit, true);
+        if constexpr (kSites && !kAnalysed) sites->BeginHypercall(exit, key);
         return !kAnalysed && observed ? HandleObserved(exit) : HandleHypercall(nullptr);
       }
-      if constexpr (kSites) sites_->Begin(exit, p_.vcpu, false);
+      if constexpr (kSites) sites->Begin(exit, false);
       return !kAnalysed && observed ? HandleObserved(exit) : HandleNotHypercall(exit);
     }
     ();
@@ -205,7 +222,7 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     const auto end_exit = [&] {
       if constexpr (kAnalysed) waste_->EndExit();
       if constexpr (kSites) {
-        if (sites_->EndPending()) sites_->End(waste_ ? &*waste_ : nullptr, sequence_ - 1);
+        if (sites->EndPending()) sites->End(waste_ ? &*waste_ : nullptr, sequence_ - 1);
       }
     };
     if (!stop) [[likely]] {

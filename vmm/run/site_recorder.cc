@@ -6,8 +6,13 @@
 
 namespace minivmm {
 
-SiteRecorder::SiteRecorder(const GuestMemory& memory, const ExitStats& stats)
-    : memory_(memory), stats_(stats), history_(kSiteHistory) {
+SiteRecorder::SiteRecorder(const GuestMemory& memory, const ExitStats& stats, const VcpuState& vcpu)
+    : memory_(memory),
+      stats_(stats),
+      vcpu_(vcpu),
+      regs_(vcpu.registers()),
+      dpl_(vcpu.ss_dpl()),
+      history_(kSiteHistory) {
   for (int c = 0; c < static_cast<int>(Cause::kCount); ++c)
     cause_exits_seen_[c] = stats_.causes[c].exits;
   wasted_seen_ = WastedExits();

@@ -1,7 +1,8 @@
 // Records each exit's site (minivmm/exit_sites.h, docs/sites.md) for one
 // vCPU's run loop, when the run asked for it (VmConfig::record_sites). The
-// loop brackets each exit with Begin and End; a loop without sites is
-// compiled without either call (RunLoop::LoopWith's kSites).
+// loop brackets each exit with Begin and End, or counts it as a repeat
+// (CountRepeat) and has nothing to end; a loop without sites is compiled
+// without any of these calls (RunLoop::LoopWith's kSites).
 #ifndef MINIVMM_VMM_RUN_SITE_RECORDER_H_
 #define MINIVMM_VMM_RUN_SITE_RECORDER_H_
 
@@ -28,9 +29,10 @@ inline constexpr int kSiteHistory = 1024;
 
 class SiteRecorder {
  public:
-  // Reads guest frames from `memory` and the exit's counts from `stats` (the
-  // loop's own); both must outlive the recorder.
-  SiteRecorder(const GuestMemory& memory, const ExitStats& stats);
+  // Reads guest frames from `memory`, the exit's counts from `stats` (the
+  // loop's own) and the exit's registers from `vcpu` (the loop's vCPU); all
+  // must outlive the recorder.
+  SiteRecorder(const GuestMemory& memory, const ExitStats& stats, const VcpuState& vcpu);
 
   // Whether the loop's exits may be repeats (Begin): nothing but the
   // recorder reads their sites (no observer, no wasted-exit analysis).
@@ -44,33 +46,46 @@ class SiteRecorder {
   // hypercall exit's number is EAX. RunFailed is not an exit and is skipped.
   // Inline, as are Settle's and End's common paths: they run on every exit
   // of a run with sites (docs/sites.md "What it costs").
-  [[gnu::always_inline]] void Begin(const VcpuExit& exit, const VcpuState& vcpu, bool hypercall) {
+  [[gnu::always_inline]] void Begin(const VcpuExit& exit, bool hypercall) {
     if (hypercall) {
-      BeginHypercall(exit, vcpu);
+      const RepeatKey key = Key();
+      if (!CountRepeat(key)) BeginHypercall(exit, key);
     } else {
-      BeginOther(exit, vcpu, false);
+      BeginOther(exit, false);
       pending_ = Pending::kOther;
     }
   }
-  // Begin for an exit the loop knows is a hypercall.
-  [[gnu::always_inline]] void BeginHypercall(const VcpuExit& exit, const VcpuState& vcpu) {
-    // A repeat: the same hypercall from the same RIP as the last exit, with
-    // no frame to walk (RBP 0), in ring 0 (CPL 0), where the last site
-    // allowed one (RepeatAllowed): its site is the last one. One that needs
-    // no check after the exit (a site of no cause that no batch could
-    // carry) is counted here, and End has nothing to do.
-    const uint64_t place = (vcpu.Get(Reg::kRip) ^ repeat_rip_) | vcpu.Get(Reg::kRbp) |
-                           static_cast<uint64_t>(vcpu.Cpl());
-    const uint64_t nr = static_cast<uint32_t>(vcpu.Get(Reg::kRax));
-    if ((place | (nr ^ counted_nr_)) == 0) [[likely]] {
-      ++last_count_->exits;
-      return;
-    }
-    if ((place | (nr ^ checked_nr_)) == 0) {
+
+  // A repeat: the same hypercall from the same RIP as the last exit, with
+  // no frame to walk (RBP 0), in ring 0 (SS.DPL 0), where the last site
+  // allowed one (RepeatAllowed): its site is the last one. Key is what
+  // tells: zero `place`, and `nr` the last site's number.
+  struct RepeatKey {
+    uint64_t place;  // RIP ^ the last site's | RBP | SS.DPL
+    uint64_t nr;     // EAX
+  };
+  [[gnu::always_inline]] RepeatKey Key() const {
+    // The DPL byte as it is: KVM's is 0-3, and any other nonzero value is
+    // just not a repeat (BeginOther reads Cpl()).
+    return {(regs_[static_cast<int>(Reg::kRip)] ^ repeat_rip_) |
+                regs_[static_cast<int>(Reg::kRbp)] | *dpl_,
+            static_cast<uint32_t>(regs_[static_cast<int>(Reg::kRax)])};
+  }
+  // A hypercall exit that is a repeat needing no check after the exit (of a
+  // site of no cause that no batch could carry) is counted here, and has no
+  // Begin or End; true for one. Never true while repeats are not allowed.
+  [[gnu::always_inline]] bool CountRepeat(const RepeatKey& key) {
+    if ((key.place | (key.nr ^ counted_nr_)) != 0) return false;
+    ++repeats_;
+    return true;
+  }
+  // Begin for a hypercall exit that CountRepeat did not count.
+  [[gnu::always_inline]] void BeginHypercall(const VcpuExit& exit, const RepeatKey& key) {
+    if ((key.place | (key.nr ^ checked_nr_)) == 0) {
       pending_ = Pending::kRepeat;
       return;
     }
-    BeginOther(exit, vcpu, true);
+    BeginOther(exit, true);
     pending_ = Pending::kOther;
   }
   // Whether End has anything to do for this exit.
@@ -100,12 +115,16 @@ class SiteRecorder {
     return current_;
   }
 
-  const ExitSites& sites() const { return sites_; }
+  // The sites so far (repeats counted in).
+  const ExitSites& sites() {
+    FlushRepeats();
+    return sites_;
+  }
 
  private:
   // Begin's part for an exit that is not a repeat: its site derived.
-  [[gnu::always_inline]] void BeginOther(const VcpuExit& exit, const VcpuState& vcpu,
-                                         bool hypercall) {
+  [[gnu::always_inline]] void BeginOther(const VcpuExit& exit, bool hypercall) {
+    const VcpuState& vcpu = vcpu_;
     recording_ = !std::holds_alternative<RunFailed>(exit);
     if (!recording_) return;
     settled_ = false;
@@ -138,7 +157,7 @@ class SiteRecorder {
     if (repeat_cause_ == Cause::kCount || stats_.causes[c].exits == cause_exits_seen_[c] + 1)
         [[likely]] {
       if (repeat_cause_ != Cause::kCount) ++cause_exits_seen_[c];
-      ++last_count_->exits;
+      ++repeats_;
       // As EndOther; the last exit was this site, so it was lazy if this is.
       if (last_lazy_) CountBatchable(*last_count_);
       return;
@@ -148,6 +167,7 @@ class SiteRecorder {
   }
   // End's for any other exit.
   void EndOther(const WasteLog* waste, uint64_t sequence) {
+    FlushRepeats();
     if (!recording_) return;
     Settle();
     // Exits come in runs from one site (a loop of hypercalls): the last
@@ -184,6 +204,13 @@ class SiteRecorder {
   void RepeatAllowed();
   // Begin's walk of a frame chain.
   void Walk(uint64_t rip, uint64_t rbp);
+  // The repeats counted since the last site's count was (they are all of
+  // that site: last_count_, valid while there are any) into it.
+  void FlushRepeats() {
+    if (repeats_ == 0) return;
+    last_count_->exits += repeats_;
+    repeats_ = 0;
+  }
   // Frames from `depth` on are zero (exit_sites.h), and `depth` is set.
   void ZeroPast(uint8_t depth) {
     if (current_.depth > depth)
@@ -200,6 +227,10 @@ class SiteRecorder {
 
   const GuestMemory& memory_;
   const ExitStats& stats_;
+  const VcpuState& vcpu_;
+  // Where vcpu_'s registers and SS.DPL are, for Key.
+  const RegWord* regs_;
+  const uint8_t* dpl_;
   ExitSites sites_;
   bool recording_ = false;
   bool settled_ = false;  // current_.cause found (Settle) since Begin
@@ -209,9 +240,11 @@ class SiteRecorder {
   bool lazy_ = false;
   bool last_lazy_ = false;
   uint64_t injections_at_last_ = 0;
-  // The last exit's site and its count in sites_.counts (End).
+  // The last exit's site and its count in sites_.counts (End), and the
+  // repeats of it counted since, not yet in that count (FlushRepeats).
   ExitSite last_site_;
   SiteCount* last_count_ = nullptr;
+  uint64_t repeats_ = 0;
   // Repeats (Begin): whether the loop allows them; the last site's RIP, its
   // hypercall number as counted_nr_ (a repeat needs no check: no cause and
   // not lazy) or as checked_nr_ (Kind::kRepeat), the other kNoRepeat, which
