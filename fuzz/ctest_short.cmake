@@ -5,7 +5,8 @@
 #
 # The test builds the standalone fuzz project (fuzz/CMakeLists.txt, clang-14)
 # in <build>/fuzz on first use, replays fuzz/regressions/, then fuzzes each
-# target for FUZZ_SECONDS (10 s; about 80 s for all eight). Without clang-14 it
+# target for FUZZ_SECONDS (10 s; the eight take about 80 s of CPU, run as
+# many at a time as there are cores). Without clang-14 it
 # is not registered, so a machine that lacks it does not fail (the setup
 # command installs clang-14 on Debian 12).
 find_program(MINIVMM_FUZZ_CLANG clang++-14)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Short fuzzing for CI: builds the fuzz project (clang-14, ASan + UBSan +
 # libFuzzer) if needed, replays every kept regression input, then fuzzes each
-# target for FUZZ_SECONDS (default 10) starting from its seed corpus. New
+# target for FUZZ_SECONDS (default 10) starting from its seed corpus, as
+# many targets at a time as there are cores. New
 # corpus entries and crash artifacts go to a scratch dir, never the repo.
 #
 #   fuzz/run-short.sh [BUILD_DIR]        default: build-fuzz in the repo root
@@ -30,21 +31,22 @@ trap 'rm -rf "${SCRATCH}"' EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=()
-for target in ${TARGETS}; do
-  bin="${BUILD_DIR}/fuzz_${target}"
+# One target: replay, then fuzz. Its report goes to ${SCRATCH}/<target>/report
+# (stdout) and report.err (stderr); it exits non-zero when it failed.
+fuzz_one() {
+  local target=$1
+  local bin="${BUILD_DIR}/fuzz_${target}"
   mkdir -p "${SCRATCH}/${target}/corpus" "${SCRATCH}/${target}/artifacts"
 
   # 1. Every kept regression input must pass.
   shopt -s nullglob
-  regressions=("${FUZZ_DIR}/regressions/${target}"/*)
+  local regressions=("${FUZZ_DIR}/regressions/${target}"/*)
   shopt -u nullglob
   if ((${#regressions[@]} > 0)); then
     if ! "${bin}" -timeout=20 "${regressions[@]}" >"${SCRATCH}/${target}/replay.log" 2>&1; then
       echo "FAIL ${target}: a regression input fails again:" >&2
       tail -n 40 "${SCRATCH}/${target}/replay.log" >&2
-      failed+=("${target}")
-      continue
+      return 1
     fi
   fi
 
@@ -53,6 +55,7 @@ for target in ${TARGETS}; do
       -max_total_time="${SECONDS_PER_TARGET}" -timeout=20 -print_final_stats=1 \
       -artifact_prefix="${SCRATCH}/${target}/artifacts/" \
       >"${SCRATCH}/${target}/fuzz.log" 2>&1; then
+    local runs
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "${SCRATCH}/${target}/fuzz.log")
     echo "ok   ${target}: ${runs:-?} executions, ${#regressions[@]} regression inputs replayed"
   else
@@ -61,8 +64,34 @@ for target in ${TARGETS}; do
     for a in "${SCRATCH}/${target}/artifacts"/*; do
       [[ -f "$a" ]] && echo "  input (base64): $(base64 -w0 "$a")" >&2
     done
-    failed+=("${target}")
+    return 1
   fi
+}
+
+# The targets run $(nproc) at a time, each for its own FUZZ_SECONDS; their
+# reports follow in the list's order.
+jobs_at_once=$(nproc)
+declare -A pid_of=()
+running=()
+for target in ${TARGETS}; do
+  mkdir -p "${SCRATCH}/${target}"
+  fuzz_one "${target}" >"${SCRATCH}/${target}/report" 2>"${SCRATCH}/${target}/report.err" &
+  pid_of[${target}]=$!
+  running+=("$!")
+  if ((${#running[@]} >= jobs_at_once)); then
+    wait -n || true
+    still=()
+    for p in "${running[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
+    running=("${still[@]}")
+  fi
+done
+failed=()
+for target in ${TARGETS}; do
+  status=0
+  wait "${pid_of[${target}]}" || status=$?
+  cat "${SCRATCH}/${target}/report"
+  cat "${SCRATCH}/${target}/report.err" >&2
+  ((status == 0)) || failed+=("${target}")
 done
 
 if ((${#failed[@]} > 0)); then
