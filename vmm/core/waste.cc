@@ -98,7 +98,9 @@ void WasteLog::Close() {
   last_ = Last{current_.sequence, current_.counted ? std::optional(current_.reason) : std::nullopt,
                current_.cancels};
   if (Referenced(current_.sequence)) open_.push_back(current_);
-  current_ = Exit{.sequence = current_.sequence};
+  const uint64_t sequence = current_.sequence;
+  current_ = Exit{};
+  current_.sequence = sequence;
 }
 
 void WasteLog::MaybeCountExit(Exit& exit) {

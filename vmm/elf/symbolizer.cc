@@ -41,7 +41,7 @@ class DwSymbolizer final : public Symbolizer {
   std::vector<SourceFrame> Lookup(uint64_t pc) const override {
     std::vector<SourceFrame> frames;
     if (dwarf_ != nullptr) FromDwarf(pc, frames);
-    if (frames.empty()) frames.push_back(SourceFrame{.function = FromSymtab(pc)});
+    if (frames.empty()) frames.push_back(SourceFrame{.function = FromSymtab(pc), .file = {}});
     return frames;
   }
 
@@ -80,7 +80,8 @@ class DwSymbolizer final : public Symbolizer {
           value < nfiles)
         file = Basename(dwarf_filesrc(files, value, nullptr, nullptr));
     }
-    if (frames.empty() && !file.empty()) frames.push_back(SourceFrame{.file = file, .line = line});
+    if (frames.empty() && !file.empty())
+      frames.push_back(SourceFrame{.function = {}, .file = file, .line = line});
     if (!frames.empty() && frames.back().function.empty()) frames.back().function = FromSymtab(pc);
   }
 

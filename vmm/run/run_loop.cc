@@ -269,10 +269,12 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
     cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
     return StopWith(StopReason::kHaltedForever, HaltedForeverDetail(from_hlt, halted, lock_wait));
   }
-  const std::optional<GuestAddress> runstate =
-      control_.runstate_gpa ? std::optional(GuestAddress(*control_.runstate_gpa)) : std::nullopt;
+  // The registered run-state area, if any (a plain address and a flag: GCC
+  // warns, wrongly, of an optional's payload read uninitialised).
+  const bool has_runstate = control_.runstate_gpa.has_value();
+  const GuestAddress runstate(control_.runstate_gpa.value_or(0));
   static_assert(offsetof(mvmm_vcpu_runstate, state) == 0);
-  if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_BLOCKED})) {
+  if (has_runstate && !p_.hypercalls.memory.WriteObj(runstate, uint32_t{MVMM_RUNSTATE_BLOCKED})) {
     cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
   }
@@ -293,7 +295,7 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
     idle_at_stop_ = true;
     return std::nullopt;  // the loop stops before the next entry
   }
-  if (runstate && !p_.hypercalls.memory.WriteObj(*runstate, uint32_t{MVMM_RUNSTATE_RUNNING}))
+  if (has_runstate && !p_.hypercalls.memory.WriteObj(runstate, uint32_t{MVMM_RUNSTATE_RUNNING}))
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
   return std::nullopt;
 }
