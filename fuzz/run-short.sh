@@ -72,18 +72,11 @@ fuzz_one() {
 # reports follow in the list's order.
 jobs_at_once=$(nproc)
 declare -A pid_of=()
-running=()
 for target in ${TARGETS}; do
+  while (($(jobs -rp | wc -l) >= jobs_at_once)); do wait -n || true; done
   mkdir -p "${SCRATCH}/${target}"
   fuzz_one "${target}" >"${SCRATCH}/${target}/report" 2>"${SCRATCH}/${target}/report.err" &
   pid_of[${target}]=$!
-  running+=("$!")
-  if ((${#running[@]} >= jobs_at_once)); then
-    wait -n || true
-    still=()
-    for p in "${running[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
-    running=("${still[@]}")
-  fi
 done
 failed=()
 for target in ${TARGETS}; do

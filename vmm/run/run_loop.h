@@ -192,16 +192,18 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
     const bool hypercall = IsHypercall(exit);
     [[maybe_unused]] SiteRecorder::RepeatKey key;
-    if constexpr (kSites && !kAnalysed) {
-      // A repeat of the last site that needs nothing after the exit: counted
-      // and handled, and the next exit (never with an observer or the
-      // analysis: AllowRepeats).
+    if constexpr (kSites) {
       if (hypercall) [[likely]] {
         key = sites->Key();
-        if (sites->CountRepeat(key)) [[likely]] {
-          if (std::optional<RunStop> stop = HandleHypercall(nullptr)) [[unlikely]]
-            return *stop;
-          continue;
+        // A repeat of the last site that needs nothing after the exit:
+        // counted and handled, and the next exit (never with an observer or
+        // the analysis: AllowRepeats; a loop with the analysis has none).
+        if constexpr (!kAnalysed) {
+          if (sites->CountRepeat(key)) [[likely]] {
+            if (std::optional<RunStop> stop = HandleHypercall(nullptr)) [[unlikely]]
+              return *stop;
+            continue;
+          }
         }
       }
     }
@@ -209,8 +211,7 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     // has tested. The result is made in place (no assignment of a stop).
     std::optional<RunStop> stop = [&]() __attribute__((always_inline))->std::optional<RunStop> {
       if (hypercall) [[likely]] {
-        if constexpr (kSites && kAnalysed) sites->Begin(exit, true);
-        if constexpr (kSites && !kAnalysed) sites->BeginHypercall(exit, key);
+        if constexpr (kSites) sites->BeginHypercall(exit, key);
         return !kAnalysed && observed ? HandleObserved(exit) : HandleHypercall(nullptr);
       }
       if constexpr (kSites) sites->Begin(exit, false);
