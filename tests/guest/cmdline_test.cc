@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -94,15 +95,31 @@ std::string WorkloadReport(const char* workload, const std::map<std::string, std
   return report;
 }
 
-// config.pvops.<op>=<its naive spelling> for every op (the first of its
-// choices), but batch, which is `on`: what pvops=naive,batch:on reports.
+// The spelling of `variant` among `choices`: the first word of the choices
+// that means it.
+std::string SpellingOf(const std::string& choices, Variant variant) {
+  for (size_t at = 0; at <= choices.size();) {
+    const size_t end = std::min(choices.find('|', at), choices.size());
+    const std::string word = choices.substr(at, end - at);
+#define CMDLINE_TEST_WORD_(spelling, v) \
+  if (word == spelling && Variant::v == variant) return word;
+    GUEST_VARIANT_WORD_LIST(CMDLINE_TEST_WORD_)
+#undef CMDLINE_TEST_WORD_
+    at = end + 1;
+  }
+  return "?";
+}
+
+// config.pvops.<op>=<its naive spelling> for every op the all-op item
+// `naive` sets (the first of its choices) and its default for the others,
+// but batch, which is `on`: what pvops=naive,batch:on reports.
 std::string NaiveOpsWithBatchOnReport() {
   std::string report;
-#define CMDLINE_TEST_OP_LINE_(id, name, choices, ...)                                \
-  report += std::string("config.pvops.") + name + "=" +                              \
-            (std::string(name) == "batch"                                            \
-                 ? std::string("on")                                                 \
-                 : std::string(choices).substr(0, std::string(choices).find('|'))) + \
+#define CMDLINE_TEST_OP_LINE_(id, name, choices, def, xen, preset, ...)                \
+  report += std::string("config.pvops.") + name + "=" +                                \
+            (std::string(name) == "batch" ? std::string("on")                          \
+             : preset ? std::string(choices).substr(0, std::string(choices).find('|')) \
+                      : SpellingOf(choices, Variant::def)) +                           \
             "\n";
   GUEST_PVOP_LIST(CMDLINE_TEST_OP_LINE_)
 #undef CMDLINE_TEST_OP_LINE_
