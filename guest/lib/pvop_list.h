@@ -21,6 +21,10 @@
 //               (fs_base is swept but no seed: it changes the FS base
 //               writes of ctx/pipe with fs=base, docs/exit-model.md "5.",
 //               and nothing elsewhere)
+//               (pte_modify is neither in naive/optimized nor a seed: under
+//               every earlier pvops= value cpa writes each entry once, as
+//               before; its bench configuration is naive plus
+//               pte_modify:naive, docs/exit-model.md "6.")
 //   description one line: what the naive and the optimized forms do
 #ifndef GUEST_LIB_PVOP_LIST_H_
 #define GUEST_LIB_PVOP_LIST_H_
@@ -30,7 +34,9 @@
 // flushes of other CPUs as one hypercall (MMUEXT_TLB_FLUSH_MULTI: flush_tlb
 // optimized), pv spinlocks (xen_qlock_wait's SCHEDOP_poll and the kick's
 // event channel: spinlock optimized), plain SCHEDOP_yield (Xen has no
-// directed yield: yield naive), the shared-memory interrupt flag.
+// directed yield: yield naive), a protection change written once (Xen's
+// ptep_modify_prot_commit, Linux 2.6.26: pte_modify optimized), the
+// shared-memory interrupt flag.
 #define GUEST_PVOP_LIST(X)                                                                         \
   X(kIrqRestore, "irq_restore", "naive|optimized", kOptimized, kNaive, true, "optimized", true,    \
     "arch_local_irq_restore: every restore a set_if, or only those that enable interrupts")        \
@@ -54,6 +60,8 @@
     "the spinning lock's yield: sched_op(yield), or a directed yield to the holder's vCPU")        \
   X(kFsBase, "fs_base", "naive|optimized", kOptimized, kNaive, true, "optimized", false,           \
     "a 64-bit FS base on a switch: written into every task that has one, or only when it differs") \
+  X(kPteModify, "pte_modify", "naive|optimized", kOptimized, kOptimized, false, "naive", false,    \
+    "a PTE's protection change: cleared, then written (two updates), or written once")             \
   X(kIrq, "irq", "hypercall|shared", kNaive, kShared, false, "", false,                            \
     "the interrupt flag under pv: a set_if exit per change, or Xen's mask in shared memory")
 

@@ -42,6 +42,14 @@ void FlushTlbByHypercall(uint64_t mask) {
   Count(&KernelCounters::tlb_flushes_kicked, pv_ops.flush_tlb_others(mask));
 }
 
+// Generic mm before Linux 2.6.26: ptep_get_and_clear, then set_pte_at.
+void ModifyPteClearFirst(uint64_t* ptep, uint64_t val) {
+  SetPte(ptep, 0);
+  SetPte(ptep, val);
+}
+// Xen's ptep_modify_prot_commit: the new entry in one update.
+void ModifyPteOnce(uint64_t* ptep, uint64_t val) { SetPte(ptep, val); }
+
 // ---- The lock group: the same hypercalls under both backends (minivmm's
 // lock_wait and lock_kick are its pv spinlock ABI, as KVM's are
 // kvm_wait's hlt and KVM_HC_KICK_CPU).
@@ -76,6 +84,7 @@ void PvOpsInit(const Config& config) {
   pv_ops.irq_restore = Naive(config, PvOp::kIrqRestore) ? IrqRestoreAlways : IrqRestoreIfEnabling;
   pv_ops.send_ipi_mask = Naive(config, PvOp::kSendIpi) ? SendIpiEach : SendIpiAll;
   pv_ops.flush_tlb_mask = Naive(config, PvOp::kFlushTlb) ? FlushTlbByIpi : FlushTlbByHypercall;
+  pv_ops.modify_pte = Naive(config, PvOp::kPteModify) ? ModifyPteClearFirst : ModifyPteOnce;
   pv_ops.lock_slowpath =
       Naive(config, PvOp::kSpinlock) ? SpinLock::SpinSlowPath : SpinLock::SleepSlowPath;
   pv_ops.lock_wait = LockWait;

@@ -2,7 +2,7 @@
 // pv_ops). Chosen once at boot: the backend's table from backend=, then
 // (PvOpsInit, as Linux's kvm_guest_init and xen_start_kernel write theirs)
 // the entries whose naive and optimized variants are different functions:
-// the policy group (irq_restore, send_ipi, flush_tlb) and the lock group
+// the policy group (irq_restore, send_ipi, flush_tlb, pte_modify) and the lock group
 // (spinlock, yield). The inline wrappers below add the kernel's event
 // counting, so the two backends stay raw and symmetrical. Three variants
 // are policies inside the context switch rather than entries, read where
@@ -91,10 +91,14 @@ struct PvOps {
   // has IF set), an IPI to a set of CPUs (send_ipi: naive, one send_ipi
   // per target; optimized, one for the mask), and a TLB flush of other
   // CPUs (flush_tlb: naive, a FLUSH request and an IPI to each, then a
-  // wait; optimized, one flush_tlb_others, its kicked targets counted).
+  // wait; optimized, one flush_tlb_others, its kicked targets counted), and
+  // a change of a present entry's protection to `val` (pte_modify, Linux's
+  // ptep_modify_prot_start/commit: naive, the entry cleared and then
+  // written, two set_pte; optimized, written once, as Xen's commit).
   void (*irq_restore)(uint64_t flags) = nullptr;
   void (*send_ipi_mask)(uint64_t mask) = nullptr;
   void (*flush_tlb_mask)(uint64_t mask) = nullptr;
+  void (*modify_pte)(uint64_t* ptep, uint64_t val) = nullptr;
   // The lock group (Linux pv_ops.lock). lock_slowpath takes a contended
   // `lock` for CPU `me` (spinlock: naive, spin and yield; optimized, spin
   // kSpinThreshold times, then sleep in lock_wait until kicked: the two
@@ -186,6 +190,11 @@ void SendIpiMask(uint64_t mask);
 // Counted as tlb_shootdowns, tlb_flush_targets and, optimized,
 // tlb_flushes_kicked. An empty mask does nothing.
 void FlushTlbOthers(uint64_t mask);
+
+// A change of the present entry at `ptep` to `val`, which maps the same
+// frame (mprotect's change_pte_range, the pte_modify variant). Each write
+// is a SetPte, counted in pte_updates.
+inline void ModifyPte(uint64_t* ptep, uint64_t val) { pv_ops.modify_pte(ptep, val); }
 
 // Linux __pte / pfn_pte: the entry to write for pseudo-physical `val`.
 inline uint64_t MakePte(uint64_t val) { return pv_ops.make_pte(val); }

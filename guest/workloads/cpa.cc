@@ -1,6 +1,7 @@
 // workload=cpa (change_page_attr): walk R pages of 4 KiB PTEs reading
-// pte_flags() (the pte_flags variant), set NX on each with set_pte, flush
-// the TLB, verify, then clear NX the same way. Each walk runs in lazy MMU
+// pte_flags() (the pte_flags variant), set NX on each, flush
+// the TLB, verify, then clear NX the same way. Each change is a ModifyPte
+// (the pte_modify variant: one set_pte, or a clear and then the write). Each walk runs in lazy MMU
 // mode, so with batch=on under pv its R mmu_updates go out as one
 // multicall (per MulticallBatch::kCapacity entries).
 // Each new entry is built as Linux's __change_page_attr builds it,
@@ -47,7 +48,7 @@ uint64_t Walk(PteFlags pte_flags, const Arena& arena, uint64_t pages, bool set_n
       // The kernel maps its pages at their pseudo-physical addresses.
       uint64_t pa = PtePhys(pte);
       if (pa != va) SelfCheckFailed(Current(), kCheckPteVal);
-      SetPte(ptep, MakePte(pa | (set_nx ? (flags | kPteNx) : (flags & ~kPteNx))));
+      ModifyPte(ptep, MakePte(pa | (set_nx ? (flags | kPteNx) : (flags & ~kPteNx))));
       ++changed;
     }
   }

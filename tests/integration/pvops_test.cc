@@ -444,6 +444,57 @@ TEST(PvopsTest, BatchOnTurnsPageWalkUpdatesIntoMulticalls) {
   EXPECT_EQ(run.Report("cpa.multicalls"), 2u * 2u * 1u);  // 2 N ceil(R / 64)
 }
 
+// A protection change (pte_modify, ptep_modify_prot_start/commit): naive
+// clears the entry and then writes it, two page-table updates per changed
+// entry; optimized writes it once. cpa changes 2 R N entries, so the guest
+// counts pte_updates = k 2 R N (k = 2 naive, 1 optimized); under pv each is
+// an mmu_update, its own exit with batch=off and a multicall entry with
+// batch=on, whose walks then cost 2 N ceil(k R / 64) multicalls. Under
+// native the writes are plain stores and cost no hypercall.
+TEST(PvopsTest, PteModifyNaiveClearsEachEntryFirstAtOnePageTableUpdateMore) {
+  REQUIRE_KVM();
+  const uint64_t pages = 40, rounds = 2;  // 40 entries: one multicall, 80: two
+  const std::string w = "cpa,pages=40,rounds=2";
+  for (const std::string backend : {"pv", "native"}) {
+    for (const std::string batch : {"off", "on"}) {
+      for (const bool naive : {true, false}) {
+        const std::string pvops =
+            "naive,batch:" + batch + ",pte_modify:" + (naive ? "naive" : "optimized");
+        SCOPED_TRACE("backend=" + backend + " pvops=" + pvops);
+        GuestRun run =
+            RunGuest(BuiltinGuest(), "backend=" + backend + " pvops=" + pvops + " workload=" + w);
+        ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown)
+            << run.result.detail << run.console;
+        ASSERT_EQ(run.result.exit_code, 0) << run.console;
+        EXPECT_EQ(run.Report("check.cpa.failed"), 0u);
+        EXPECT_EQ(run.Report("check.cpa.passed"), 2 * rounds);
+        const uint64_t k = naive ? 2 : 1;
+        const uint64_t updates = k * 2 * pages * rounds;
+        EXPECT_EQ(run.Report("cpa.ptes_changed"), 2 * pages * rounds);
+        EXPECT_EQ(run.Report("cpa.pte_updates"), updates);
+        EXPECT_EQ(run.Report("kernel.pte_updates"), run.Report("cpa.pte_updates"));
+        if (backend == "native") {
+          EXPECT_EQ(CauseOf(run, Cause::kPageTableUpdate).ops, 0u);
+          EXPECT_EQ(run.HypercallOps(MVMM_HC_mmu_update), 0u);
+          continue;
+        }
+        EXPECT_EQ(CauseOf(run, Cause::kPageTableUpdate).ops, run.Report("kernel.pte_updates"));
+        EXPECT_EQ(CauseOf(run, Cause::kPageTableUpdate).ops, updates);
+        EXPECT_EQ(run.HypercallOps(MVMM_HC_mmu_update), updates);
+        if (batch == "off") {
+          EXPECT_EQ(run.HypercallExits(MVMM_HC_mmu_update), updates);
+          EXPECT_EQ(CauseOf(run, Cause::kPageTableUpdate).exits, updates);
+        } else {
+          const uint64_t per_walk = (k * pages + 63) / 64;
+          EXPECT_EQ(run.HypercallExits(MVMM_HC_mmu_update), 0u);
+          EXPECT_EQ(run.Report("cpa.multicalls"), 2 * rounds * per_walk);
+          EXPECT_EQ(run.Report("cpa.multicall_entries"), updates);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace minivmm::testing
 
