@@ -25,7 +25,7 @@ import sys
 PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#D55E00", "#CC79A7", "#F0E442", "#0072B2", "#000000",
            "#882255", "#44AA99", "#117733", "#DDCC77", "#332288", "#88CCEE", "#AA4499", "#661100"]
 # Not causes: the bench's exits of no cause, and a site's.
-UNCAUSED = {"other": "other (stack switch, console, ...)", "none": "no cause"}
+UNCAUSED = {"other": "other (exits of no cause)", "none": "no cause"}
 UNCAUSED_COLOR = "#999999"
 
 

@@ -127,8 +127,7 @@ std::vector<MetricDef> MetricDefs(std::string_view workload) {
     defs.push_back({"exits." + std::string(cause), "  exits: " + CauseLabel(cause), "vmm",
                     MetricKind::kExits, true});
   }
-  defs.push_back({"exits.other", "  exits: other (stack switch, console, ...)", "vmm",
-                  MetricKind::kExits, true});
+  defs.push_back({"exits.other", "  exits: other (of no cause)", "vmm", MetricKind::kExits, true});
   defs.push_back({"exits_per_op", "exits per " + ops.op_name, "vmm", MetricKind::kExits, true});
   defs.push_back(
       {"wasted.total", "wasted exits (changed nothing)", "vmm", MetricKind::kExits, true});

@@ -133,37 +133,10 @@ class Dispatcher {
   std::array<Entry, MVMM_HC_MAX> table_;
 };
 
-// The one list of the hypercalls that feed an exit cause
-// (include/minivmm/exit_stats.h's MINIVMM_CAUSE_LIST): CauseOf and
-// kHypercallHasCause read it, and no hypercall is a special case of the
-// counting. A hypercall may have several rows, one per command; rows of
-// one hypercall are adjacent.
-//
-// X(hypercall, command, cause, ops)
-//   hypercall  its name in MVMM_HYPERCALL_LIST
-//   command    the first argument the row is for, or kAnyCommand
-//   cause      the Cause its operations count under
-//   ops        its operations when it succeeds (0 when it fails): kOne;
-//              kResult, the operations it returned; kSecondArg, a
-//              multicall's entry count; kFirstArgBits, the CPUs of its
-//              first argument's mask (every target of a flush)
-#define MINIVMM_HYPERCALL_CAUSE_LIST(X)                      \
-  X(set_if, 1, kIfSet, kOne)                                 \
-  X(set_if, 0, kIfClear, kOne)                               \
-  X(force_evtchn_callback, kAnyCommand, kIfSet, kOne)        \
-  X(fpu_taskswitch, kAnyCommand, kCr0Write, kOne)            \
-  X(write_cr0, kAnyCommand, kCr0Write, kOne)                 \
-  X(update_descriptor, kAnyCommand, kDescriptorUpdate, kOne) \
-  X(mmu_update, kAnyCommand, kPageTableUpdate, kResult)      \
-  X(mmuext_op, kAnyCommand, kCr3Write, kResult)              \
-  X(multicall, kAnyCommand, kMulticall, kSecondArg)          \
-  X(send_ipi, kAnyCommand, kIpi, kResult)                    \
-  X(flush_tlb_others, kAnyCommand, kTlbFlush, kFirstArgBits) \
-  X(lock_wait, kAnyCommand, kLockWait, kOne)                 \
-  X(lock_kick, kAnyCommand, kLockKick, kOne)                 \
-  X(sched_op, MVMM_SCHEDOP_YIELD, kYield, kOne)              \
-  X(sched_op, MVMM_SCHEDOP_YIELD_TO, kYield, kOne)           \
-  X(set_segment_base, kAnyCommand, kFsBase, kOne)
+// The hypercalls that feed each cause are one list,
+// MINIVMM_HYPERCALL_CAUSE_LIST in include/minivmm/exit_stats.h, beside the
+// causes: CauseOf and kHypercallHasCause read it, and no hypercall is a
+// special case of the counting.
 
 // The counting rules above as pure functions over ExitStats, so that they
 // are tested on their own.

@@ -28,22 +28,6 @@ enum class ExitReason : uint8_t {
 };
 std::string_view ExitReasonName(ExitReason reason);
 
-// The causes the mission names (docs/design.md "What the VMM counts"), in
-// table order: the one list from which the enum, the names in records and
-// the CLI's labels and tables derive. X(id, name, label); what feeds each
-// is in hypercalls/dispatcher.cc's CauseOf.
-//   if_set             set_if(1); interrupt-window exits (host-dependent)
-//   if_clear           set_if(0)
-//   cr0_write          fpu_taskswitch, write_cr0
-//   descriptor_update  update_descriptor, trapped GDT stores
-//   page_table_update  mmu_update (operations = PTE requests)
-//   cr3_write          mmuext_op (operations = page-table base loads)
-//   multicall          multicall calls (operations = entries)
-//   ipi                send_ipi (operations = vCPUs targeted)
-//   tlb_flush          flush_tlb_others (operations = vCPUs targeted)
-//   lock_wait          lock_wait calls accepted (whatever they returned)
-//   lock_kick          lock_kick calls accepted
-//   yield              sched_op yield and yield_to accepted
 // What a vCPU took or deferred without an exit of its own: one uint64_t
 // field of ExitStats each, summed by Add, and a key of the run record's
 // `causes` and of each `exits.per_vcpu` entry with the same name.
@@ -66,6 +50,14 @@ std::string_view ExitReasonName(ExitReason reason);
   X(lock_wakes_by_kick)                \
   X(directed_yields)
 
+// The causes (docs/design.md "What the VMM counts"), in table order: the
+// one list from which the enum, the names in records and the CLI's labels
+// and tables derive. X(id, name, label). What feeds each cause is
+// MINIVMM_HYPERCALL_CAUSE_LIST below, with two feeds that are not
+// hypercalls: if_set also counts interrupt-window exits (host-dependent),
+// and descriptor_update the trapped GDT stores that were applied. A cause
+// of its own for an op is a line here and a row below
+// (docs/extending.md (a)).
 #define MINIVMM_CAUSE_LIST(X)                                    \
   X(kIfSet, "if_set", "IF set")                                  \
   X(kIfClear, "if_clear", "IF clear")                            \
@@ -91,6 +83,37 @@ enum class Cause : uint8_t {
 std::string_view CauseName(Cause cause);
 // "IF set": its label in tables.
 std::string_view CauseLabel(Cause cause);
+
+// The one list of the hypercalls that feed a cause: the dispatcher's
+// CauseOf and kHypercallHasCause (hypercalls/dispatcher.h) read it, and no
+// hypercall is a special case of the counting. A hypercall may have
+// several rows, one per command; rows of one hypercall are adjacent.
+//
+// X(hypercall, command, cause, ops)
+//   hypercall  its name in MVMM_HYPERCALL_LIST
+//   command    the first argument the row is for, or kAnyCommand (any)
+//   cause      the Cause its operations count under
+//   ops        its operations when it succeeds (0 when it fails): kOne;
+//              kResult, the operations it returned; kSecondArg, a
+//              multicall's entry count; kFirstArgBits, the CPUs of its
+//              first argument's mask (every target of a flush)
+#define MINIVMM_HYPERCALL_CAUSE_LIST(X)                      \
+  X(set_if, 1, kIfSet, kOne)                                 \
+  X(set_if, 0, kIfClear, kOne)                               \
+  X(force_evtchn_callback, kAnyCommand, kIfSet, kOne)        \
+  X(fpu_taskswitch, kAnyCommand, kCr0Write, kOne)            \
+  X(write_cr0, kAnyCommand, kCr0Write, kOne)                 \
+  X(update_descriptor, kAnyCommand, kDescriptorUpdate, kOne) \
+  X(mmu_update, kAnyCommand, kPageTableUpdate, kResult)      \
+  X(mmuext_op, kAnyCommand, kCr3Write, kResult)              \
+  X(multicall, kAnyCommand, kMulticall, kSecondArg)          \
+  X(send_ipi, kAnyCommand, kIpi, kResult)                    \
+  X(flush_tlb_others, kAnyCommand, kTlbFlush, kFirstArgBits) \
+  X(lock_wait, kAnyCommand, kLockWait, kOne)                 \
+  X(lock_kick, kAnyCommand, kLockKick, kOne)                 \
+  X(sched_op, MVMM_SCHEDOP_YIELD, kYield, kOne)              \
+  X(sched_op, MVMM_SCHEDOP_YIELD_TO, kYield, kOne)           \
+  X(set_segment_base, kAnyCommand, kFsBase, kOne)
 
 struct CauseCount {
   uint64_t ops = 0;    // operations, wherever they were issued
