@@ -201,7 +201,7 @@ void ContextSwitch(Task* prev, Task* next) {
   // may wait in the batch until end_context_switch like the rest.
   SwitchMm(next);
   bool restore = FpuSwitchPrepare(prev, next);
-  LoadSp0(next->kstack_top);
+  SwitchSp0(next->kstack_top, next->user);
   LoadTls(next);
   // Leave lazy mode before reloading segments: the GDT must hold next's
   // descriptors (Linux: arch_end_context_switch before loadsegment).

@@ -25,6 +25,10 @@
 //               every earlier pvops= value cpa writes each entry once, as
 //               before; its bench configuration is naive plus
 //               pte_modify:naive, docs/exit-model.md "6.")
+//               (sp0, minivmm's own idea rather than a Linux patch, is
+//               naive by default, as Linux loads it on every switch, and
+//               outside naive/optimized, so every earlier count holds; its
+//               configuration is naive plus sp0:optimized, "7.")
 //   description one line: what the naive and the optimized forms do
 #ifndef GUEST_LIB_PVOP_LIST_H_
 #define GUEST_LIB_PVOP_LIST_H_
@@ -62,6 +66,8 @@
     "a 64-bit FS base on a switch: written into every task that has one, or only when it differs") \
   X(kPteModify, "pte_modify", "naive|optimized", kOptimized, kOptimized, false, "naive", false,    \
     "a PTE's protection change: cleared, then written (two updates), or written once")             \
+  X(kSp0, "sp0", "naive|optimized", kNaive, kNaive, false, "optimized", false,                     \
+    "TSS.rsp0 on a switch: next's stack for every task, or only for a user task (ring-3 entries)") \
   X(kIrq, "irq", "hypercall|shared", kNaive, kShared, false, "", false,                            \
     "the interrupt flag under pv: a set_if exit per change, or Xen's mask in shared memory")
 

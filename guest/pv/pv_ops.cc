@@ -50,6 +50,14 @@ void ModifyPteClearFirst(uint64_t* ptep, uint64_t val) {
 // Xen's ptep_modify_prot_commit: the new entry in one update.
 void ModifyPteOnce(uint64_t* ptep, uint64_t val) { SetPte(ptep, val); }
 
+// Linux's __switch_to (update_task_stack): every switch loads next's stack.
+void Sp0Always(uint64_t sp0, bool /*user*/) { LoadSp0(sp0); }
+// Only an entry from ring 3 reads TSS.rsp0, and a kernel thread makes none:
+// its switch leaves the previous task's stack there.
+void Sp0ForUserTasks(uint64_t sp0, bool user) {
+  if (user) LoadSp0(sp0);
+}
+
 // ---- The lock group: the same hypercalls under both backends (minivmm's
 // lock_wait and lock_kick are its pv spinlock ABI, as KVM's are
 // kvm_wait's hlt and KVM_HC_KICK_CPU).
@@ -85,6 +93,7 @@ void PvOpsInit(const Config& config) {
   pv_ops.send_ipi_mask = Naive(config, PvOp::kSendIpi) ? SendIpiEach : SendIpiAll;
   pv_ops.flush_tlb_mask = Naive(config, PvOp::kFlushTlb) ? FlushTlbByIpi : FlushTlbByHypercall;
   pv_ops.modify_pte = Naive(config, PvOp::kPteModify) ? ModifyPteClearFirst : ModifyPteOnce;
+  pv_ops.switch_sp0 = Naive(config, PvOp::kSp0) ? Sp0Always : Sp0ForUserTasks;
   pv_ops.lock_slowpath =
       Naive(config, PvOp::kSpinlock) ? SpinLock::SpinSlowPath : SpinLock::SleepSlowPath;
   pv_ops.lock_wait = LockWait;

@@ -2,7 +2,7 @@
 // pv_ops). Chosen once at boot: the backend's table from backend=, then
 // (PvOpsInit, as Linux's kvm_guest_init and xen_start_kernel write theirs)
 // the entries whose naive and optimized variants are different functions:
-// the policy group (irq_restore, send_ipi, flush_tlb, pte_modify) and the lock group
+// the policy group (irq_restore, send_ipi, flush_tlb, pte_modify, sp0) and the lock group
 // (spinlock, yield). The inline wrappers below add the kernel's event
 // counting, so the two backends stay raw and symmetrical. Three variants
 // are policies inside the context switch rather than entries, read where
@@ -99,6 +99,11 @@ struct PvOps {
   void (*send_ipi_mask)(uint64_t mask) = nullptr;
   void (*flush_tlb_mask)(uint64_t mask) = nullptr;
   void (*modify_pte)(uint64_t* ptep, uint64_t val) = nullptr;
+  // The stack the CPU enters ring 0 on from ring 3 (TSS.rsp0), on a switch
+  // to a task whose stack top is `sp0` (sp0: naive, load_sp0 on every
+  // switch, as Linux's __switch_to; optimized, only into a `user` task:
+  // only an entry from ring 3 reads it, and a kernel thread makes none).
+  void (*switch_sp0)(uint64_t sp0, bool user) = nullptr;
   // The lock group (Linux pv_ops.lock). lock_slowpath takes a contended
   // `lock` for CPU `me` (spinlock: naive, spin and yield; optimized, spin
   // kSpinThreshold times, then sleep in lock_wait until kicked: the two
@@ -195,6 +200,11 @@ void FlushTlbOthers(uint64_t mask);
 // frame (mprotect's change_pte_range, the pte_modify variant). Each write
 // is a SetPte, counted in pte_updates.
 inline void ModifyPte(uint64_t* ptep, uint64_t val) { pv_ops.modify_pte(ptep, val); }
+
+// A switch to a task whose kernel stack top is `sp0` and which runs ring-3
+// code when `user` (the sp0 variant). Each load is a LoadSp0, counted in
+// sp0_loads.
+inline void SwitchSp0(uint64_t sp0, bool user) { pv_ops.switch_sp0(sp0, user); }
 
 // Linux __pte / pfn_pte: the entry to write for pseudo-physical `val`.
 inline uint64_t MakePte(uint64_t val) { return pv_ops.make_pte(val); }

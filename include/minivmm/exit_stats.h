@@ -71,7 +71,8 @@ std::string_view ExitReasonName(ExitReason reason);
   X(kLockWait, "lock_wait", "lock wait")                         \
   X(kLockKick, "lock_kick", "lock kick")                         \
   X(kYield, "yield", "yield")                                    \
-  X(kFsBase, "fs_base", "FS base")
+  X(kFsBase, "fs_base", "FS base")                               \
+  X(kSp0Load, "sp0_load", "sp0 load")
 
 enum class Cause : uint8_t {
 #define MINIVMM_CAUSE_ENUM_(id, name, label) id,
@@ -113,7 +114,8 @@ std::string_view CauseLabel(Cause cause);
   X(lock_kick, kAnyCommand, kLockKick, kOne)                 \
   X(sched_op, MVMM_SCHEDOP_YIELD, kYield, kOne)              \
   X(sched_op, MVMM_SCHEDOP_YIELD_TO, kYield, kOne)           \
-  X(set_segment_base, kAnyCommand, kFsBase, kOne)
+  X(set_segment_base, kAnyCommand, kFsBase, kOne)            \
+  X(stack_switch, kAnyCommand, kSp0Load, kOne)
 
 struct CauseCount {
   uint64_t ops = 0;    // operations, wherever they were issued

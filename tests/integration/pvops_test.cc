@@ -495,6 +495,74 @@ TEST(PvopsTest, PteModifyNaiveClearsEachEntryFirstAtOnePageTableUpdateMore) {
   }
 }
 
+// The ring-3 entry stack on a switch (sp0): naive loads next's stack on
+// every switch, as Linux's __switch_to; optimized only on a switch into a
+// user task (TSS.rsp0 is read on an entry from ring 3 alone, and a kernel
+// thread makes none). Closed forms over the
+// whole run, whose only other switches are the boot's #NM probe task's
+// (init -> probe, a user task, -> init):
+// - fpu,threads=K,rounds=N: K N + K + 1 switches between kernel threads and
+//   init; naive loads on each and on the probe's two, optimized only once,
+//   into the probe;
+// - ctx,tasks=T,rounds=N (CtxRunSwitches = T N + 4): naive loads on each;
+//   optimized on the probe's first and the T N + 1 into a ring task, not
+//   on the two back to init.
+// Under pv each load is a stack_switch, cause sp0_load: its own exit with
+// batch=off, an entry of the switch's multicall with batch=on; under native
+// a store into the TSS. The wasted-exit analysis finds none of naive's
+// loads same-value: each writes a stack other than the one there (the
+// kernel threads' loads are wasted only in that no entry from ring 3 reads
+// them, which the VMM cannot see).
+TEST(PvopsTest, Sp0OptimizedLoadsTheStackOnlyOnASwitchIntoAUserTask) {
+  REQUIRE_KVM();
+  const uint64_t k = 3, n = 5;  // fpu threads, ctx tasks; rounds
+  const std::string sizes = ",rounds=" + std::to_string(n);
+  struct Workload {
+    std::string spec;
+    uint64_t naive, optimized;  // sp0 loads over the whole run
+  };
+  const Workload workloads[] = {
+      {"fpu,threads=" + std::to_string(k) + sizes, k * n + k + 1 + kBootProbeSwitches, 1},
+      {"ctx,tasks=" + std::to_string(k) + sizes, CtxRunSwitches(k, n),
+       1 + CtxRingSwitches(k, n) - 1},
+  };
+  for (const Workload& w : workloads) {
+    for (const std::string backend : {"pv", "native"}) {
+      for (const std::string batch : {"off", "on"}) {
+        if (backend == "native" && batch == "on") continue;  // native has no batches
+        for (const bool naive : {true, false}) {
+          const std::string pvops =
+              "naive,batch:" + batch + ",sp0:" + (naive ? "naive" : "optimized");
+          SCOPED_TRACE("backend=" + backend + " pvops=" + pvops + " workload=" + w.spec);
+          GuestRun run = RunGuest(BuiltinGuest(),
+                                  "backend=" + backend + " pvops=" + pvops + " workload=" + w.spec,
+                                  absl::Seconds(60), 0, /*analyse_waste=*/true);
+          ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown)
+              << run.result.detail << run.console;
+          ASSERT_EQ(run.result.exit_code, 0) << run.console;
+          EXPECT_EQ(run.Report("check.failed"), 0u);
+          EXPECT_EQ(run.reports["config.pvops.sp0"], naive ? "naive" : "optimized");
+          const uint64_t loads = naive ? w.naive : w.optimized;
+          EXPECT_EQ(run.Report("kernel.sp0_loads"), loads);
+          const CauseCount& sp0 = CauseOf(run, Cause::kSp0Load);
+          const int i = static_cast<int>(Cause::kSp0Load);
+          EXPECT_EQ(run.result.stats.wasted_by_cause[i].exits, 0u);
+          if (backend == "native") {
+            EXPECT_EQ(sp0.ops, 0u);
+            EXPECT_EQ(run.HypercallOps(MVMM_HC_stack_switch), 0u);
+            continue;
+          }
+          EXPECT_EQ(sp0.ops, run.Report("kernel.sp0_loads"));
+          EXPECT_EQ(sp0.ops, loads);
+          EXPECT_EQ(run.HypercallOps(MVMM_HC_stack_switch), loads);
+          EXPECT_EQ(sp0.exits, batch == "off" ? loads : 0u);
+          EXPECT_EQ(run.HypercallExits(MVMM_HC_stack_switch), sp0.exits);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace minivmm::testing
 
