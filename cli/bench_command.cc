@@ -1,7 +1,8 @@
 // minivmm bench: every workload with all ops naive, each op optimized alone
 // and all optimized, repeated and interleaved, run in this process through
 // the public API; the seed patches' before/after tables, JSON and CSV.
-// --cpus N gives every VM N vCPUs (the titles and the records say so).
+// --cpus N gives every VM N vCPUs (the titles and the records say so);
+// --configurations runs only those it names, with their references.
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <tuple>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/bench_metrics.h"
@@ -50,8 +52,8 @@ class Bench {
 
  private:
   static BenchSettings Settings(const BenchOptions& o) {
-    return {o.workloads, o.backend, o.repeat,       o.memory,        o.timeout_seconds,
-            o.cpus,      o.kernel,  o.command_line, o.guest_counters};
+    return {o.workloads, o.backend, o.repeat,       o.memory,         o.timeout_seconds,
+            o.cpus,      o.kernel,  o.command_line, o.guest_counters, o.configurations};
   }
   void PrintProgress(size_t i, size_t n, const PlannedRun& p, absl::Duration took);
   int WriteOutputs(const std::vector<ConfigResult>& results);
@@ -135,6 +137,10 @@ int Bench::Run() {
     fmt::print(stderr, "minivmm bench: --workloads is empty\n");
     return kExitUsage;
   }
+  if (const absl::Status& s = matrix_.configuration_status(); !s.ok()) {
+    fmt::print(stderr, "minivmm bench: --configurations: {}\n", std::string(s.message()));
+    return kExitUsage;
+  }
   // Usage errors before any VM runs: a command line the built-in guest
   // would refuse (another --kernel checks its own), an output file that
   // cannot be created.
@@ -182,16 +188,21 @@ int Bench::Run() {
     auto optimized_it = std::find_if(group.begin(), group.end(), [](const ConfigResult* r) {
       return r->configuration == "optimized";
     });
-    // Stopped early: only the tables whose both ends were measured.
-    if (group.front()->configuration != "naive" || optimized_it == group.end()) continue;
+    // Stopped early: only the tables whose both ends were measured; a
+    // selection without optimized (--configurations) has only the second.
+    if (group.front()->configuration != "naive") continue;
+    if (optimized_it == group.end() && matrix_.Runs("optimized")) continue;
     const ConfigResult& naive = *group.front();
-    const ConfigResult& optimized = **optimized_it;
-    fmt::print("{}\n{}\n",
-               RenderBeforeAfter(fmt::format("{} (workload={}), backend={}{}: all naive -> all "
-                                             "optimized; median of {} runs, {} only",
-                                             naive.workload, naive.workload_spec, naive.backend,
-                                             vcpus, optimized.runs, naive.scope),
-                                 "before", "after", naive, optimized),
+    if (optimized_it != group.end()) {
+      const ConfigResult& optimized = **optimized_it;
+      fmt::print("{}\n",
+                 RenderBeforeAfter(fmt::format("{} (workload={}), backend={}{}: all naive -> all "
+                                               "optimized; median of {} runs, {} only",
+                                               naive.workload, naive.workload_spec, naive.backend,
+                                               vcpus, optimized.runs, naive.scope),
+                                   "before", "after", naive, optimized));
+    }
+    fmt::print("{}\n",
                RenderConfigurations(
                    fmt::format("{} (workload={}), backend={}{}: one op optimized at a time, "
                                "against all naive",
@@ -234,6 +245,12 @@ void AddBenchFlags(CLI::App& app, BenchOptions& o) {
                  "vCPUs of every run (the workload runs on vCPU 0, the others idle)")
       ->check(CLI::Range(1u, static_cast<uint32_t>(MVMM_MAX_CPUS)))
       ->capture_default_str();
+  std::vector<std::string> names;
+  for (const BenchConfiguration& c : BenchConfigurations()) names.push_back(c.name);
+  app.add_option("--configurations", o.configurations,
+                 "Comma-separated configurations to run (default: all), each compared with all "
+                 "naive (and a xen+<op> with xen), which always run too: " +
+                     absl::StrJoin(names, ", "));
   app.add_flag("--quiet,-q", o.quiet, "No progress lines");
   app.add_flag("--reprobe", o.reprobe,
                "Probe the host again instead of reusing its cached probe (docs/run-record.md)");

@@ -27,18 +27,20 @@ std::vector<WorkloadChoice> ParseWorkloads(const std::string& list) {
 }
 
 std::vector<PlannedRun> Plan(const std::vector<WorkloadChoice>& workloads,
-                             const std::vector<std::string>& backends, int repeat) {
+                             const std::vector<std::string>& backends,
+                             const std::vector<const BenchConfiguration*>& configurations,
+                             int repeat) {
   std::vector<PlannedRun> plan, cycle;
   auto runs_on = [](const BenchConfiguration& c, const std::string& b) {
     return !c.pv_only || b == "pv";
   };
   for (const std::string& b : backends)
-    for (const BenchConfiguration& c : BenchConfigurations())
-      if (runs_on(c, b)) plan.push_back({nullptr, b, &c, 0});
+    for (const BenchConfiguration* c : configurations)
+      if (runs_on(*c, b)) plan.push_back({nullptr, b, c, 0});
   for (const WorkloadChoice& w : workloads)
     for (const std::string& b : backends)
-      for (const BenchConfiguration& c : BenchConfigurations())
-        if (runs_on(c, b)) cycle.push_back({&w, b, &c, 0});
+      for (const BenchConfiguration* c : configurations)
+        if (runs_on(*c, b)) cycle.push_back({&w, b, c, 0});
   for (int r = 0; r < repeat; ++r) {
     if (r % 2 == 0) {
       for (PlannedRun p : cycle) plan.push_back({p.workload, p.backend, p.config, r});
@@ -65,7 +67,14 @@ BenchMatrix::BenchMatrix(const BenchSettings& settings) : settings_(settings) {
   workloads_ = ParseWorkloads(settings_.workloads);
   backends_ = settings_.backend == "both" ? std::vector<std::string>{"pv", "native"}
                                           : std::vector<std::string>{settings_.backend};
-  plan_ = Plan(workloads_, backends_, settings_.repeat);
+  absl::StatusOr<std::vector<const BenchConfiguration*>> configurations =
+      SelectBenchConfigurations(settings_.configurations);
+  if (!configurations.ok()) {
+    configuration_status_ = configurations.status();
+    return;
+  }
+  configurations_ = *std::move(configurations);
+  plan_ = Plan(workloads_, backends_, configurations_, settings_.repeat);
 }
 
 absl::Status BenchMatrix::CheckGuestCommandLines() const {
@@ -202,7 +211,8 @@ std::vector<ConfigResult> BenchMatrix::Aggregate() const {
   std::vector<ConfigResult> results;
   for (const WorkloadChoice& w : workloads_) {
     for (const std::string& b : backends_) {
-      for (const BenchConfiguration& c : BenchConfigurations()) {
+      for (const BenchConfiguration* config : configurations_) {
+        const BenchConfiguration& c = *config;
         if (c.pv_only && b != "pv") continue;
         const json* baseline = nullptr;
         std::map<std::string, std::vector<double>> values;
@@ -255,8 +265,8 @@ json BenchMatrix::Record(const std::vector<ConfigResult>& results) const {
   provenance["started_at"] = absl::FormatTime(absl::RFC3339_sec, start_, absl::UTCTimeZone());
   provenance["elapsed_ns"] = absl::ToInt64Nanoseconds(absl::Now() - start_);
   json configurations = json::array();
-  for (const BenchConfiguration& c : BenchConfigurations())
-    configurations.push_back({{"name", c.name}, {"pvops", c.pvops}});
+  for (const BenchConfiguration* c : configurations_)
+    configurations.push_back({{"name", c->name}, {"pvops", c->pvops}});
   json workloads = json::array();
   for (const WorkloadChoice& w : workloads_) workloads.push_back(w.spec);
   json runs = json::array();

@@ -45,7 +45,9 @@ std::vector<WorkloadChoice> ParseWorkloads(const std::string& list);
 // when odd (A B .. B A), so that a slow drift of the machine weighs on every
 // configuration alike.
 std::vector<PlannedRun> Plan(const std::vector<WorkloadChoice>& workloads,
-                             const std::vector<std::string>& backends, int repeat);
+                             const std::vector<std::string>& backends,
+                             const std::vector<const BenchConfiguration*>& configurations,
+                             int repeat);
 
 // "backend=pv pvops=naive workload=ctx,rounds=50".
 std::string GuestCommandLine(const PlannedRun& p);
@@ -65,6 +67,8 @@ struct BenchSettings {
   // With the built-in guest: its counted kernel (true) or, as bench times
   // by default, the uncounted one (UncountedGuestKernelPath).
   bool guest_counters = false;
+  // --configurations: the names SelectBenchConfigurations takes ("" for all).
+  std::string configurations;
 };
 
 // What the driver does at the bench's turns; every hook may be empty.
@@ -89,13 +93,22 @@ class BenchMatrix {
     std::string failure;  // "" when the guest shut down with 0 and no failed check
   };
 
-  // Parses the workloads and makes the plan; `workloads()` is empty when
-  // settings.workloads names none.
+  // Parses the workloads and the configurations and makes the plan;
+  // `workloads()` is empty when settings.workloads names none, and
+  // `configuration_status()` is not ok (and the plan empty) when
+  // settings.configurations names one that does not exist.
   explicit BenchMatrix(const BenchSettings& settings);
   BenchMatrix(const BenchMatrix&) = delete;
   BenchMatrix& operator=(const BenchMatrix&) = delete;
 
   const std::vector<WorkloadChoice>& workloads() const { return workloads_; }
+  const absl::Status& configuration_status() const { return configuration_status_; }
+  // Whether the plan runs configuration `name`.
+  bool Runs(std::string_view name) const {
+    for (const BenchConfiguration* c : configurations_)
+      if (c->name == name) return true;
+    return false;
+  }
   const std::vector<PlannedRun>& plan() const { return plan_; }
   const std::vector<Executed>& runs() const { return runs_; }
   const ExitCost& exit_cost() const { return exit_cost_; }
@@ -143,6 +156,8 @@ class BenchMatrix {
   BenchSettings settings_;
   std::vector<WorkloadChoice> workloads_;
   std::vector<std::string> backends_;
+  std::vector<const BenchConfiguration*> configurations_;
+  absl::Status configuration_status_;
   std::vector<PlannedRun> plan_;
   std::string stop_why_;
   int stop_status_ = 0;

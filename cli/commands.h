@@ -76,6 +76,7 @@ struct BenchOptions {
   bool reprobe = false;         // measure the host again, not from the probe cache
   bool guest_counters = false;  // --guest-counters: the counted built-in kernel
   std::string command_line;     // for provenance
+  std::string configurations;   // --configurations: "" for all (SelectBenchConfigurations)
 };
 inline constexpr int kBenchRunFailed = 1;   // a run failed or a guest self-check failed
 inline constexpr int kBenchPlotFailed = 3;  // the --plot figure could not be drawn

@@ -2,6 +2,7 @@
 
 #include <csignal>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -52,6 +53,34 @@ const std::vector<BenchConfiguration>& BenchConfigurations() {
     return v;
   }();
   return kConfigurations;
+}
+
+absl::StatusOr<std::vector<const BenchConfiguration*>> SelectBenchConfigurations(
+    const std::string& names) {
+  const std::vector<BenchConfiguration>& all = BenchConfigurations();
+  std::vector<bool> chosen(all.size(), names.empty());
+  auto choose = [&](absl::string_view name) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].name != name) continue;
+      chosen[i] = true;
+      return true;
+    }
+    return false;
+  };
+  for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipWhitespace())) {
+    if (!choose(name)) {
+      std::vector<std::string> known;
+      for (const BenchConfiguration& c : all) known.push_back(c.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown configuration '", name, "' (known: ", absl::StrJoin(known, ", "), ")"));
+    }
+    if (absl::StartsWith(name, "xen+")) choose("xen");
+  }
+  choose("naive");
+  std::vector<const BenchConfiguration*> out;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (chosen[i]) out.push_back(&all[i]);
+  return out;
 }
 
 std::string RunFailure(const RunResult& r) {

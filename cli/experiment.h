@@ -6,8 +6,10 @@
 #define MINIVMM_CLI_EXPERIMENT_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "minivmm/run_result.h"
 
 namespace minivmm::cli {
@@ -33,6 +35,13 @@ struct BenchConfiguration {
 // under pv, Xen's baseline (pvops=xen) and each seed optimized alone against
 // it: the order of the tables and the plots.
 const std::vector<BenchConfiguration>& BenchConfigurations();
+// The configurations `names` selects (`bench --configurations`:
+// "sp0,xen+tls"; empty for all of them), in BenchConfigurations()'s order,
+// with the references their comparisons need: naive always, and xen for a
+// xen+<op>. A name that is not a configuration is an InvalidArgument
+// naming it and the known ones.
+absl::StatusOr<std::vector<const BenchConfiguration*>> SelectBenchConfigurations(
+    const std::string& names);
 
 // The exit status `minivmm run` gives a finished run (README "Exit status");
 // `stop_signal` is the signal that requested a stop (SIGINT or SIGTERM).

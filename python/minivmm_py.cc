@@ -341,7 +341,8 @@ class PyVm {
 // CLI's --workloads and --backend values.
 py::object Bench(const std::string& workloads, const std::string& backend, int repeat,
                  const std::string& kernel, int64_t memory, std::optional<double> timeout,
-                 int64_t cpus, bool probe_host, bool guest_counters, py::object progress) {
+                 int64_t cpus, bool probe_host, bool guest_counters, py::object progress,
+                 const std::string& configurations) {
   if (!kernel.empty() && guest_counters)
     RaiseValueError("guest_counters applies to the built-in guest, not to kernel=");
   if (repeat < 1 || repeat > 1000)
@@ -366,11 +367,16 @@ py::object Bench(const std::string& workloads, const std::string& backend, int r
       timeout ? *timeout : 0,
       static_cast<uint32_t>(cpus),
       kernel,
-      fmt::format("minivmm.bench(\"{}\", backends=\"{}\", repeat={}, cpus={})", workloads, backend,
-                  repeat, cpus),
-      guest_counters};
+      fmt::format(
+          "minivmm.bench(\"{}\", backends=\"{}\", repeat={}, cpus={}{})", workloads, backend,
+          repeat, cpus,
+          configurations.empty() ? "" : fmt::format(", configurations=\"{}\"", configurations)),
+      guest_counters,
+      configurations};
   cli::BenchMatrix matrix(settings);
   if (matrix.workloads().empty()) RaiseValueError("workloads is empty");
+  if (!matrix.configuration_status().ok())
+    RaiseValueError(std::string(matrix.configuration_status().message()));
   if (absl::Status s = matrix.CheckGuestCommandLines(); !s.ok()) Raise(s);
   cli::BenchHooks hooks;
   // Ctrl-C (a pending KeyboardInterrupt) ends the bench between runs.
@@ -688,17 +694,20 @@ void DefineBench(py::module_& m) {
       "bench",
       [](py::object workloads, py::object backends, int repeat, py::object kernel, int64_t memory,
          std::optional<double> timeout, int64_t cpus, bool probe_host, bool guest_counters,
-         py::object progress) {
+         py::object progress, py::object configurations) {
         std::string backend = Joined(backends, ",", "backends");
         if (backend == "pv,native") backend = "both";
         return Bench(Joined(workloads, ",", "workloads"), backend, repeat,
                      kernel.is_none() ? std::string() : kernel.cast<std::string>(), memory, timeout,
-                     cpus, probe_host, guest_counters, progress);
+                     cpus, probe_host, guest_counters, progress,
+                     configurations.is_none() ? std::string()
+                                              : Joined(configurations, ",", "configurations"));
       },
       py::arg("workloads"), py::kw_only(), py::arg("backends") = "both", py::arg("repeat") = 1,
       py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
       py::arg("timeout") = 120.0, py::arg("cpus") = 1, py::arg("probe_host") = true,
-      py::arg("guest_counters") = false, py::arg("progress") = py::none(), R"doc(
+      py::arg("guest_counters") = false, py::arg("progress") = py::none(),
+      py::arg("configurations") = py::none(), R"doc(
 Runs `minivmm bench`: the CLI's own plan and code (cli/bench_plan.h) and
 returns its bench record (`minivmm bench --json`, docs/run-record.md): the
 exit-cost runs, one baseline (workload=none) per backend and configuration,
@@ -712,7 +721,10 @@ timeout: seconds per run, None for none. probe_host=False skips the host
 probe (provenance.host's answers are then null: not measured).
 guest_counters: time the built-in guest that counts its own events (as
 `--guest-counters on`); by default the uncounted one, as the CLI's bench.
-progress(i, n, run) is called after each run with its entry of "runs".)doc");
+progress(i, n, run) is called after each run with its entry of "runs".
+configurations: `--configurations`, the names of bench_configurations() to
+run, as "sp0,xen+tls" or a list; None for all. naive always runs, and xen
+with a xen+<op>: each is compared with its reference.)doc");
 }
 
 // minivmm.probe_host(): the host description and probe.

@@ -347,6 +347,56 @@ TEST(CompareTest, NotARecordIsTrouble) {
       Minivmm("compare " + Path("not_a_record.json") + " " + Path("not_a_record.json")).status, 2);
 }
 
+// --configurations runs the named configurations and their references
+// (naive always, xen for a xen+<op>), in the list's order, and nothing else:
+// fpu with K kernel threads and N rounds switches K N + K + 1 times, each a
+// stack_switch under sp0:naive (all naive) and none under sp0:optimized
+// (docs/exit-model.md "7.").
+TEST(BenchConfigurationsTest, OnlyTheNamedConfigurationsAndTheirReferencesRun) {
+  REQUIRE_KVM();
+  const uint64_t k = 2, n = 3;
+  const std::string json_path = Path("configurations.json");
+  Outcome o = Minivmm(
+      "bench -q --workloads fpu:threads=2:rounds=3 --backend pv --repeat 1 "
+      "--configurations xen+tls,sp0 --json " +
+      json_path);
+  ASSERT_EQ(o.status, 0) << o.out;
+  json bench = ReadJson(json_path);
+  ASSERT_FALSE(bench.is_discarded());
+  std::vector<std::string> names;
+  for (const json& c : bench["settings"]["configurations"]) names.push_back(c["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"naive", "sp0", "xen", "xen+tls"}));
+  // A baseline and one run of fpu per configuration.
+  EXPECT_EQ(bench["runs"].size(), 2 * names.size());
+  std::map<std::string, double> sp0_exits;
+  for (const json& r : bench["results"])
+    sp0_exits[r["configuration"]] = r["metrics"]["exits.sp0_load"]["median"].get<double>();
+  EXPECT_EQ(sp0_exits.size(), names.size());
+  EXPECT_EQ(sp0_exits["naive"], k * n + k + 1);
+  EXPECT_EQ(sp0_exits["sp0"], 0);
+  // The tables compare each with all naive; without optimized there is no
+  // naive -> optimized table.
+  EXPECT_NE(o.out.find("one op optimized at a time, against all naive"), std::string::npos)
+      << o.out;
+  EXPECT_EQ(o.out.find("all naive -> all optimized"), std::string::npos) << o.out;
+}
+
+// A name that is no configuration is a usage error before any VM runs: one
+// line naming it and the known ones, and no record.
+TEST(BenchConfigurationsTest, AnUnknownNameIsAUsageErrorBeforeAnythingRuns) {
+  const std::string json_path = Path("no_configurations.json");
+  Outcome o = Minivmm("bench -q --configurations sp0,nope --json " + json_path);
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_EQ(
+      o.out, "minivmm bench: --configurations: unknown configuration 'nope' (known: " + [] {
+        std::string known;
+        for (const auto& c : minivmm::cli::BenchConfigurations())
+          known += (known.empty() ? "" : ", ") + c.name;
+        return known;
+      }() + ")\n");
+  EXPECT_NE(access(json_path.c_str(), F_OK), 0) << "no record for a refused bench";
+}
+
 TEST(BenchTest, BadBackendIsUsageError) { EXPECT_EQ(Minivmm("bench --backend xen").status, 2); }
 
 // A signal can fail the system call it interrupts (KVM_CREATE_VM returns

@@ -533,6 +533,25 @@ def test_a_failed_bench_run_stops_it_and_the_record_says_so():
             "workload=fault): status 3, guest shut down with code 3") in child.stderr
 
 
+def test_bench_runs_the_configurations_it_names_and_their_references():
+    # As `bench --configurations` (tests/cli/bench_cli_test.cc
+    # BenchConfigurationsTest): naive always runs, xen with a xen+<op>; fpu
+    # with K threads and N rounds switches K N + K + 1 times, a stack_switch
+    # each under sp0:naive (its own exit unless batched) and none under
+    # sp0:optimized.
+    k, n = 2, 3
+    record = minivmm.bench(f"fpu:threads={k}:rounds={n}", backends="pv", repeat=1,
+                           configurations=["xen+tls", "sp0"], probe_host=False)
+    names = [c["name"] for c in record["settings"]["configurations"]]
+    assert names == ["naive", "sp0", "xen", "xen+tls"]
+    assert len(record["runs"]) == 2 * len(names)
+    assert record["provenance"]["command_line"].endswith('configurations="xen+tls,sp0")')
+    # xen batches: its loads are multicall entries, no exits of their own.
+    exits = {r["configuration"]: r["metrics"]["exits.sp0_load"]["median"]
+             for r in record["results"]}
+    assert exits == {"naive": k * n + k + 1, "sp0": 0, "xen": 0, "xen+tls": 0}, exits
+
+
 def test_bench_refuses_what_the_cli_refuses():
     # The CLI's syntax: "," separates workloads, ":" their parameters; the
     # built-in guest's own parser refuses a bad one before any VM runs.
@@ -544,6 +563,8 @@ def test_bench_refuses_what_the_cli_refuses():
         minivmm.bench("irq", backends="xen")
     with pytest.raises(ValueError, match="repeat"):
         minivmm.bench("irq", repeat=0)
+    with pytest.raises(ValueError, match="unknown configuration 'nope'"):
+        minivmm.bench("irq", configurations="sp0,nope")
     # As --guest-counters with --kernel: it picks a built-in guest's kernel.
     with pytest.raises(ValueError, match="guest_counters"):
         minivmm.bench("irq", kernel=minivmm.default_kernel_path(), guest_counters=True)
