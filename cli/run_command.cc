@@ -229,7 +229,17 @@ int RunCommand(const RunOptions& o) {
   if (int status = CheckBeforeRunning(o, config, json_out, trace_out, stacks_out); status != 0)
     return status;
 
+  // The stop signals wait while the VM is made: one that came during a
+  // system call there (KVM_CREATE_VM returns EINTR) would fail it as a VMM
+  // error (125). Taken once the VM exists, it stops the VM before its
+  // first instruction (130, 143).
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (!vm.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(vm.status().message()));
     return kExitVmmError;

@@ -564,16 +564,19 @@ namespace {
 // moment, and returns the exit status and output.
 // With `trace`, it also writes a perfetto trace there.
 // Whether process `pid` holds a KVM vCPU file descriptor.
-bool HasVcpuFd(pid_t pid) {
+// Whether process `pid` holds a file descriptor whose target contains `what`
+// ("kvm-vcpu": a vCPU; "kvm-vm": a VM).
+bool HasKvmFd(pid_t pid, const char* what) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::error_code link_ec;
     std::string target = std::filesystem::read_symlink(entry.path(), link_ec).string();
-    if (target.find("kvm-vcpu") != std::string::npos) return true;
+    if (target.find(what) != std::string::npos) return true;
   }
   return false;
 }
+bool HasVcpuFd(pid_t pid) { return HasKvmFd(pid, "kvm-vcpu"); }
 
 Outcome StopWithSignal(int signo, const std::string& trace = "") {
   // Per process and signal: ctest runs these tests in parallel processes.
@@ -613,6 +616,41 @@ TEST(CliSignalTest, SigintStopsCleanlyWithStatisticsAnd130) {
   EXPECT_EQ(o.status, 130);
   EXPECT_NE(o.out.find("stop requested"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("exits by reason"), std::string::npos) << o.out;
+}
+
+// A signal while the VM is being made (its VM fd open, no vCPU yet) waits
+// until the VM exists and then stops it: status 130, never a VMM error
+// (125) from a system call it interrupted (KVM_CREATE_VM's EINTR, seen on
+// the nested kvm_amd; kvm_pvm does not interrupt it). Each
+// attempt signals as soon as the VM fd appears; at least one must find no
+// vCPU then, or the window was never hit and the test says so.
+TEST(CliSignalTest, SigintWhileTheVmIsBeingMadeIs130NotAVmmError) {
+  REQUIRE_KVM();
+  const std::string kernel = std::string(MINIVMM_TINY_GUEST_DIR) + "/spin.elf";
+  int in_window = 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const std::string out_path = ::testing::TempDir() + "/signal_setup_" +
+                                 std::to_string(getpid()) + "_" + std::to_string(attempt);
+    pid_t pid = fork();
+    if (pid == 0) {
+      FILE* f = freopen(out_path.c_str(), "w", stderr);
+      (void)f;
+      execl(MINIVMM_BIN, MINIVMM_BIN, "run", "--timeout", "60", "--kernel", kernel.c_str(),
+            nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 200000 && !HasKvmFd(pid, "kvm-vm"); ++i) {
+    }
+    in_window += !HasVcpuFd(pid);
+    kill(pid, SIGINT);
+    int raw = 0;
+    waitpid(pid, &raw, 0);
+    std::ifstream in(out_path);
+    const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), 130) << out;
+    EXPECT_NE(out.find("stop requested"), std::string::npos) << out;
+  }
+  EXPECT_GT(in_window, 0) << "no signal came before the vCPU existed";
 }
 
 TEST(CliSignalTest, SigtermStopsCleanlyWithStatisticsAnd143) {
