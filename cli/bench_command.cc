@@ -13,7 +13,6 @@
 #include <tuple>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/bench_metrics.h"
@@ -245,12 +244,10 @@ void AddBenchFlags(CLI::App& app, BenchOptions& o) {
                  "vCPUs of every run (the workload runs on vCPU 0, the others idle)")
       ->check(CLI::Range(1u, static_cast<uint32_t>(MVMM_MAX_CPUS)))
       ->capture_default_str();
-  std::vector<std::string> names;
-  for (const BenchConfiguration& c : BenchConfigurations()) names.push_back(c.name);
   app.add_option("--configurations", o.configurations,
                  "Comma-separated configurations to run (default: all), each compared with all "
                  "naive (and a xen+<op> with xen), which always run too: " +
-                     absl::StrJoin(names, ", "));
+                     BenchConfigurationNames());
   app.add_flag("--quiet,-q", o.quiet, "No progress lines");
   app.add_flag("--reprobe", o.reprobe,
                "Probe the host again instead of reusing its cached probe (docs/run-record.md)");

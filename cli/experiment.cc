@@ -55,6 +55,12 @@ const std::vector<BenchConfiguration>& BenchConfigurations() {
   return kConfigurations;
 }
 
+std::string BenchConfigurationNames() {
+  std::vector<std::string> names;
+  for (const BenchConfiguration& c : BenchConfigurations()) names.push_back(c.name);
+  return absl::StrJoin(names, ", ");
+}
+
 absl::StatusOr<std::vector<const BenchConfiguration*>> SelectBenchConfigurations(
     const std::string& names) {
   const std::vector<BenchConfiguration>& all = BenchConfigurations();
@@ -69,10 +75,8 @@ absl::StatusOr<std::vector<const BenchConfiguration*>> SelectBenchConfigurations
   };
   for (absl::string_view name : absl::StrSplit(names, ',', absl::SkipWhitespace())) {
     if (!choose(name)) {
-      std::vector<std::string> known;
-      for (const BenchConfiguration& c : all) known.push_back(c.name);
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown configuration '", name, "' (known: ", absl::StrJoin(known, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("unknown configuration '", name,
+                                                     "' (known: ", BenchConfigurationNames(), ")"));
     }
     if (absl::StartsWith(name, "xen+")) choose("xen");
   }

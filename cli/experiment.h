@@ -6,7 +6,6 @@
 #define MINIVMM_CLI_EXPERIMENT_H_
 
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +34,8 @@ struct BenchConfiguration {
 // under pv, Xen's baseline (pvops=xen) and each seed optimized alone against
 // it: the order of the tables and the plots.
 const std::vector<BenchConfiguration>& BenchConfigurations();
+// Their names, in that order, joined with ", " (the usage text, the error).
+std::string BenchConfigurationNames();
 // The configurations `names` selects (`bench --configurations`:
 // "sp0,xen+tls"; empty for all of them), in BenchConfigurations()'s order,
 // with the references their comparisons need: naive always, and xen for a
