@@ -21,12 +21,11 @@ HypercallResult fpu_taskswitch(HypercallEnv& env, const HypercallArgs& raw) {
   const uint64_t cr0 = vcpu.Cr0();
   const uint64_t next = args.set ? (cr0 | MVMM_CR0_TS) : (cr0 & ~MVMM_CR0_TS);
   if (next != cr0) vcpu.SetCr0(next);
-  NoteCr0Op(env.exit.waste, MVMM_HC_fpu_taskswitch,
+  NoteCr0Op(env, MVMM_HC_fpu_taskswitch, raw,
             next == cr0                           ? OpEffect::kUnchanged
             : args.set                            ? OpEffect::kTsSet
             : args.reason == MVMM_TS_CLEAR_FOR_NM ? OpEffect::kTsClearForFpu
-                                                  : OpEffect::kTsClear,
-            vcpu);
+                                                  : OpEffect::kTsClear);
   return Done(0);
 }
 

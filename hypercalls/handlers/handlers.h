@@ -19,9 +19,10 @@
 
 #include "absl/functional/function_ref.h"
 #include "hypercalls/hypercall_result.h"
-#include "vmm/core/waste.h"
+#include "minivmm/exit_stats.h"
 #include "minivmm/hypercall_env.h"
 #include "minivmm_abi/hypercall.h"
+#include "vmm/core/waste.h"
 
 namespace minivmm::hc {
 
@@ -39,6 +40,34 @@ template <>
 struct HandlerType<MVMM_HC_multicall> {
   using Type = HypercallResult(HypercallEnv& env, const HypercallArgs& args, OpRunner run);
 };
+
+// The cause MINIVMM_HYPERCALL_CAUSE_LIST (include/minivmm/exit_stats.h)
+// gives an operation of hypercall `nr` whose first argument is `command`,
+// from the same rows as the counting's CauseOf (dispatcher.cc); Cause::kCount
+// for none.
+Cause CommandCause(uint64_t nr, uint64_t command);
+
+// A handler's note of one operation it applied, for the wasted-exit
+// analysis (vmm/core/waste.h): what it did to the state it owns, under the
+// cause its call is counted under (CommandCause of its number and first
+// argument), so that a handler never names a cause. Nothing when the run
+// has no analysis.
+inline void NoteHypercallOp(HypercallEnv& env, uint32_t nr, const HypercallArgs& raw,
+                            OpEffect effect) {
+  if (env.exit.waste != nullptr) [[unlikely]]
+    env.exit.waste->Op(nr, CommandCause(nr, raw[0]), effect);
+}
+// The same for the CR0 handlers (fpu_taskswitch, write_cr0): a TS set or
+// plain clear carries the vCPU's FPU fingerprint (VcpuState::FpuFingerprint),
+// read only when the run has the analysis.
+inline void NoteCr0Op(HypercallEnv& env, uint32_t nr, const HypercallArgs& raw, OpEffect effect) {
+  if (env.exit.waste != nullptr) [[unlikely]] {
+    const bool ts = effect == OpEffect::kTsSet || effect == OpEffect::kTsClear ||
+                    effect == OpEffect::kTsClearForFpu;
+    env.exit.waste->Op(nr, CommandCause(nr, raw[0]), effect,
+                       ts ? env.exit.vcpu.FpuFingerprint() : std::nullopt);
+  }
+}
 
 // One declaration per entry of MVMM_HYPERCALL_LIST: hc::<name>, defined in
 // <name>.cc beside this header with exactly its HandlerType.

@@ -43,8 +43,8 @@ HypercallResult mmu_update(HypercallEnv& env, const HypercallArgs& raw) {
         env.memory.GetSpan(GuestAddress(req.ptr), sizeof(uint64_t));
     if (!pte) return Refuse(MVMM_EFAULT, "PTE address outside RAM");
     if (env.exit.waste != nullptr) [[unlikely]] {
-      NoteOp(env.exit.waste, MVMM_HC_mmu_update, Cause::kPageTableUpdate,
-             Load64(*pte, 0) == req.val ? OpEffect::kUnchanged : OpEffect::kChanged);
+      NoteHypercallOp(env, MVMM_HC_mmu_update, raw,
+                      Load64(*pte, 0) == req.val ? OpEffect::kUnchanged : OpEffect::kChanged);
     }
     Store64(*pte, 0, req.val);
   }

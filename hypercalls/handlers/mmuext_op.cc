@@ -42,8 +42,8 @@ HypercallResult mmuext_op(HypercallEnv& env, const HypercallArgs& raw) {
   }
   for (const mvmm_mmuext_op& op : ops) {
     const uint64_t cr3 = BasePtrCr3(op);
-    NoteOp(env.exit.waste, MVMM_HC_mmuext_op, Cause::kCr3Write,
-           env.exit.vcpu.Cr3() == cr3 ? OpEffect::kUnchanged : OpEffect::kChanged);
+    NoteHypercallOp(env, MVMM_HC_mmuext_op, raw,
+                    env.exit.vcpu.Cr3() == cr3 ? OpEffect::kUnchanged : OpEffect::kChanged);
     env.exit.vcpu.SetCr3(cr3);
   }
   return Done(args.count);

@@ -16,10 +16,10 @@ HypercallResult set_if(HypercallEnv& env, const HypercallArgs& raw) {
   const uint64_t previous = (rflags & MVMM_RFLAGS_IF) ? 1 : 0;
   const uint64_t next = args.enable ? (rflags | MVMM_RFLAGS_IF) : (rflags & ~MVMM_RFLAGS_IF);
   if (next != rflags) vcpu.Set(Reg::kRflags, next);
-  NoteOp(env.exit.waste, MVMM_HC_set_if, args.enable ? Cause::kIfSet : Cause::kIfClear,
-         next == rflags ? OpEffect::kUnchanged
-         : args.enable  ? OpEffect::kIfEnable
-                        : OpEffect::kIfDisable);
+  NoteHypercallOp(env, MVMM_HC_set_if, raw,
+                  next == rflags ? OpEffect::kUnchanged
+                  : args.enable  ? OpEffect::kIfEnable
+                                 : OpEffect::kIfDisable);
   return Done(previous);
 }
 

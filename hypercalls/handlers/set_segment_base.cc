@@ -19,8 +19,8 @@ HypercallResult set_segment_base(HypercallEnv& env, const HypercallArgs& raw) {
   VcpuState& vcpu = env.exit.vcpu;
   const bool unchanged = vcpu.FsBase() == args.base;
   if (!unchanged) vcpu.SetFsBase(args.base);
-  NoteOp(env.exit.waste, MVMM_HC_set_segment_base, Cause::kFsBase,
-         unchanged ? OpEffect::kUnchanged : OpEffect::kChanged);
+  NoteHypercallOp(env, MVMM_HC_set_segment_base, raw,
+                  unchanged ? OpEffect::kUnchanged : OpEffect::kChanged);
   return Done(0);
 }
 

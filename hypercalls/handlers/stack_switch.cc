@@ -32,8 +32,8 @@ HypercallResult stack_switch(HypercallEnv& env, const HypercallArgs& raw) {
   const std::optional<uint64_t> before = env.memory.ReadObj<uint64_t>(rsp0);
   if (!before || !env.memory.WriteObj<uint64_t>(rsp0, args.rsp))
     return Refuse(MVMM_EFAULT, "TSS outside RAM");
-  NoteOp(env.exit.waste, MVMM_HC_stack_switch, Cause::kCount,
-         *before == args.rsp ? OpEffect::kUnchanged : OpEffect::kChanged);
+  NoteHypercallOp(env, MVMM_HC_stack_switch, raw,
+                  *before == args.rsp ? OpEffect::kUnchanged : OpEffect::kChanged);
   return Done(0);
 }
 

@@ -25,8 +25,8 @@ HypercallResult update_descriptor(HypercallEnv& env, const HypercallArgs& raw) {
       ApplyGdtDescriptorStore(env.gdt, args.gpa.value() - MVMM_GDT_GPA, args.desc, cpus);
   switch (store.kind) {
     case GdtStoreKind::kApplied:
-      NoteOp(env.exit.waste, MVMM_HC_update_descriptor, Cause::kDescriptorUpdate,
-             store.unchanged ? OpEffect::kUnchanged : OpEffect::kChanged);
+      NoteHypercallOp(env, MVMM_HC_update_descriptor, raw,
+                      store.unchanged ? OpEffect::kUnchanged : OpEffect::kChanged);
       return Done(0);
     case GdtStoreKind::kOutsideTable:
       return Refuse(MVMM_EFAULT, "gpa outside the GDT");

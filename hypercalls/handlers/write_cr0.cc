@@ -18,12 +18,11 @@ HypercallResult write_cr0(HypercallEnv& env, const HypercallArgs& raw) {
     return Refuse(MVMM_EPERM, "would change CR0 bits other than MP, EM, TS");
   }
   if (changed != 0) vcpu.SetCr0(args.value);
-  NoteCr0Op(env.exit.waste, MVMM_HC_write_cr0,
+  NoteCr0Op(env, MVMM_HC_write_cr0, raw,
             changed == 0               ? OpEffect::kUnchanged
             : changed != MVMM_CR0_TS   ? OpEffect::kChanged
             : args.value & MVMM_CR0_TS ? OpEffect::kTsSet
-                                       : OpEffect::kTsClear,
-            vcpu);
+                                       : OpEffect::kTsClear);
   return Done(0);
 }
 

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <vector>
 
+#include "hypercalls/dispatcher.h"
 #include "tests/common/descriptors.h"
 #include "tests/hypercalls/expect.h"
 
@@ -277,6 +280,77 @@ TEST_F(WasteTest, PairCompletingInALaterExitCountsTheEarlierMulticall) {
   EXPECT_EQ(log_.cancels(), 0u);
   EXPECT_EQ(ByCause(Cause::kMulticall).exits, 1u);  // now all its entries are wasted
   EXPECT_EQ(ByCause(Cause::kCr0Write).exits, 1u);
+}
+
+// Every handler that notes its operations notes them under the cause its
+// call is counted under (the cause list's row for its number and first
+// argument: hc::NoteHypercallOp), never a cause of its own choosing: of two
+// equal calls the second (at least) is same value, and every same-value exit
+// is under exactly the counted cause.
+TEST(WasteCauseTest, ASameValueOpIsWastedUnderTheCauseItsCallCountsUnder) {
+  struct Case {
+    const char* name;
+    uint64_t nr;
+    std::function<HypercallArgs(CheckedVm&)> args;  // after the VM's set-up
+  };
+  constexpr uint64_t kOps = 0x6000;
+  const std::vector<Case> cases = {
+      {"set_if(0)", MVMM_HC_set_if, [](CheckedVm&) { return HypercallArgs{0}; }},
+      {"set_if(1)", MVMM_HC_set_if, [](CheckedVm&) { return HypercallArgs{1}; }},
+      {"fpu_taskswitch(1)", MVMM_HC_fpu_taskswitch,
+       [](CheckedVm&) {
+         return HypercallArgs{1, MVMM_TS_CLEAR_PLAIN};
+       }},
+      {"write_cr0", MVMM_HC_write_cr0,
+       [](CheckedVm& vm) { return HypercallArgs{vm.vcpu.Cr0() ^ MVMM_CR0_TS}; }},
+      {"update_descriptor", MVMM_HC_update_descriptor,
+       [](CheckedVm&) {
+         return HypercallArgs{TlsSlotGpa(0), kUserTlsDesc};
+       }},
+      {"mmu_update", MVMM_HC_mmu_update,
+       [](CheckedVm& vm) {
+         vm.Poke64(kList, 0x20000);
+         vm.Poke64(kList + 8, 0x5003);
+         return HypercallArgs{kList, 1};
+       }},
+      {"mmuext_op", MVMM_HC_mmuext_op,
+       [](CheckedVm& vm) {
+         vm.Poke64(kOps, MVMM_MMUEXT_NEW_BASEPTR);
+         vm.Poke64(kOps + 8, 0x20000 >> 12);
+         vm.Poke64(kOps + 16, 0);
+         return HypercallArgs{kOps, 1};
+       }},
+      {"stack_switch", MVMM_HC_stack_switch,
+       [](CheckedVm&) {
+         return HypercallArgs{MVMM_SEL_KERNEL_DS, 0x8000};
+       }},
+      {"set_segment_base", MVMM_HC_set_segment_base,
+       [](CheckedVm&) {
+         return HypercallArgs{MVMM_SEGBASE_FS, 0x7000};
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    CheckedVm vm;
+    WasteLog log(vm.stats);
+    vm.exit.waste = &log;
+    const HypercallArgs args = c.args(vm);
+    uint64_t same_value_exits = 0;  // by the exits' verdicts: the second one at least
+    for (uint64_t sequence : {0, 1}) {
+      log.BeginExit(sequence, /*interrupt_pending=*/false);
+      ASSERT_GE(vm.Call(c.nr, args[0], args[1]), 0);
+      log.EndExit();
+      if (log.verdict() == WasteReason::kSameValue) ++same_value_exits;
+    }
+    EXPECT_EQ(log.verdict(), WasteReason::kSameValue);
+    const std::optional<CauseOps> counted = CauseOf(c.nr, args, 0);
+    ASSERT_TRUE(counted.has_value());
+    for (int i = 0; i < static_cast<int>(Cause::kCount); ++i) {
+      EXPECT_EQ(vm.stats.wasted_same_value_by_cause[i].exits,
+                i == static_cast<int>(counted->cause) ? same_value_exits : 0u)
+          << CauseName(static_cast<Cause>(i));
+    }
+  }
 }
 
 TEST(WasteOffTest, NoAnalysisCountsNothing) {

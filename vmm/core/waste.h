@@ -2,9 +2,11 @@
 // which exits, changed nothing the guest could observe.
 //
 // The handlers and the GDT trap know what each operation they apply did to
-// the state they own (RFLAGS.IF, CR0, a GDT slot, the TSS's rsp0, a PTE);
+// the state they own (RFLAGS.IF, CR0, CR3, a GDT slot, the TSS's rsp0, the FS
+// base, a PTE);
 // when the run asked for the analysis they tell the WasteLog through
-// ExitContext::waste with one call per applied operation. The run loop
+// ExitContext::waste with one call per applied operation (a handler through
+// hc::NoteHypercallOp, under the cause its call is counted under). The run loop
 // brackets each exit with BeginExit/EndExit and gets the exit's verdict. A
 // run without the analysis has a null ExitContext::waste, and the handlers'
 // only cost is that test.
@@ -36,7 +38,6 @@
 #include <vector>
 
 #include "minivmm/exit_stats.h"
-#include "minivmm/vcpu_state.h"
 
 namespace minivmm {
 
@@ -85,7 +86,7 @@ class WasteLog {
   }
 
   // Handlers and devices: one applied operation of `cause` (Cause::kCount
-  // for an operation without one, stack_switch) from `source`.
+  // for an operation without one) from `source`.
   // A handler applying several (mmu_update) notes each, once all applied.
   // `fpu`: for kTsSet, kTsClear and kTsClearForFpu, the vCPU's FPU fingerprint
   // (VcpuState::FpuFingerprint) when the change was made. A plain clear
@@ -158,21 +159,11 @@ class WasteLog {
   std::vector<Exit> open_;
 };
 
-// The call a handler makes: nothing when the run has no analysis.
+// The call the GDT trap makes (the handlers' is hc::NoteHypercallOp):
+// nothing when the run has no analysis.
 inline void NoteOp(WasteLog* log, int64_t source, Cause cause, OpEffect effect) {
   if (log != nullptr) [[unlikely]]
     log->Op(source, cause, effect);
-}
-
-// The call the CR0 handlers (fpu_taskswitch, write_cr0) make: a TS set or
-// plain clear carries the vCPU's FPU fingerprint, read only when the run
-// has the analysis.
-inline void NoteCr0Op(WasteLog* log, int64_t source, OpEffect effect, const VcpuState& vcpu) {
-  if (log != nullptr) [[unlikely]] {
-    const bool ts = effect == OpEffect::kTsSet || effect == OpEffect::kTsClear ||
-                    effect == OpEffect::kTsClearForFpu;
-    log->Op(source, Cause::kCr0Write, effect, ts ? vcpu.FpuFingerprint() : std::nullopt);
-  }
 }
 
 }  // namespace minivmm
