@@ -51,38 +51,39 @@ constexpr bool RowsOfOneHypercallAreAdjacent() {
 }
 static_assert(RowsOfOneHypercallAreAdjacent());
 
-// Hypercall `nr`'s row for first argument `command`, or null.
-inline const CauseRow* RowOf(uint64_t nr, uint64_t command) {
-  if (nr >= MVMM_HC_MAX || kFirstCauseRow[nr] == kNoRow) return nullptr;
-  for (size_t i = kFirstCauseRow[nr]; i < std::size(kCauseRows) && kCauseRows[i].nr == nr; ++i) {
-    const CauseRow& row = kCauseRows[i];
-    if (row.command == kAnyCommand || row.command == command) return &row;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 std::optional<CauseOps> CauseOf(uint64_t nr, const HypercallArgs& args, int64_t result) {
-  const CauseRow* row = RowOf(nr, args[0]);
-  if (row == nullptr) return std::nullopt;
-  if (result < 0) return CauseOps{row->cause, 0};
-  switch (row->ops) {
-    case CauseOpsRule::kOne:
-      return CauseOps{row->cause, 1};
-    case CauseOpsRule::kResult:
-      return CauseOps{row->cause, static_cast<uint64_t>(result)};
-    case CauseOpsRule::kSecondArg:
-      return CauseOps{row->cause, args[1]};
-    case CauseOpsRule::kFirstArgBits:
-      return CauseOps{row->cause, static_cast<uint64_t>(std::popcount(args[0]))};
+  if (nr >= MVMM_HC_MAX || kFirstCauseRow[nr] == kNoRow) return std::nullopt;
+  for (size_t i = kFirstCauseRow[nr]; i < std::size(kCauseRows) && kCauseRows[i].nr == nr; ++i) {
+    const CauseRow& row = kCauseRows[i];
+    if (row.command != kAnyCommand && row.command != args[0]) continue;
+    if (result < 0) return CauseOps{row.cause, 0};
+    switch (row.ops) {
+      case CauseOpsRule::kOne:
+        return CauseOps{row.cause, 1};
+      case CauseOpsRule::kResult:
+        return CauseOps{row.cause, static_cast<uint64_t>(result)};
+      case CauseOpsRule::kSecondArg:
+        return CauseOps{row.cause, args[1]};
+      case CauseOpsRule::kFirstArgBits:
+        return CauseOps{row.cause, static_cast<uint64_t>(std::popcount(args[0]))};
+    }
   }
   return std::nullopt;
 }
 
+// The rows CauseOf reads, for the cause alone: asked only when the run has
+// the wasted-exit analysis. Its own loop rather than a call of CauseOf,
+// which the exit path inlines (a second caller costs that path 2
+// instructions an exit: bench/instructions_per_exit.sh).
 Cause hc::CommandCause(uint64_t nr, uint64_t command) {
-  const CauseRow* row = RowOf(nr, command);
-  return row == nullptr ? Cause::kCount : row->cause;
+  if (nr >= MVMM_HC_MAX || kFirstCauseRow[nr] == kNoRow) return Cause::kCount;
+  for (size_t i = kFirstCauseRow[nr]; i < std::size(kCauseRows) && kCauseRows[i].nr == nr; ++i) {
+    if (kCauseRows[i].command == kAnyCommand || kCauseRows[i].command == command)
+      return kCauseRows[i].cause;
+  }
+  return Cause::kCount;
 }
 
 int MulticallHistogramBucket(uint64_t entries) {

@@ -10,17 +10,13 @@
 // - hc_exits[nr]: direct calls (one exit each), whatever their result.
 // - hc_ops[nr]: direct calls plus multicall entries, attributed to the entry's
 //   own number; hc_errors[nr]: those of them that returned < 0.
-// - Causes: `exits` counts direct calls of that kind whatever their result
-//   (the exit was paid); `ops` counts operations carried out (result >= 0):
-//   1 per call, except mmu_update (the number of requests done), mmuext_op
-//   (the number of base-pointer loads done: cr3_write) and multicall (its
-//   entry count), send_ipi (the vCPUs targeted: ipi) and flush_tlb_others
-//   (the vCPUs targeted, whatever it returned: tlb_flush). set_if(1) is IF
-//   set, set_if(0) IF clear, any other argument has no cause (it is
-//   refused); force_evtchn_callback is IF set. lock_wait, lock_kick: 1 per
-//   accepted call (lock_wait whatever it returned); sched_op yield and
-//   yield_to: 1 per accepted call (cause yield; other sched_op commands have
-//   none). lock_wait as a multicall entry is refused (-EINVAL): it may sleep.
+// - Causes: a call's row in MINIVMM_HYPERCALL_CAUSE_LIST
+//   (include/minivmm/exit_stats.h), chosen by its number and first argument,
+//   names its cause and what counts as its operations; `exits` counts the
+//   direct calls of a row whatever their result (the exit was paid), `ops`
+//   the row's operations of the calls that succeeded (none of one that
+//   failed). A call without a row has no cause. (lock_wait as a multicall
+//   entry is refused, -EINVAL: it may sleep.)
 // - directed_yields: accepted sched_op(yield_to) calls.
 // - tlb_flushes_deferred: per accepted flush_tlb_others, its targets less
 //   the ones it kicked (its result).
