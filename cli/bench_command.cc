@@ -201,12 +201,11 @@ int Bench::Run() {
                                                vcpus, optimized.runs, naive.scope),
                                    "before", "after", naive, optimized));
     }
-    fmt::print("{}\n",
-               RenderConfigurations(
-                   fmt::format("{} (workload={}), backend={}{}: one op optimized at a time, "
-                               "against all naive",
-                               naive.workload, naive.workload_spec, naive.backend, vcpus),
-                   group));
+    fmt::print("{}\n", RenderConfigurations(
+                           fmt::format("{} (workload={}), backend={}{}: one op changed at a time, "
+                                       "against all naive",
+                                       naive.workload, naive.workload_spec, naive.backend, vcpus),
+                           group));
   }
   matrix_.ComputeSeeds(results);
   fmt::print("{}", RenderSeeds(matrix_.seeds(), matrix_.exit_cost(), matrix_.TscKhz(), o_.repeat));

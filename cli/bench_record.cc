@@ -169,7 +169,7 @@ std::string RenderConfigurations(const std::string& title,
          tsc ? FormatStats(*tsc, MetricKind::kTime) : "-", change("guest.tsc_per_op_net")});
   }
   return RenderTable(title,
-                     {"optimized", "exits", "change", "wasted", "exits/" + ops.op_name,
+                     {"configuration", "exits", "change", "wasted", "exits/" + ops.op_name,
                       "TSC/" + ops.time_op_name, "change"},
                      rows);
 }

@@ -22,8 +22,10 @@ std::string ComposeGuestCommandLine(const std::string& backend, const std::strin
 // The guest's backends (`--backend`).
 const std::vector<std::string>& GuestBackends();
 
-// One pvops setting that bench runs: all naive, one op optimized on top of
-// all naive (pte_flags also in its patched form), or all optimized.
+// One pvops setting that bench runs: all naive, one op changed on top of
+// all naive (to its optimized variant; pte_flags also to patched; an op
+// that all naive leaves optimized, pte_modify and switch_mm, to naive), or
+// all optimized.
 struct BenchConfiguration {
   std::string name;      // naive, an op's name alone (irq_restore, ...), optimized, xen, xen+<op>
   std::string pvops;     // the guest's pvops= value

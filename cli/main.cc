@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
 
   minivmm::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
-      "bench", "Run workloads naive, one op optimized at a time, and optimized; tabulate exits");
+      "bench", "Run workloads naive, one op changed at a time, and optimized; tabulate exits");
   minivmm::cli::AddBenchFlags(*bench_cmd, bench);
   for (int i = 0; i < argc; ++i) bench.command_line += (i ? " " : "") + std::string(argv[i]);
 
