@@ -101,12 +101,15 @@ bool FpuSwitchPrepare(Task* prev, Task* next) {
   return preload;
 }
 
-// switch_mm: load next's address space unless it is already loaded. A
-// kernel thread (no mm) keeps the loaded one (lazy TLB), so only a switch
-// into a user task of another address space writes CR3.
+// switch_mm with the switch_mm variant: a kernel thread (no mm) keeps the
+// loaded address space (lazy TLB) under both; a user task's is loaded on
+// every switch into it under naive, and under optimized (Linux's
+// `prev != next`) only when the CPU holds another one. So naive's extra
+// writes are all of the address space CR3 already holds.
 void SwitchMm(const Task* next) {
   Mm*& active = Mine().active_mm;
-  if (next->mm == nullptr || next->mm == active) return;
+  if (next->mm == nullptr) return;
+  if (next->mm == active && PvVariant(PvOp::kSwitchMm) != Variant::kNaive) return;
   active = next->mm;
   WriteCr3(reinterpret_cast<uint64_t>(next->mm->pml4));
 }

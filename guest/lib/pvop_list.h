@@ -29,6 +29,10 @@
 //               naive by default, as Linux loads it on every switch, and
 //               outside naive/optimized, so every earlier count holds; its
 //               configuration is naive plus sp0:optimized, "7.")
+//               (switch_mm is Linux's own check, optimized by default and
+//               under xen, and outside naive/optimized, so every earlier
+//               count holds; its configuration is naive plus
+//               switch_mm:naive, "8.")
 //   description one line: what the naive and the optimized forms do
 #ifndef GUEST_LIB_PVOP_LIST_H_
 #define GUEST_LIB_PVOP_LIST_H_
@@ -68,6 +72,8 @@
     "a PTE's protection change: cleared, then written (two updates), or written once")             \
   X(kSp0, "sp0", "naive|optimized", kNaive, kNaive, false, "optimized", false,                     \
     "TSS.rsp0 on a switch: next's stack for every task, or only for a user task (ring-3 entries)") \
+  X(kSwitchMm, "switch_mm", "naive|optimized", kOptimized, kOptimized, false, "naive", false,      \
+    "CR3 on a switch into a user task: loaded every time, or only from another address space")     \
   X(kIrq, "irq", "hypercall|shared", kNaive, kShared, false, "", false,                            \
     "the interrupt flag under pv: a set_if exit per change, or Xen's mask in shared memory")
 

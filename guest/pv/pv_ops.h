@@ -4,15 +4,14 @@
 // the entries whose naive and optimized variants are different functions:
 // the policy group (irq_restore, send_ipi, flush_tlb, pte_modify, sp0) and the lock group
 // (spinlock, yield). The inline wrappers below add the kernel's event
-// counting, so the two backends stay raw and symmetrical. Three variants
+// counting, so the two backends stay raw and symmetrical. Four variants
 // are policies inside the context switch rather than entries, read where
 // the switch decides (kernel/switch.cc): fpu_switch (when TS is set and
-// cleared), tls (which descriptors are sent) and fs_base (when the base is
-// written). pte_flags is the kernel compiled twice, a pte_val call or an
-// inline mask (the comparison is of the call itself, so it cannot be an
-// entry; WithPteFlags picks the instance), plus patched, the call sites
-// rewritten at boot (PvPatchCallSites);
-// batch is the pv backend's own (PvBatching); irq picks the irq entries
+// cleared), tls (which descriptors are sent), fs_base (when the base is
+// written) and switch_mm (when CR3 is loaded). pte_flags is the kernel compiled twice, a pte_val
+// call or an inline mask (the comparison is of the call itself, so it cannot be an entry;
+// WithPteFlags picks the instance), plus patched, the call sites rewritten at boot
+// (PvPatchCallSites); batch is the pv backend's own (PvBatching); irq picks the irq entries
 // (PvSharedIrqInit).
 #ifndef GUEST_PV_PV_OPS_H_
 #define GUEST_PV_PV_OPS_H_

@@ -1,8 +1,8 @@
 // The single-CPU ctx ring's context switches, TLS descriptor updates, FS
-// base writes and IF-clear exits as closed forms of the workload's parameters (docs/exit-model.md
-// "1. TLS shadow copies"), so that a test can hold the guest's own counters (kernel.switches,
-// kernel.desc_updates, which the guest increments in the code that makes the switch and the call)
-// against something the guest did not count. Written from the guest's rules
+// base writes, CR3 writes and IF-clear exits as closed forms of the workload's parameters
+// (docs/exit-model.md "1. TLS shadow copies"), so that a test can hold the guest's own counters
+// (kernel.switches, kernel.desc_updates, which the guest increments in the code that makes the
+// switch and the call) against something the guest did not count. Written from the guest's rules
 // (guest/kernel/switch.cc, guest/workloads/ring.cc), as tests/common/fpu_model.h is.
 #ifndef MINIVMM_TESTS_COMMON_CTX_MODEL_H_
 #define MINIVMM_TESTS_COMMON_CTX_MODEL_H_
@@ -41,6 +41,27 @@ constexpr uint64_t CtxFsBaseSwitches(uint64_t tasks, uint64_t rounds) {
 // first) with one shared base.
 constexpr uint64_t FsBaseWrites(bool naive, bool shared_base, uint64_t tasks, uint64_t rounds) {
   return naive || !shared_base ? CtxFsBaseSwitches(tasks, rounds) : 1;
+}
+
+// CR3 writes (kernel.cr3_writes) of a whole ctx,tasks=T,rounds=N run on
+// one CPU (docs/exit-model.md "8."): the boot's load of the kernel's
+// tables; under switch_mm:naive one more on the switch into the boot
+// probe, a user task of the kernel's address space, which CR3 already
+// holds; and the ring's: every switch into a ring task (all of the ring's
+// but the last, back to init, a kernel thread) under naive or with one
+// address space per task (mm=process), only the first under optimized
+// with one for them all (mm=thread).
+constexpr uint64_t CtxRingCr3Writes(bool naive, bool processes, uint64_t tasks, uint64_t rounds) {
+  return naive || processes ? CtxRingSwitches(tasks, rounds) - 1 : 1;
+}
+constexpr uint64_t CtxCr3Writes(bool naive, bool processes, uint64_t tasks, uint64_t rounds) {
+  return 1 + (naive ? 1 : 0) + CtxRingCr3Writes(naive, processes, tasks, rounds);
+}
+// Of those, the ones that load the address space CR3 already holds: none
+// under optimized; under naive the probe's and, with mm=thread, each
+// switch between ring tasks (T·N: all the ring's writes but the first).
+constexpr uint64_t CtxSameCr3Writes(bool naive, bool processes, uint64_t tasks, uint64_t rounds) {
+  return !naive ? 0 : 1 + (processes ? 0 : tasks * rounds);
 }
 
 // IF-clear exits of ctx,tasks=T,rounds=N on one CPU under pv with
