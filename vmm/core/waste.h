@@ -2,14 +2,13 @@
 // which exits, changed nothing the guest could observe.
 //
 // The handlers and the GDT trap know what each operation they apply did to
-// the state they own (RFLAGS.IF, CR0, CR3, a GDT slot, the TSS's rsp0, the FS
-// base, a PTE);
-// when the run asked for the analysis they tell the WasteLog through
-// ExitContext::waste with one call per applied operation (a handler through
-// hc::NoteHypercallOp, under the cause its call is counted under). The run loop
-// brackets each exit with BeginExit/EndExit and gets the exit's verdict. A
-// run without the analysis has a null ExitContext::waste, and the handlers'
-// only cost is that test.
+// the state they own (RFLAGS.IF, CR0, CR3, a GDT slot, the TSS's rsp0, the
+// FS base, a PTE); when the run asked for the analysis they tell the
+// WasteLog through ExitContext::waste with one call per applied operation (a
+// handler through hc::NoteHypercallOp, under the cause its call is counted
+// under). The run loop brackets each exit with BeginExit/EndExit and gets the
+// exit's verdict. A run without the analysis has a null ExitContext::waste,
+// and the handlers' only cost is that test.
 //
 // Verdicts, per operation:
 //   same value      it wrote what was already there;
