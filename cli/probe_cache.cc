@@ -136,21 +136,30 @@ std::optional<HostBehaviour> BehaviourFromJson(const json& j) {
   return b;
 }
 
+std::string CacheFileText(const std::string& key, const HostBehaviour& b) {
+  return json{{"version", kCacheVersion}, {"key", key}, {"behaviour", BehaviourToJson(b)}}.dump(2) +
+         "\n";
+}
+
+std::optional<HostBehaviour> ReadCachedBehaviour(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  const json saved = in ? json::parse(in, nullptr, /*allow_exceptions=*/false) : json();
+  if (!saved.is_object() || saved.value("version", 0) != kCacheVersion ||
+      saved.value("key", std::string()) != key || !saved.contains("behaviour"))
+    return std::nullopt;
+  return BehaviourFromJson(saved["behaviour"]);
+}
+
 void CachedProbeBehaviourInto(HostInfo& host, const std::string& kvm_device, bool reprobe,
                               const std::string& kernel) {
   const std::string dir = ProbeCacheDir();
   const std::string key = dir.empty() ? "" : ProbeCacheKey(host, kernel);
   const std::string file = key.empty() ? "" : CacheFile(dir, key);
   if (!file.empty() && !reprobe) {
-    std::ifstream in(file);
-    const json saved = in ? json::parse(in, nullptr, /*allow_exceptions=*/false) : json();
-    if (saved.is_object() && saved.value("version", 0) == kCacheVersion &&
-        saved.value("key", std::string()) == key && saved.contains("behaviour")) {
-      if (std::optional<HostBehaviour> b = BehaviourFromJson(saved["behaviour"])) {
-        host.behaviour = *std::move(b);
-        host.behaviour->cached = true;
-        return;
-      }
+    if (std::optional<HostBehaviour> b = ReadCachedBehaviour(file, key)) {
+      host.behaviour = *std::move(b);
+      host.behaviour->cached = true;
+      return;
     }
   }
   ProbeBehaviourInto(host, kvm_device, kernel);
@@ -164,9 +173,7 @@ void CachedProbeBehaviourInto(HostInfo& host, const std::string& kvm_device, boo
   std::filesystem::create_directories(dir, ec);
   absl::StatusOr<std::unique_ptr<OutputFile>> out = OutputFile::Create(file, "probe cache");
   if (!out.ok()) return;
-  (*out)->Write(
-      json{{"version", kCacheVersion}, {"key", key}, {"behaviour", BehaviourToJson(b)}}.dump(2) +
-      "\n");
+  (*out)->Write(CacheFileText(key, b));
   (void)(*out)->Commit();
 }
 

@@ -35,6 +35,13 @@ std::string ProbeCacheKey(const HostInfo& host, const std::string& kernel = "");
 nlohmann::json BehaviourToJson(const HostBehaviour& b);
 std::optional<HostBehaviour> BehaviourFromJson(const nlohmann::json& j);
 
+// A cache file's text: the behaviour `b` measured under `key`.
+std::string CacheFileText(const std::string& key, const HostBehaviour& b);
+// The behaviour a cache file keeps for `key`; nullopt when the file is
+// missing or unreadable, not JSON, of another cache version or key, or
+// holds a malformed behaviour (each a miss: probed again, rewritten).
+std::optional<HostBehaviour> ReadCachedBehaviour(const std::string& file, const std::string& key);
+
 // Fills host.behaviour: from the cache when it holds an entry for this
 // key and `reprobe` is false (HostBehaviour::cached is then true), else by
 // probing (ProbeBehaviourInto, with the probe guest `kernel`, empty: the

@@ -147,7 +147,8 @@ std::vector<std::string> CacheFiles(const std::string& cache) {
 
 // The host probe runs once per host: the first record measures it and keeps
 // it, the next ones read it (probe.cached), with the same answers;
-// --reprobe measures again; a corrupt cache file is a miss, rewritten.
+// --reprobe measures again; a corrupt cache file is a miss, rewritten. (Each
+// kind of bad file is a miss: tests/cli/probe_cache_test.cc, with no probe.)
 TEST(CliTest, TheHostProbeIsMeasuredOnceAndThenReadFromTheCache) {
   REQUIRE_KVM();
   const std::string cache = ::testing::TempDir() + "/probe_cache";
@@ -171,14 +172,10 @@ TEST(CliTest, TheHostProbeIsMeasuredOnceAndThenReadFromTheCache) {
   for (const char* key : {"ring0_emulated", "ring3_nm", "vmcall_in_kernel"})
     EXPECT_EQ(again[key], first[key]) << key;
 
-  // A corrupt or foreign file under the same name: measured again, rewritten.
-  for (const char* junk : {"not json", "{\"version\": 1, \"key\": \"another host\"}",
-                           "{\"version\": 1, \"behaviour\": {\"ring3_nm\": 7}}"}) {
-    std::ofstream(cache + "/" + files[0]) << junk;
-    const json after = HostOfRun(cache);
-    EXPECT_EQ(after["probe"]["cached"], false) << junk;
-    EXPECT_EQ(HostOfRun(cache)["probe"]["cached"], true) << junk;
-  }
+  // A corrupt file under the same name: measured again, rewritten.
+  std::ofstream(cache + "/" + files[0]) << "not json";
+  EXPECT_EQ(HostOfRun(cache)["probe"]["cached"], false);
+  EXPECT_EQ(HostOfRun(cache)["probe"]["cached"], true);
   EXPECT_EQ(CacheFiles(cache).size(), 1u);
 }
 
