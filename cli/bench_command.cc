@@ -1,4 +1,4 @@
-// minivmm bench: every workload with all ops naive, each op optimized alone
+// minivmm bench: every workload with all ops naive, each op changed alone
 // and all optimized, repeated and interleaved, run in this process through
 // the public API; the seed patches' before/after tables, JSON and CSV.
 // --cpus N gives every VM N vCPUs (the titles and the records say so);

@@ -31,8 +31,9 @@ struct BenchConfiguration {
   std::string pvops;     // the guest's pvops= value
   bool pv_only = false;  // meaningless under backend=native (the xen preset)
 };
-// naive, each op optimized alone (irq_restore, fpu_switch, tls, pte_flags,
-// pte_flags_patched: the call sites patched at boot, batch), optimized; then,
+// naive, each op changed alone (its bench variants, GUEST_PVOP_LIST:
+// irq_restore, ..., pte_flags_patched: the call sites patched at boot, ...,
+// switch_mm: its naive variant), optimized; then,
 // under pv, Xen's baseline (pvops=xen) and each seed optimized alone against
 // it: the order of the tables and the plots.
 const std::vector<BenchConfiguration>& BenchConfigurations();
