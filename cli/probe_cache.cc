@@ -31,20 +31,6 @@ std::string ReadSmallFile(const std::filesystem::path& path) {
   return text;
 }
 
-// "name=value" for every parameter of a module, sorted by name.
-std::string ModuleParameters(const std::string& module) {
-  std::error_code ec;
-  const std::filesystem::path dir = std::filesystem::path("/sys/module") / module / "parameters";
-  std::vector<std::string> lines;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    lines.push_back(entry.path().filename().string() + "=" + ReadSmallFile(entry.path()));
-  }
-  std::sort(lines.begin(), lines.end());
-  std::string out;
-  for (const std::string& l : lines) out += module + "." + l + "\n";
-  return out;
-}
-
 json Tristate(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
 
 bool ReadTristate(const json& j, const char* key, ProbedBehaviour* out) {
@@ -84,8 +70,7 @@ std::string ProbeCacheKey(const HostInfo& host, const std::string& kernel) {
   std::string key = "boot_id=" + boot + "\n";
   key += "kvm_module=" + host.kvm_module + "\n";
   key += "host_kernel=" + host.host_kernel + "\n";
-  key += ModuleParameters("kvm");
-  if (host.kvm_module != "unknown") key += ModuleParameters(host.kvm_module);
+  for (const auto& [name, value] : host.kvm_parameters) key += name + "=" + value + "\n";
   key += std::string("minivmm=") + MINIVMM_VERSION + "\n";
   key += "probe_guest=" + FileSha256(kernel.empty() ? DefaultGuestKernelPath() : kernel) + "\n";
   return key;

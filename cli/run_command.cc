@@ -6,9 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
@@ -321,6 +324,26 @@ int InfoCommand(const InfoOptions& o) {
   }
   fmt::print("KVM API version      {}\n", host->kvm_api_version);
   fmt::print("KVM module           {}\n", host->kvm_module);
+  // Its parameters, a line per module (all of them: `--json`'s kvm_parameters).
+  std::map<std::string, std::vector<std::string>> by_module;
+  for (const auto& [name, value] : host->kvm_parameters) {
+    const size_t dot = name.find('.');
+    by_module[name.substr(0, dot)].push_back(name.substr(dot + 1) + "=" + value);
+  }
+  for (const auto& [module, params] : by_module) {
+    // Wrapped at 100 columns, continued under the first value.
+    std::string line = fmt::format("{:<20}", module + " parameters");
+    size_t width = line.size();
+    for (const std::string& p : params) {
+      if (width > 21 && width + 1 + p.size() > 100) {
+        line += "\n" + std::string(20, ' ');
+        width = 20;
+      }
+      line += " " + p;
+      width += 1 + p.size();
+    }
+    fmt::print("{}\n", line);
+  }
   fmt::print("guest ring 0         {}\n", BehaviourLine(b.ring0_emulated, "emulated", "native"));
   fmt::print("ring-3 #NM           {}\n", BehaviourLine(b.ring3_nm, "delivered", "not delivered"));
   fmt::print("vmcall               {}\n", BehaviourLine(b.vmcall_in_kernel, "handled in the kernel",

@@ -134,12 +134,12 @@ json Hypercalls(const RunResult& r) {
 json Causes(const RunResult& r) {
   json histogram = json::array();
   for (uint64_t n : r.stats.multicall_entries_histogram) histogram.push_back(n);
-  json out = {{"source", "vmm"},
-              {"causes", CauseCounts(r.stats)},
-              {"multicall_entries_histogram_log2", histogram},
-              {"gdt_stores",
-               {{"applied", r.stats.gdt_stores_applied},
-                {"rejected", r.stats.gdt_stores_rejected}}}};
+  json out = {
+      {"source", "vmm"},
+      {"causes", CauseCounts(r.stats)},
+      {"multicall_entries_histogram_log2", histogram},
+      {"gdt_stores",
+       {{"applied", r.stats.gdt_stores_applied}, {"rejected", r.stats.gdt_stores_rejected}}}};
   AddScalarCounters(out, r.stats);
   return out;
 }
@@ -208,6 +208,7 @@ json HostRecord(const HostInfo& host) {
   json out = {{"kernel", host.host_kernel},
               {"cpu", host.cpu_model},
               {"kvm_module", host.kvm_module},
+              {"kvm_parameters", host.kvm_parameters},
               {"kvm_api_version", host.kvm_api_version},
               {"kvm_capabilities", caps}};
   AddBehaviour(host, out);

@@ -30,6 +30,20 @@ std::string KvmModule() {
   return "unknown";
 }
 
+// "module.name" -> value for every readable parameter of `module` (a file
+// that cannot be read, mode 0200, is left out).
+void ReadModuleParameters(const std::string& module, std::map<std::string, std::string>& out) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path("/sys/module") / module / "parameters";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream in(entry.path());
+    std::string value;
+    if (!in || !std::getline(in, value)) continue;
+    out[absl::StrCat(module, ".", entry.path().filename().string())] =
+        std::string(absl::StripTrailingAsciiWhitespace(value));
+  }
+}
+
 std::string CpuModel() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -230,6 +244,8 @@ absl::StatusOr<HostInfo> ProbeHost(const std::string& kvm_device) {
   for (const KvmCapability& cap : kvm.Capabilities())
     info.capabilities.push_back({cap.name, cap.value, cap.required});
   info.kvm_module = KvmModule();
+  ReadModuleParameters("kvm", info.kvm_parameters);
+  if (info.kvm_module != "unknown") ReadModuleParameters(info.kvm_module, info.kvm_parameters);
   utsname u{};
   if (uname(&u) == 0) info.host_kernel = absl::StrCat(u.sysname, " ", u.release, " ", u.machine);
   info.cpu_model = CpuModel();

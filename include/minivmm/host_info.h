@@ -4,6 +4,7 @@
 #define MINIVMM_HOST_INFO_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,7 +57,13 @@ struct HostBehaviour {
 struct HostInfo {
   int kvm_api_version = 0;
   std::vector<HostCapability> capabilities;
-  std::string kvm_module;   // kvm_intel, kvm_amd, kvm_pvm, or "unknown" (from /sys/module)
+  std::string kvm_module;  // kvm_intel, kvm_amd, kvm_pvm, or "unknown" (from /sys/module)
+  // Every readable parameter of `kvm` and of the vendor module, keyed
+  // "module.name" (kvm_amd.npt, kvm.tdp_mmu), as /sys/module/*/parameters
+  // gives it: together with kvm_module, which KVM configuration this is. Two
+  // hosts with one module but other parameters (kvm_amd with npt=0 takes
+  // KVM's shadow MMU instead of nested paging) are two KVMs to compare.
+  std::map<std::string, std::string> kvm_parameters;
   std::string host_kernel;  // uname -srm
   std::string cpu_model;    // /proc/cpuinfo "model name"
   // Measured by ProbeHostBehaviour; ProbeHost leaves it empty (it runs no guest).

@@ -61,6 +61,15 @@ TEST(CliTest, InfoJsonHasTheProbedBehavioursAsBooleans) {
   json host = json::parse(o.out, nullptr, /*allow_exceptions=*/false);
   ASSERT_TRUE(host.is_object()) << o.out;
   EXPECT_TRUE(host["kvm_module"].is_string());
+  // Which configuration of the module: every parameter of kvm and of it,
+  // as /sys/module has them (kvm.halt_poll_ns is in every kernel's kvm).
+  ASSERT_TRUE(host["kvm_parameters"].is_object()) << o.out;
+  EXPECT_TRUE(host["kvm_parameters"]["kvm.halt_poll_ns"].is_string()) << o.out;
+  for (const auto& [name, value] : host["kvm_parameters"].items()) {
+    EXPECT_TRUE(name.rfind("kvm.", 0) == 0 ||
+                name.rfind(host["kvm_module"].get<std::string>() + ".", 0) == 0)
+        << name;
+  }
   for (const char* key : {"ring0_emulated", "ring3_nm", "vmcall_in_kernel"})
     EXPECT_TRUE(host[key].is_boolean()) << key << ": " << host["probe"]["evidence"].dump();
 }

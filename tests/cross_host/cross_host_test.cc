@@ -2,7 +2,9 @@
 // fpu; both backends; all naive, each op optimized alone, all optimized) as
 // run on every KVM the test command reached, one `minivmm bench` record per
 // KVM (MINIVMM_CROSS_HOST_RECORDS=a.json:b.json; scripts/quickstart.sh test
-// makes them on this host's KVM and on a nested kvm_amd). Without the
+// makes them on this host's KVM and on a nested kvm_amd, or, where the host
+// has none, on the nested kvm_amd and on it again with npt=0: two KVMs are
+// two modules, or one module with other parameters). Without the
 // variable the test runs the bench itself on this machine's KVM: the
 // per-host checks then run, and the comparison between hosts fails, since
 // one record compares nothing.
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/experiment.h"
 #include "gtest/gtest.h"
@@ -98,6 +101,32 @@ json ReadJson(const std::string& path) {
     Records().push_back({p, std::move(j)});
   }
   return ::testing::AssertionSuccess();
+}
+
+// Which KVM made a record: its vendor module and the parameters of it and
+// of kvm (provenance.host.kvm_parameters). Two records of one identity came
+// from one KVM and compare nothing.
+json KvmIdentity(const HostRecord& h) {
+  const json& host = h.bench["provenance"]["host"];
+  return {{"kvm_module", host.value("kvm_module", "")},
+          {"kvm_parameters", host.value("kvm_parameters", json::object())}};
+}
+
+// What tells b's KVM from a's, for the summary: "kvm_pvm vs kvm_amd", or
+// the parameters whose values differ ("kvm_amd.npt=Y vs N").
+std::string KvmDifference(const json& a, const json& b) {
+  if (a["kvm_module"] != b["kvm_module"])
+    return a["kvm_module"].get<std::string>() + " vs " + b["kvm_module"].get<std::string>();
+  std::vector<std::string> differ;
+  const json &pa = a["kvm_parameters"], &pb = b["kvm_parameters"];
+  auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const auto& [name, value] : pa.items()) {
+    const std::string other = pb.contains(name) ? text(pb[name]) : "(none)";
+    if (text(value) != other) differ.push_back(name + "=" + text(value) + " vs " + other);
+  }
+  for (const auto& [name, value] : pb.items())
+    if (!pa.contains(name)) differ.push_back(name + "=(none) vs " + text(value));
+  return absl::StrJoin(differ, ", ");
 }
 
 std::string Key(const json& run) {
@@ -279,6 +308,13 @@ TEST(CrossHostTest, EveryOtherCountIsTheSameOnEveryHost) {
       << Records().size() << " (" << Records()[0].path
       << "). Give MINIVMM_CROSS_HOST_RECORDS=a.json:b.json, one `minivmm bench` record per KVM "
          "(scripts/quickstart.sh test makes them on this host's KVM and on a nested kvm_amd)";
+  // ... and from two KVMs, not one KVM twice: each record's module or one
+  // of its parameters differs from every other's.
+  for (size_t i = 0; i < Records().size(); ++i)
+    for (size_t j = i + 1; j < Records().size(); ++j)
+      ASSERT_NE(KvmIdentity(Records()[i]), KvmIdentity(Records()[j]))
+          << "cross-host: " << Records()[i].path << " and " << Records()[j].path
+          << " were made on the same KVM (one module, the same parameters): they compare nothing";
   const HostRecord& a = Records()[0];
   std::map<std::string, const json*> a_runs;
   for (const json& run : a.bench["runs"]) a_runs[Key(run)] = &run;
@@ -314,7 +350,8 @@ TEST(CrossHostTest, EveryOtherCountIsTheSameOnEveryHost) {
         if (absl::StartsWith(k, "causes.multicall_entries_histogram_log2")) sum_b += v;
       EXPECT_EQ(sum_a, sum_b);
     }
-    std::cout << "cross-host: " << a.path << " vs " << b.path << ": " << compared
+    std::cout << "cross-host: " << a.path << " vs " << b.path << " ("
+              << KvmDifference(KvmIdentity(a), KvmIdentity(b)) << "): " << compared
               << " counts compared, " << equal << " equal, " << explained
               << " different exactly as the FPU model predicts\n";
   }
