@@ -34,7 +34,7 @@ TEST(CpuOfGdtTest, OnePastTheLastIsNoCpus) {
 
 TEST(CpuOfGdtTest, ABaseInsideAStrideButNotAtItsStartIsNoCpus) {
   for (uint32_t n : {0u, 1u, MVMM_MAX_CPUS - 1}) {
-    for (uint64_t in : {uint64_t{1}, uint64_t{8}, MVMM_GDT_STRIDE / 2, MVMM_GDT_STRIDE - 1}) {
+    for (uint64_t in : {uint64_t{1}, uint64_t{8}, uint64_t{MVMM_GDT_STRIDE / 2}, uint64_t{MVMM_GDT_STRIDE - 1}}) {
       EXPECT_GE(MinivmmCpuOfGdtBase(MVMM_CPU_GDT_GPA(n) + in), MVMM_MAX_CPUS) << n << "+" << in;
       EXPECT_FALSE(CpuOfGdtBase(MVMM_CPU_GDT_GPA(n) + in, 0).known) << n << "+" << in;
     }
