@@ -10,6 +10,7 @@
 
 #include "kernel/counters.h"
 #include "kernel/hypercall.h"
+#include "lib/cpu_of_gdt.h"
 #include "minivmm_abi/boot.h"
 
 namespace guest {
@@ -41,20 +42,36 @@ struct Cpu {
 
 extern Cpu g_cpus[MVMM_MAX_CPUS];
 
-// The CPU this code runs on (0 outside minivmm, where there is one). Any
-// context. `sgdt` does not exit (and is not privileged); inline, since it is
-// on every counted path (each instruction of ring 0 is emulated on some
-// hosts: docs/hosts.md). Outside minivmm (the PVH entry) the kernel runs its
-// own GDT on one CPU.
-inline uint32_t CurrentCpu() {
+// This CPU's GDTR base (`sgdt`: no exit, not privileged; each instruction
+// of ring 0 is emulated on some hosts: docs/hosts.md). Any context.
+inline uint64_t GdtBase() {
   struct __attribute__((packed)) {
     uint16_t limit;
     uint64_t base;
   } gdtr;
   asm volatile("sgdt %0" : "=m"(gdtr));
-  const uint64_t off = gdtr.base - MVMM_GDT_GPA;
-  if (gdtr.base < MVMM_GDT_GPA || off >= MVMM_MAX_CPUS * MVMM_GDT_STRIDE) return 0;
-  return static_cast<uint32_t>(off / MVMM_GDT_STRIDE);
+  return gdtr.base;
+}
+
+// The rest of CurrentCpu, out of line (percpu.cc): a base that is no
+// minivmm CPU's. Answers 0 for the kernel's own PVH GDT outside minivmm;
+// for any other base it panics, naming the base ("CurrentCpu: GDT base 0x...
+// is no CPU's"). While that panic reports, the lookup answers 0 for that
+// same base (its report and shutdown count on some CPU), and stops any
+// other CPU that finds a base of no CPU's.
+uint32_t CpuOfOtherGdtBase(uint64_t base);
+
+// The CPU this code runs on, from its GDTR base (lib/cpu_of_gdt.h): CPU n's
+// is MVMM_CPU_GDT_GPA(n); outside minivmm (the PVH entry) the kernel runs
+// its own GDT on one CPU, 0. Any context, no exit. Inline, since it is on
+// every counted path: the fast path is sgdt, a subtract, a rotate and one
+// compare-and-branch; anything else (the PVH GDT, or a base that is no
+// CPU's: a panic, never CPU 0) goes out of line.
+inline uint32_t CurrentCpu() {
+  const uint64_t base = GdtBase();
+  const uint64_t n = MinivmmCpuOfGdtBase(base);
+  if (__builtin_expect(n < MVMM_MAX_CPUS, 1)) return static_cast<uint32_t>(n);
+  return CpuOfOtherGdtBase(base);
 }
 inline Cpu& ThisCpu() { return g_cpus[CurrentCpu()]; }
 inline KernelCounters& Kc() { return ThisCpu().kc; }
@@ -81,7 +98,8 @@ inline void Count(uint64_t KernelCounters::*counter, uint64_t n = 1) {
 inline Task* Current() { return ThisCpu().current; }
 
 // This CPU's GDT (its TLS slots) and TSS: CPU n's are the n-th of the VMM's
-// (MVMM_CPU_GDT_GPA, MVMM_CPU_TSS_GPA).
+// (MVMM_CPU_GDT_GPA, MVMM_CPU_TSS_GPA); the PVH GDT and TSS outside minivmm.
+// From CurrentCpu, so a GDT base that is no CPU's panics here too.
 uint64_t ThisCpuGdt();
 mvmm_tss* ThisCpuTss();
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "arch/trap.h"
+#include "kernel/percpu.h"
 #include "lib/format.h"
 #include "minivmm_abi/boot.h"
 
@@ -35,10 +36,7 @@ bool SmpBoot(uint32_t nr_cpus);
 uint32_t CpusUp();
 // boot_info's nr_cpus (1 under the PVH entry).
 uint32_t NrCpus();
-// The CPU this code runs on. A secondary CPU runs only on the stack the VMM
-// gave it (below 1 MiB, minivmm_abi/boot.h), which CPU 0 never uses after
-// _start; an interrupt at CPL 0 stays on the interrupted stack.
-uint32_t CurrentCpu();
+// The CPU this code runs on: CurrentCpu() (kernel/percpu.h), from its GDT.
 // Every CPU that came up, the calling one excepted: bit n = CPU n.
 uint64_t OtherCpusMask();
 

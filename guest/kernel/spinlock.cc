@@ -55,16 +55,39 @@ void SpinLock::UnlockIrqRestore(uint64_t flags) {
 // `waiters_` before it is ordered against the unlocker's release and read.
 bool SpinLock::TryLock() { return __atomic_exchange_n(&locked_, 1u, __ATOMIC_SEQ_CST) == 0; }
 
+void SpinLock::Broken(const char* what, uint32_t me) const {
+  const uint32_t owner = __atomic_load_n(&owner_, __ATOMIC_RELAXED);
+  char storage[160];
+  TextBuf msg(storage, sizeof(storage));
+  msg.Str("spinlock 0x")
+      .Hex(reinterpret_cast<uint64_t>(this))
+      .Str(": CPU ")
+      .Dec(me)
+      .Str(" (GDT base 0x")
+      .Hex(GdtBase())
+      .Str(") ")
+      .Str(what)
+      .Str(" (owner ");
+  if (owner == kNoOwner) {
+    msg.Str("none)");
+  } else {
+    msg.Dec(owner).Char(')');
+  }
+  Panic(msg.View());
+}
+
 // Interrupts must be off; the caller must not hold this lock (that would be
 // a self-deadlock). Leaves interrupts off. A contended lock is waited for
 // with the `spinlock` variant (pv_ops.lock_slowpath); the optimized one may
 // sleep in lock_wait, which an interrupt pending on this vCPU ends at once.
 void SpinLock::Lock() {
-  GUEST_ASSERT(IrqsOff());  // a lock taken with IF set could be re-entered by an interrupt
   const uint32_t me = CurrentCpu();
+  // A lock taken with IF set could be re-entered by an interrupt.
+  if (!IrqsOff()) [[unlikely]] Broken("takes it with interrupts on", me);
   // owner_ is this CPU's number only between its own taking and releasing:
   // held and mine is a self-deadlock.
-  GUEST_ASSERT(!(held() && __atomic_load_n(&owner_, __ATOMIC_RELAXED) == me));
+  if (held() && __atomic_load_n(&owner_, __ATOMIC_RELAXED) == me) [[unlikely]]
+    Broken("takes it while it holds it", me);
   if (!TryLock()) pv_ops.lock_slowpath(this, me);
   __atomic_store_n(&owner_, me, __ATOMIC_RELAXED);
   if constexpr (kCounters) ++g_lock_counts[me].acquisitions;
@@ -117,9 +140,12 @@ void SpinLock::SleepSlowPath(SpinLock* lock, uint32_t me) {
 // interrupts off. Releases the word, then kicks one recorded waiter (the
 // lowest-numbered CPU whose record it is first to clear). Never sleeps.
 void SpinLock::Unlock() {
-  GUEST_ASSERT(held());
-  GUEST_ASSERT(__atomic_load_n(&owner_, __ATOMIC_RELAXED) == CurrentCpu());
-  GUEST_ASSERT(IrqsOff());  // the lock was held with IF set
+  const uint32_t me = CurrentCpu();
+  if (!held()) [[unlikely]] Broken("releases it while it is free", me);
+  if (__atomic_load_n(&owner_, __ATOMIC_RELAXED) != me) [[unlikely]]
+    Broken("releases it while another CPU holds it", me);
+  // The lock was held with IF set.
+  if (!IrqsOff()) [[unlikely]] Broken("releases it with interrupts on", me);
   __atomic_store_n(&owner_, kNoOwner, __ATOMIC_RELAXED);
   __atomic_store_n(&locked_, 0u, __ATOMIC_SEQ_CST);
   uint64_t waiters = __atomic_load_n(&waiters_, __ATOMIC_SEQ_CST);
@@ -127,7 +153,7 @@ void SpinLock::Unlock() {
     const uint64_t bit = waiters & -waiters;
     const uint64_t before = __atomic_fetch_and(&waiters_, ~bit, __ATOMIC_SEQ_CST);
     if (before & bit) {
-      if constexpr (kCounters) ++g_lock_counts[CurrentCpu()].kicks;
+      if constexpr (kCounters) ++g_lock_counts[me].kicks;
       pv_ops.lock_kick(static_cast<uint32_t>(__builtin_ctzll(bit)));
       return;
     }

@@ -10,8 +10,10 @@
 //   optimized  spin kSpinThreshold times, then record itself as a waiter
 //              and sleep in lock_wait until the unlocker kicks it
 //              (lock_kick); the unlocker kicks exactly one recorded waiter
-// The single-CPU rules still hold and are asserted: a lock is taken and
-// released with interrupts off, and never by the CPU that holds it.
+// The single-CPU rules still hold and are checked: a lock is taken and
+// released with interrupts off, never by the CPU that holds it, and released
+// only by its holder; a broken one panics naming the lock, its owner, the
+// CPU that asked and the GDT base it read (SpinLock::Broken).
 #ifndef GUEST_KERNEL_SPINLOCK_H_
 #define GUEST_KERNEL_SPINLOCK_H_
 
@@ -47,6 +49,10 @@ class SpinLock {
 
  private:
   bool TryLock();
+  // A broken rule: panics with "spinlock 0x<this>: CPU <me> (GDT base
+  // 0x<sgdt>) <what> (owner <owner_ or none>)", all a reader needs to tell
+  // a kernel bug from a CPU that misidentified itself. Out of line and cold.
+  [[noreturn]] void Broken(const char* what, uint32_t me) const;
 
   static constexpr uint32_t kNoOwner = ~0u;
 

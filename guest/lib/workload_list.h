@@ -33,7 +33,7 @@ inline constexpr uint64_t kBig = 1000000;
 inline constexpr uint64_t kMaxWorkingSetKib = 1024;
 
 inline constexpr ParamSpec kHelloParams[] = {{"lines", nullptr, 3, 0, 10000}};
-inline constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3", 0, 0, 0}};
+inline constexpr ParamSpec kFaultParams[] = {{"kind", "ud|gp|pf|de|int3|gdt", 0, 0, 0}};
 inline constexpr ParamSpec kCtxParams[] = {
     {"tasks", nullptr, 3, 2, 16},      {"rounds", nullptr, 20, 1, kBig},
     {"tls", "same|one|all", 2, 0, 0},  {"fs", "desc|base", 0, 0, 0},

@@ -1,7 +1,11 @@
 // Whole-VM tests with the built-in guest kernel (boot, console and shutdown): the console
 // on both backends, the guest's report, and deliberate faults. Exit counts
 // are checked against the guest's own counts of what it did.
+#include <cstdint>
+#include <string>
+
 #include "gtest/gtest.h"
+#include "minivmm_abi/boot.h"
 #include "minivmm_abi/hypercall.h"
 #include "tests/integration/vm_test_util.h"
 
@@ -89,6 +93,30 @@ INSTANTIATE_TEST_SUITE_P(Kinds, GuestFaultTest,
                                            FaultCase{"de", "exception 0 (#DE)"},
                                            FaultCase{"int3", "exception 3 (#BP)"}),
                          [](const auto& info) { return std::string(info.param.kind); });
+
+// workload=fault,kind=gdt loads a copy of the GDT at another address (the
+// same descriptors, so the CPU keeps running) and asks CurrentCpu which CPU
+// this is: a GDT base that is no CPU's is a guest panic (exit code 4)
+// naming that base, never CPU 0.
+TEST(GuestBootTest, AGdtBaseThatIsNoCpusPanicsNamingIt) {
+  REQUIRE_KVM();
+  GuestRun run = RunGuest(BuiltinGuest(), "workload=fault,kind=gdt");
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  EXPECT_EQ(run.result.exit_code, 4) << run.console;  // kExitAssert: a guest panic
+  const std::string said = "fault: GDT copy at 0x";
+  const size_t at = run.console.find(said);
+  ASSERT_NE(at, std::string::npos) << run.console;
+  const size_t end = run.console.find('\n', at);
+  const std::string base = run.console.substr(at + said.size(), end - at - said.size());
+  const uint64_t value = std::stoull(base, nullptr, 16);
+  // Not any CPU's: outside the GDT page's blocks altogether.
+  EXPECT_TRUE(value < MVMM_GDT_GPA || value >= MVMM_CPU_GDT_GPA(MVMM_MAX_CPUS)) << base;
+  EXPECT_NE(run.console.find("guest: panic: CurrentCpu: GDT base 0x" + base +
+                             " is no CPU's (CPU n's is at 0xc0000000 + n*0x80, n < 32)\n"),
+            std::string::npos)
+      << run.console;
+  EXPECT_EQ(run.console.find("CurrentCpu answered"), std::string::npos) << run.console;
+}
 
 }  // namespace
 }  // namespace minivmm::testing
