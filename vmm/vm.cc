@@ -8,6 +8,7 @@
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
 #include "vmm/core/status_macros.h"
+#include "vmm/core/vcpu_identity.h"
 #include "vmm/elf/elf_loader.h"
 #include "vmm/vm_state.h"
 
@@ -122,9 +123,12 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
     boot.rdi = MVMM_BOOT_INFO_GPA;
     boot.rsi = cpu;
     boot.cr3 = cr3;
-    boot.gdt_base = MVMM_CPU_GDT_GPA(cpu);
+    // Its GDT and TSS, checked at every hypercall exit of a debug build.
+    const VcpuIdentity identity = BootIdentity(cpu);
+    boot.gdt_base = identity.gdt_base;
     boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
-    boot.tss_base = MVMM_CPU_TSS_GPA(cpu);
+    boot.tss_base = identity.tr_base;
+    boot.tr_selector = identity.tr_selector;
     RETURN_IF_ERROR(vcpu->SetLongModeBoot(boot));
     state->signals[cpu]->vcpu.store(vcpu.get(), std::memory_order_release);
     state->vcpus.push_back(std::move(vcpu));

@@ -55,7 +55,7 @@ std::vector<VcpuRun> MakeRunLoops(Vm::State& s, VmCpus& directory) {
         [&s](uint32_t vcpu) { return s.timer.CanFire(vcpu); },
         HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
-        s.config.record_sites});
+        s.config.record_sites, BootIdentity(cpu)});
   }
   return runs;
 }

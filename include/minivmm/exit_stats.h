@@ -28,7 +28,8 @@ enum class ExitReason : uint8_t {
 };
 std::string_view ExitReasonName(ExitReason reason);
 
-// What a vCPU took or deferred without an exit of its own: one uint64_t
+// What a vCPU took or deferred without an exit of its own, and what the VMM
+// found wrong at its exits: one uint64_t
 // field of ExitStats each, summed by Add, and a key of the run record's
 // `causes` and of each `exits.per_vcpu` entry with the same name.
 //   timer_injections      its timer's interrupts injected
@@ -42,13 +43,17 @@ std::string_view ExitReasonName(ExitReason reason);
 //                         while asleep)
 //   directed_yields       its accepted sched_op(yield_to) calls (also in
 //                         cause `yield`)
+//   identity_mismatches   its hypercall exits on a GDT base or TR other
+//                         than the VMM gave it (checked only in a build
+//                         without NDEBUG; 0 otherwise): a VMM fault
 #define MINIVMM_SCALAR_COUNTER_LIST(X) \
   X(timer_injections)                  \
   X(ipi_injections)                    \
   X(tlb_flushes_deferred)              \
   X(lock_waits_slept)                  \
   X(lock_wakes_by_kick)                \
-  X(directed_yields)
+  X(directed_yields)                   \
+  X(identity_mismatches)
 
 // The causes (docs/design.md "What the VMM counts"), in table order: the
 // one list from which the enum, the names in records and the CLI's labels

@@ -36,7 +36,19 @@ class ScriptedVcpu final : public Vcpu {
   int injected = 0;
   std::vector<uint32_t> vectors;  // injected, in order
   bool window = false;
+  // KVM's ready_for_interrupt_injection and if_flag at once (the tests
+  // before the rule was a function set both).
   bool ready = true;
+  // model_kvm: the inputs of the readiness rule as KvmVcpu gives them. Each
+  // Run() applies the step's registers as the guest's own (not dirty), then
+  // the handlers' writes mark them dirty until the next Run(); KVM's flags
+  // are `ready` and `if_flag`, and `flags_current` says whether KVM wrote
+  // them at the last return. Off: dirty registers are not modelled and
+  // `ready` alone decides, as the tests written before the model expect.
+  bool model_kvm = false;
+  bool if_flag = true;
+  bool flags_current = true;
+  VcpuIdentity identity = BootIdentity(0);
   std::vector<uint8_t> scratch = std::vector<uint8_t>(64);
 
   VcpuExit Run() override {
@@ -44,10 +56,20 @@ class ScriptedVcpu final : public Vcpu {
     Step step = std::move(script.front());
     script.pop_front();
     if (step.before) step.before();
+    if (model_kvm) state.dirty = 0;  // KVM applied the handlers' writes at this entry
     for (auto [reg, value] : step.regs) state.Set(reg, value);
+    if (model_kvm) state.dirty = 0;  // the guest's own registers at this exit
     return step.exit;
   }
-  bool ReadyForInterrupt() const override { return ready; }
+  VcpuInterruptState InterruptState() const override {
+    if (!model_kvm) return {false, ready, ready, ready, true};
+    return {.regs_dirty = state.dirty != 0,
+            .synced_if = (state.Get(Reg::kRflags) & MVMM_RFLAGS_IF) != 0,
+            .kvm_ready = ready,
+            .kvm_if_flag = if_flag,
+            .kvm_flags_current = flags_current};
+  }
+  VcpuIdentity Identity() const override { return identity; }
   absl::Status InjectInterrupt(uint32_t vector) override {
     EXPECT_TRUE(vector == MVMM_TIMER_VECTOR || vector == MVMM_IPI_VECTOR) << vector;
     ++injected;

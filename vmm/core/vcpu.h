@@ -12,7 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "minivmm/vcpu_state.h"
+#include "vmm/core/interrupt_rule.h"
 #include "vmm/core/vcpu_exit.h"
+#include "vmm/core/vcpu_identity.h"
 
 namespace minivmm {
 
@@ -23,9 +25,9 @@ class Vcpu : public VcpuState {
   // Run().
   virtual VcpuExit Run() = 0;
 
-  // True when an external interrupt can be injected before the next entry
-  // (IF=1, no interrupt shadow).
-  virtual bool ReadyForInterrupt() const = 0;
+  // The raw inputs of the interrupt-readiness rule (vmm/core/interrupt_rule.h,
+  // which decides): the synced registers' state and KVM's flags.
+  virtual VcpuInterruptState InterruptState() const = 0;
   virtual absl::Status InjectInterrupt(uint32_t vector) = 0;
   // Asks for an IrqWindowOpen exit as soon as the guest can take an interrupt.
   virtual void RequestInterruptWindow(bool on) = 0;
@@ -35,6 +37,9 @@ class Vcpu : public VcpuState {
   virtual void ClearKick() = 0;
 
   virtual std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const = 0;
+
+  // The GDT base and TR as the last exit left them (vmm/core/vcpu_identity.h).
+  virtual VcpuIdentity Identity() const = 0;
 
  protected:
   using VcpuState::VcpuState;

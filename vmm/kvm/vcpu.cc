@@ -118,7 +118,7 @@ absl::Status KvmVcpu::SetLongModeBoot(const LongModeBoot& boot) {
   kvm_segment tr{};
   tr.base = boot.tss_base;
   tr.limit = 103;
-  tr.selector = 0x28;
+  tr.selector = boot.tr_selector;
   tr.type = 11;  // 64-bit TSS, busy
   tr.present = 1;
   sregs.tr = tr;
@@ -158,14 +158,20 @@ void KvmVcpu::UnbindFromThread() {
   ClearKick();
 }
 
-bool KvmVcpu::ReadyForInterrupt() const {
-  // A hypercall that just set IF (set_if(1)) changed the synced RFLAGS;
-  // KVM's if_flag and ready flag still describe the state at the exit. After
-  // an `out` there is no interrupt shadow, so the new IF decides, and the
-  // interrupt is delivered right after the hypercall instead of one
-  // interrupt-window exit later.
-  if (run_->kvm_dirty_regs & KVM_SYNC_X86_REGS) return (run_->s.regs.regs.rflags & (1u << 9)) != 0;
-  return run_->ready_for_interrupt_injection && (run_->if_flag != 0);
+VcpuInterruptState KvmVcpu::InterruptState() const {
+  // The rule (interrupt_rule.h) decides; these are its inputs as kvm_run has
+  // them. A hypercall that set IF (set_if(1)) changed the synced RFLAGS and
+  // marked them dirty; ready_for_interrupt_injection and if_flag still
+  // describe the state at the exit. KVM rewrites both at every return of
+  // KVM_RUN through its run path (post_kvm_run_save, after `out:` in
+  // kvm_arch_vcpu_ioctl_run), the immediate_exit -EINTR return before any
+  // entry included, so they are current whenever Run() has returned; before
+  // the first KVM_RUN the mapping is zeroed, which reads as not ready.
+  return {.regs_dirty = (run_->kvm_dirty_regs & KVM_SYNC_X86_REGS) != 0,
+          .synced_if = (run_->s.regs.regs.rflags & (1u << 9)) != 0,
+          .kvm_ready = run_->ready_for_interrupt_injection != 0,
+          .kvm_if_flag = run_->if_flag != 0,
+          .kvm_flags_current = true};
 }
 
 absl::Status KvmVcpu::InjectInterrupt(uint32_t vector) {
@@ -249,6 +255,11 @@ std::vector<std::pair<std::string, uint64_t>> KvmVcpu::DumpRegisters() const {
                            {"gdt_base", s.gdt.base},
                            {"gdt_limit", s.gdt.limit}});
   return regs;
+}
+
+VcpuIdentity KvmVcpu::Identity() const {
+  const kvm_sregs& s = run_->s.regs.sregs;
+  return {s.gdt.base, s.tr.selector, s.tr.base};
 }
 
 uint64_t KvmVcpu::TscKhz() const {

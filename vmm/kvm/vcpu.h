@@ -41,6 +41,7 @@ struct LongModeBoot {
   uint64_t gdt_base = 0;
   uint16_t gdt_limit = 0;
   uint64_t tss_base = 0;
+  uint16_t tr_selector = 0;
 };
 
 class KvmVcpu final : public Vcpu {
@@ -72,7 +73,7 @@ class KvmVcpu final : public Vcpu {
   VcpuExit Run() override;
 
   // Interrupt injection without an in-kernel irqchip.
-  bool ReadyForInterrupt() const override;
+  VcpuInterruptState InterruptState() const override;
   absl::Status InjectInterrupt(uint32_t vector) override;
   void RequestInterruptWindow(bool on) override;
 
@@ -93,6 +94,8 @@ class KvmVcpu final : public Vcpu {
   std::optional<uint64_t> FpuFingerprint() const override;
 
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
+  // From the synced sregs: no ioctl.
+  VcpuIdentity Identity() const override;
 
   // The guest TSC rate in kHz (KVM_GET_TSC_KHZ), 0 when KVM does not say.
   uint64_t TscKhz() const;

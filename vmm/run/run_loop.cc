@@ -5,6 +5,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstddef>
 #include <variant>
 
@@ -97,46 +98,74 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
     stop.vm_stopped = true;
     return stop;
   }
-  // A pending interrupt: inject it now, or ask for an exit as soon as the
-  // guest can take it. An IPI goes before the timer's (the higher vector
-  // first, as an APIC orders them); the other waits for the next entry.
-  const bool ipi = (raised & VmSignals::kIpi) != 0;
+  // A pending interrupt: the rule (vmm/core/interrupt_rule.h) says inject
+  // which now, ask for an exit as soon as the guest can take it, or hold it
+  // back behind the shared-memory mask; this carries the decision out.
+  InterruptInputs in{.vcpu = p_.vcpu.InterruptState(),
+                     .ipi_pending = (raised & VmSignals::kIpi) != 0,
+                     .timer_pending = (raised & VmSignals::kInterrupt) != 0};
   std::optional<GuestAddress> vcpu_info;
+  std::array<uint8_t, 2> upcall{};  // evtchn_upcall_pending, evtchn_upcall_mask
   if (control_.vcpu_info_gpa.has_value()) [[unlikely]] {
     // The shared-memory interrupt flag (minivmm_abi/boot.h): while the guest's
     // evtchn_upcall_mask is set, the interrupt waits and evtchn_upcall_pending
     // tells the guest so; its unmask sees the byte and calls
-    // force_evtchn_callback, and this path runs again with the mask clear. No
-    // interrupt-window request meanwhile: the mask, not IF, is what is closed.
+    // force_evtchn_callback, and this path runs again with the mask clear.
     vcpu_info = GuestAddress(*control_.vcpu_info_gpa);
     const std::optional<std::array<uint8_t, 2>> bytes =
         p_.hypercalls.memory.ReadObj<std::array<uint8_t, 2>>(*vcpu_info);
     if (!bytes) return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
     static_assert(offsetof(mvmm_vcpu_info, evtchn_upcall_pending) == 0 &&
                   offsetof(mvmm_vcpu_info, evtchn_upcall_mask) == 1);
-    if ((*bytes)[1] != 0) {
-      if ((*bytes)[0] != 1 && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{1}))
+    upcall = *bytes;
+    in.mask = upcall[1] != 0 ? UpcallMask::kSet : UpcallMask::kClear;
+  }
+  const InterruptDecision d = DecideInterrupt(in);
+  switch (d.action) {
+    case InterruptDecision::Action::kNothing:
+      return std::nullopt;
+    case InterruptDecision::Action::kHoldBack:
+      if (upcall[0] != 1 && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{1}))
         return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
       p_.vcpu.RequestInterruptWindow(false);
       return std::nullopt;
-    }
-  }
-  if (!p_.vcpu.ReadyForInterrupt()) {
-    p_.vcpu.RequestInterruptWindow(true);
-    return std::nullopt;
+    case InterruptDecision::Action::kRequestWindow:
+      p_.vcpu.RequestInterruptWindow(true);
+      return std::nullopt;
+    case InterruptDecision::Action::kInject:
+      break;
   }
   // Nothing is held back any more (the guest only reads this byte).
   if (vcpu_info && !p_.hypercalls.memory.WriteObj(*vcpu_info, uint8_t{0}))
     return StopWith(StopReason::kVmmError, "the registered vcpu_info left guest RAM");
-  if (absl::Status s = p_.vcpu.InjectInterrupt(ipi ? MVMM_IPI_VECTOR : MVMM_TIMER_VECTOR); !s.ok())
+  if (absl::Status s = p_.vcpu.InjectInterrupt(d.vector); !s.ok())
     return StopWith(StopReason::kVmmError, s.ToString());
+  const bool ipi = d.vector == MVMM_IPI_VECTOR;
   p_.signals.Clear(ipi ? VmSignals::kIpi : VmSignals::kInterrupt);
   ++(ipi ? stats_.ipi_injections : stats_.timer_injections);
   if (waste_) waste_->InterruptInjected();
   // A timer interrupt pending behind the IPI: an exit as soon as the
   // handler's iretq lets it in.
-  p_.vcpu.RequestInterruptWindow(ipi && (raised & VmSignals::kInterrupt) != 0);
+  p_.vcpu.RequestInterruptWindow(d.window_after);
   return std::nullopt;
+}
+
+// A hypercall exit on a vCPU whose GDT base or TR is not what the VMM gave
+// it (RunLoopParts::identity): counted, and told once on stderr.
+void RunLoop::IdentityMismatch(const VcpuIdentity& found) {
+  ++stats_.identity_mismatches;
+  if (identity_reported_) return;
+  identity_reported_ = true;
+  const VcpuIdentity& want = *p_.identity;
+  std::fprintf(stderr,
+               "minivmm: vCPU %u at a hypercall (rip 0x%llx, cpl %d) runs on GDT base 0x%llx, TR "
+               "0x%x base 0x%llx; the VMM gave it GDT base 0x%llx, TR 0x%x base 0x%llx (reported "
+               "once; counted in identity_mismatches)\n",
+               p_.vcpu_id, static_cast<unsigned long long>(p_.vcpu.Get(Reg::kRip)),
+               p_.vcpu.Cpl(), static_cast<unsigned long long>(found.gdt_base),
+               found.tr_selector, static_cast<unsigned long long>(found.tr_base),
+               static_cast<unsigned long long>(want.gdt_base), want.tr_selector,
+               static_cast<unsigned long long>(want.tr_base));
 }
 
 // Any exit but a hypercall.

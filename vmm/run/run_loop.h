@@ -28,6 +28,7 @@
 #include "minivmm/run_result.h"
 #include "vmm/bus/bus.h"
 #include "vmm/core/vcpu.h"
+#include "vmm/core/vcpu_identity.h"
 #include "vmm/core/waste.h"
 #include "vmm/run/site_recorder.h"
 #include "vmm/run/vm_cpus.h"
@@ -79,6 +80,10 @@ struct RunLoopParts {
   VmCpus* cpus = nullptr;
   // Record each exit's site (minivmm/exit_sites.h, docs/sites.md).
   bool record_sites = false;
+  // The GDT base and TR the VMM gave this vCPU (BootIdentity), checked at
+  // every hypercall exit in a build without NDEBUG (identity_mismatches);
+  // empty: not checked.
+  std::optional<VcpuIdentity> identity = std::nullopt;
 };
 
 class RunLoop {
@@ -107,6 +112,7 @@ class RunLoop {
   template <typename V>
   RunStop LoopRecordingSites(V& vcpu);
   std::optional<RunStop> HonourSignals(uint32_t raised);
+  [[gnu::cold]] void IdentityMismatch(const VcpuIdentity& found);
   bool IsHypercall(const VcpuExit& exit) const;
   // Handle: an exit, hypercalls first. HandleHypercall, HandleNotHypercall:
   // its two halves, for a loop that has tested IsHypercall already. Always
@@ -146,6 +152,7 @@ class RunLoop {
   uint64_t sequence_ = 0;
   bool observed_ = false;
   bool idle_at_stop_ = false;
+  bool identity_reported_ = false;
 };
 
 template <typename V>
@@ -250,6 +257,16 @@ inline std::optional<RunStop> RunLoop::Handle(const VcpuExit& exit, ExitEvent* e
 }
 
 inline std::optional<RunStop> RunLoop::HandleHypercall(ExitEvent* event) {
+#ifndef NDEBUG
+  // The vCPU still runs on its own GDT and TSS (vmm/core/vcpu_identity.h).
+  // A hypercall at CPL != 0 is the guest's doing, refused and counted as
+  // refused_cpl3 by the dispatcher. Not in a release build: its exit path
+  // stays as it is.
+  if (p_.identity) {
+    if (const VcpuIdentity found = p_.vcpu.Identity(); found != *p_.identity) [[unlikely]]
+      IdentityMismatch(found);
+  }
+#endif
   ++stats_.by_reason[static_cast<int>(ExitReason::kIo)];
   ++stats_.pio_by_device[hypercall_device_];
   p_.hypercalls.dispatcher.HandleExit(env_, event, &refusals_);
