@@ -137,6 +137,17 @@ class RunLoopTest : public ::testing::Test {
     return stop;
   }
 
+  // Run() with the GDT base and TR the VMM gave the vCPU checked at each
+  // hypercall exit.
+  RunStop RunCheckingIdentity(const VcpuIdentity& identity) {
+    RunLoopParts parts{vcpu_, pio_, mmio_, signals_, VcpuZeroTimer(false), Hypercalls()};
+    parts.identity = identity;
+    RunLoop loop(std::move(parts));
+    RunStop stop = loop.Loop();
+    stats_ = loop.stats();
+    return stop;
+  }
+
   HypercallParts Hypercalls() {
     return {vm_.dispatcher, vm_.memory, {}, nullptr, nullptr, &vm_.reports};
   }
@@ -800,6 +811,113 @@ TEST(VmCpusTest, AVcpuInLockWaitCanBeWokenByAKickOrAnInterrupt) {
   cpus.SetSleep(1, VmCpus::Sleep::kBlocked);
   cpus.LockKick(0, 1);
   EXPECT_TRUE(cpus.NothingCanWakeAny(VcpuZeroTimer(false)));
+}
+
+// The readiness rule (vmm/core/interrupt_rule.h) in the loop, with the
+// scripted vCPU giving its inputs as KvmVcpu does (model_kvm): the cases
+// that must never inject.
+
+// set_if(0) cleared IF in the synced registers while a tick was raised: KVM's
+// ready flag and if_flag still say 1 (IF was 1 at the `out`), but the guest
+// resumes with IF=0, inside its critical section. No injection until its
+// set_if(1), which takes the tick at once.
+TEST_F(RunLoopTest, ReadinessRuleSetIfZeroNeverInjectsOnKvmsStaleFlags) {
+  vcpu_.model_kvm = true;
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  Hypercall(MVMM_HC_set_if, 0, 0, 0, [&] {
+    vcpu_.ready = vcpu_.if_flag = true;  // KVM at this exit: IF was 1
+    signals_.raised |= VmSignals::kInterrupt;
+  });
+  Hypercall(MVMM_HC_set_if, 1, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.injected, 0);  // not into IF=0
+    EXPECT_TRUE(vcpu_.window);
+    vcpu_.ready = vcpu_.if_flag = false;  // KVM at this exit: IF was 0
+  });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.vectors, std::vector<uint32_t>{MVMM_TIMER_VECTOR});  // right after set_if(1)
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.timer_injections, 1u);
+  EXPECT_EQ(Reason(ExitReason::kIrqWindowOpen), 0u);
+}
+
+// A KVM_RUN that returned without KVM writing its flags (kvm_flags_current
+// false): they say ready, from an older state, and must not be believed;
+// a window instead, and the injection at the window's exit.
+TEST_F(RunLoopTest, ReadinessRuleFlagsNotWrittenByTheLastRunOnlyRequestAWindow) {
+  vcpu_.model_kvm = true;
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  vcpu_.script.push_back({Interrupted{}, {}, [&] {
+                            vcpu_.ready = vcpu_.if_flag = true;
+                            vcpu_.flags_current = false;
+                            signals_.raised |= VmSignals::kIpi;
+                          }});
+  vcpu_.script.push_back({IrqWindowOpen{}, {}, [&] {
+                            EXPECT_EQ(vcpu_.injected, 0);
+                            EXPECT_TRUE(vcpu_.window);
+                            vcpu_.flags_current = true;
+                          }});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.vectors, std::vector<uint32_t>{MVMM_IPI_VECTOR});
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.ipi_injections, 1u);
+}
+
+// if_flag says 1 but KVM's ready flag does not (an interrupt shadow, or an
+// event of KVM's own still to deliver) after a kick: a window, no injection.
+TEST_F(RunLoopTest, ReadinessRuleIfFlagWithoutKvmsReadyFlagNeverInjects) {
+  vcpu_.model_kvm = true;
+  vcpu_.state.Set(Reg::kRflags, 0x202);
+  vcpu_.script.push_back({Interrupted{}, {}, [&] {
+                            vcpu_.ready = false;
+                            vcpu_.if_flag = true;
+                            signals_.raised |= VmSignals::kInterrupt;
+                          }});
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] {
+    EXPECT_EQ(vcpu_.injected, 0);
+    EXPECT_TRUE(vcpu_.window);
+  });
+  EXPECT_EQ(Run().reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.timer_injections, 0u);
+}
+
+// The identity check at each hypercall exit (a build without NDEBUG): the
+// GDT base and TR the VMM gave the vCPU.
+TEST_F(RunLoopTest, IdentityCheckCountsAHypercallOnAnotherGdt) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "the identity check is compiled in without NDEBUG only";
+#endif
+  const VcpuIdentity given = BootIdentity(0);
+  Hypercall(MVMM_HC_set_if, 1, 0, 0, [&] { vcpu_.identity.gdt_base = given.gdt_base + 0x80; });
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0, 0, [&] { vcpu_.identity = given; });
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(RunCheckingIdentity(given).reason, StopReason::kGuestShutdown);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stats_.identity_mismatches, 1u);
+  EXPECT_NE(err.find("GDT base 0xc0000080"), std::string::npos) << err;
+  EXPECT_NE(err.find("gave it GDT base 0xc0000000, TR 0x28 base"), std::string::npos) << err;
+}
+
+TEST_F(RunLoopTest, IdentityCheckReportsOnceAndCountsEachExit) {
+#ifdef NDEBUG
+  GTEST_SKIP() << "the identity check is compiled in without NDEBUG only";
+#endif
+  vcpu_.identity = BootIdentity(1);  // vCPU 1's TSS on vCPU 0
+  Hypercall(MVMM_HC_set_if, 1);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  ::testing::internal::CaptureStderr();
+  RunCheckingIdentity(BootIdentity(0));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stats_.identity_mismatches, 2u);
+  EXPECT_EQ(err.find("minivmm:"), err.rfind("minivmm:")) << err;
+}
+
+TEST_F(RunLoopTest, IdentityCheckFindsNothingOnTheVcpusOwnGdtAndTss) {
+  Hypercall(MVMM_HC_set_if, 1);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  EXPECT_EQ(RunCheckingIdentity(BootIdentity(0)).reason, StopReason::kGuestShutdown);
+  EXPECT_EQ(stats_.identity_mismatches, 0u);
 }
 
 }  // namespace
