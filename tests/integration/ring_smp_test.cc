@@ -78,6 +78,9 @@ Sums ExpectPerVcpuCountsEqualTheGuests(const GuestRun& run, const std::string& b
     EXPECT_EQ(CauseOf(s, Cause::kCr3Write).ops, pv * run.ReportOr0(p + "cr3_writes"));
     EXPECT_EQ(CauseOf(s, Cause::kMulticall).exits, run.ReportOr0(p + "multicalls"));
     EXPECT_EQ(CauseOf(s, Cause::kMulticall).ops, run.ReportOr0(p + "multicall_entries"));
+    // Every hypercall exit found the GDT base and TR the VMM gave this vCPU
+    // (checked in a build without NDEBUG, as this test's; 0 otherwise too).
+    EXPECT_EQ(s.identity_mismatches, 0u);
     EXPECT_EQ(CauseOf(s, Cause::kIpi).ops, run.ReportOr0(p + "ipis_sent"));
     EXPECT_EQ(s.ipi_injections, run.ReportOr0(p + "ipis"));
     EXPECT_EQ(CauseOf(s, Cause::kLockWait).exits, run.ReportOr0(p + "lock_waits"));
