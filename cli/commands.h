@@ -33,6 +33,7 @@ struct RunOptions {
   bool reprobe = false;     // measure the host again, not from the probe cache
   bool sites = false;       // --sites (docs/sites.md)
   std::string stacks_path;  // --stacks FILE: folded stacks (implies --sites)
+  int64_t recent_exits = -1;  // --recent-exits N; -1: the build's default (VmConfig)
 };
 
 void AddRunFlags(CLI::App& app, RunOptions& options);

@@ -67,14 +67,20 @@ void OnStopSignal(int signo) {
   if (Vm* vm = g_running_vm.load()) vm->RequestStop();
 }
 
+// A stop that is not the guest's own, or the built-in guest's shutdown on a
+// failure (a self-check, an exception, an assertion or panic: guest/README.md
+// "Shutdown codes"): the stopping vCPU's registers and each vCPU's recent
+// exits (docs/design.md "Recent exits"), then the last console lines.
+bool IsCrash(const RunOptions& o, const RunResult& result) {
+  if (result.reason != StopReason::kGuestShutdown) return true;
+  return o.kernel.empty() && (result.exit_code == MVMM_SHUTDOWN_CHECK_FAILED ||
+                              result.exit_code == MVMM_SHUTDOWN_EXCEPTION ||
+                              result.exit_code == MVMM_SHUTDOWN_ASSERT);
+}
+
 void PrintCrashReport(const RunResult& result) {
   fmt::print(stderr, "minivmm: {}\n", result.detail);
-  fmt::print(stderr, "vCPU {} registers:\n", std::max(result.stopped_by_vcpu, 0));
-  int column = 0;
-  for (const auto& [name, value] : result.registers) {
-    fmt::print(stderr, "  {:>6}={:016x}{}", name, value, ++column % 4 == 0 ? "\n" : "");
-  }
-  if (column % 4 != 0) fmt::print(stderr, "\n");
+  for (const std::string& line : StopDiagnosis(result)) fmt::print(stderr, "{}\n", line);
   fmt::print(stderr, "last console lines:\n");
   for (const std::string& line : result.console_tail) fmt::print(stderr, "  | {}\n", line);
 }
@@ -91,6 +97,7 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
   config.record_sites = o.sites || !o.stacks_path.empty();
+  if (o.recent_exits >= 0) config.recent_exits = static_cast<uint32_t>(o.recent_exits);
   if (o.timeout_seconds > 0) config.timeout = absl::Seconds(o.timeout_seconds);
   config.console = console;
   return config;
@@ -161,7 +168,7 @@ nlohmann::json RunRecord(const RunOptions& o, const VmConfig& config, const RunR
 void PrintRun(const RunOptions& o, const RunResult& result, const nlohmann::json& record) {
   for (const std::string& note : result.notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result.vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
-  if (result.reason != StopReason::kGuestShutdown) PrintCrashReport(result);
+  if (IsCrash(o, result)) PrintCrashReport(result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
 }
 
@@ -211,6 +218,12 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--sites", o.sites,
                "Say where exits come from (docs/sites.md): the guest functions and call chains, "
                "in the exit table and the record");
+  app.add_option("--recent-exits", o.recent_exits,
+                 fmt::format("Keep each vCPU's last N exits, shown when the run fails and in the "
+                             "record (docs/design.md \"Recent exits\"; default {} in a debug "
+                             "build, 0 in a release build)",
+                             kDefaultRecentExits))
+      ->check(CLI::Range(int64_t{0}, int64_t{kMaxRecentExits}));
   app.add_option("--stacks", o.stacks_path,
                  "Write the exits' folded stacks here (flame graphs, speedscope); implies --sites");
 }

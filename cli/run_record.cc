@@ -231,6 +231,40 @@ json VcpuStops(const RunResult& r) {
   return out;
 }
 
+// Each vCPU's recent exits, oldest first (docs/run-record.md).
+json RecentExits(const RunResult& r) {
+  json out = json::array();
+  for (const std::vector<RecentExit>& exits : r.recent_exits) {
+    json one = json::array();
+    for (const RecentExit& e : exits) {
+      json entry = {{"sequence", e.sequence},
+                    {"reason", e.reason == ExitReason::kCount
+                                   ? std::string("run_failed")
+                                   : std::string(ExitReasonName(e.reason))},
+                    {"hypercall", e.hypercall},
+                    {"rip", e.rip},
+                    {"rflags", e.rflags},
+                    {"cpl", e.cpl},
+                    {"rax", e.rax},
+                    {"rdi", e.rdi},
+                    {"rsi", e.rsi},
+                    {"injected_vector", e.injected_vector},
+                    {"text", DescribeRecentExit(e, r.hypercall_names)}};
+      if (e.reason == ExitReason::kIo || e.reason == ExitReason::kMmio) {
+        entry["address"] = e.address;
+        entry["size"] = e.size;
+        entry["write"] = e.write;
+        if (e.write) entry["data"] = e.detail;
+      } else {
+        entry["detail"] = e.detail;
+      }
+      one.push_back(std::move(entry));
+    }
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
 }  // namespace
 
 json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* host,
@@ -266,6 +300,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"elapsed_ns", absl::ToInt64Nanoseconds(r.elapsed)},
         {"guest_tsc_khz", r.guest_tsc_khz},
         {"registers", registers},
+        {"recent_exits", RecentExits(r)},
         {"notes", r.notes}}},
       {"exits", Exits(r)},
       {"hypercalls", Hypercalls(r)},

@@ -191,6 +191,7 @@ struct PyVmOptions {
   bool sites = false;
   int64_t cpus = 1;
   bool probe_host = true;  // the host probe's answers in provenance.host
+  std::optional<int64_t> recent_exits;  // None: the library's default
 };
 
 VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
@@ -222,6 +223,12 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   config.kvm_device = o.kvm_device;
   config.analyse_waste = o.wasted;
   config.record_sites = o.sites;
+  if (o.recent_exits) {
+    if (*o.recent_exits < 0 || *o.recent_exits > kMaxRecentExits)
+      RaiseValueError("recent_exits must be in [0, " + std::to_string(kMaxRecentExits) +
+                      "] or None, got " + std::to_string(*o.recent_exits));
+    config.recent_exits = static_cast<uint32_t>(*o.recent_exits);
+  }
   config.console = console;
   return config;
 }
@@ -583,7 +590,7 @@ A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
-   sites=False, cpus=1, probe_host=True)
+   sites=False, cpus=1, probe_host=True, recent_exits=None)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -597,12 +604,16 @@ thread of its own; the record has result.vcpus (how each stopped) and
 exits.per_vcpu (each vCPU's counts). probe_host=False skips the host probe
 (a short second guest run after run()): the record's provenance.host
 answers are then null (not measured), as in the CLI's record without one.
+recent_exits=N keeps each vCPU's last N exits (`minivmm run --recent-exits
+N`, 0 to 4096): the record's result.recent_exits; None: 16 in a debug
+build of the module, 0 in a release build (docs/design.md "Recent exits").
 Raises ValueError for bad arguments, FileNotFoundError for a missing kernel
 or KVM device, PermissionError, RuntimeError for other library errors.)doc")
       .def(py::init([](py::object kernel, int64_t memory, py::object backend, py::object pvops,
                        py::object workload, py::object cmdline, int64_t timer_hz,
                        std::optional<double> timeout, std::string kvm_device, bool wasted,
-                       bool sites, int64_t cpus, bool probe_host) {
+                       bool sites, int64_t cpus, bool probe_host,
+                       std::optional<int64_t> recent_exits) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -620,6 +631,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.sites = sites;
              o.cpus = cpus;
              o.probe_host = probe_host;
+             o.recent_exits = recent_exits;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -627,7 +639,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("workload") = py::none(), py::arg("cmdline") = py::none(),
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
            py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("sites") = false,
-           py::arg("cpus") = 1, py::arg("probe_host") = true)
+           py::arg("cpus") = 1, py::arg("probe_host") = true,
+           py::arg("recent_exits") = py::none())
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

@@ -44,6 +44,9 @@ absl::Status ValidateConfig(const VmConfig& config) {
   if (config.cpus < 1 || config.cpus > MVMM_MAX_CPUS)
     return absl::InvalidArgumentError(
         absl::StrFormat("%u vCPUs: must be between 1 and %u", config.cpus, MVMM_MAX_CPUS));
+  if (config.recent_exits.value_or(0) > kMaxRecentExits)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%u recent exits: at most %u per vCPU", *config.recent_exits, kMaxRecentExits));
   return absl::OkStatus();
 }
 

@@ -37,6 +37,15 @@ bool StoppedByHost(StopReason reason) {
   return reason == StopReason::kTimeout || reason == StopReason::kStopRequested;
 }
 
+// How many exits each vCPU's ring keeps (VmConfig::recent_exits).
+uint32_t RecentExitsKept(const VmConfig& config) {
+#ifdef NDEBUG
+  return config.recent_exits.value_or(0);
+#else
+  return config.recent_exits.value_or(kDefaultRecentExits);
+#endif
+}
+
 // One vCPU's part of the run.
 struct VcpuRun {
   std::unique_ptr<RunLoop> loop;
@@ -55,14 +64,15 @@ std::vector<VcpuRun> MakeRunLoops(Vm::State& s, VmCpus& directory) {
         [&s](uint32_t vcpu) { return s.timer.CanFire(vcpu); },
         HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
-        s.config.record_sites, BootIdentity(cpu)});
+        s.config.record_sites, BootIdentity(cpu), RecentExitsKept(s.config)});
   }
   return runs;
 }
 
 // What the run did, once every vCPU has stopped: how (vCPU `by` stopped
 // first, or the host stopped them all), each vCPU's counts and stop, and
-// what the VM kept (devices, hypercall names, reports, console, registers).
+// what the VM kept (devices, hypercall names, reports, console, registers,
+// recent exits).
 RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t by,
                         absl::Duration elapsed) {
   const uint32_t cpus = static_cast<uint32_t>(runs.size());
@@ -84,6 +94,7 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
     result.per_vcpu.push_back(run.loop->stats());
     result.stats.Add(run.loop->stats());
     if (s.config.record_sites) result.sites_per_vcpu.push_back(run.loop->sites());
+    if (RecentExitsKept(s.config) > 0) result.recent_exits.push_back(run.loop->recent_exits());
     if (auto host_after = s.vcpus[cpu]->ReadStats(); host_after.ok())
       AddDelta(run.host_before, *host_after, result.host_counters);
   }

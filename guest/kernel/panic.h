@@ -1,19 +1,20 @@
-// Shutdown paths and kernel assertions. Shutdown codes (guest/README.md):
-// 0 success, 1 a self-check failed, 2 bad command line, 3 unhandled
-// exception, 4 kernel assertion or panic.
+// Shutdown paths and kernel assertions. Shutdown codes (guest/README.md,
+// MVMM_SHUTDOWN_* in minivmm_abi/boot.h): 0 success, 1 a self-check failed,
+// 2 bad command line, 3 unhandled exception, 4 kernel assertion or panic.
 #ifndef GUEST_KERNEL_PANIC_H_
 #define GUEST_KERNEL_PANIC_H_
 
 #include "lib/format.h"
+#include "minivmm_abi/boot.h"
 
 namespace guest {
 
 enum ShutdownCode : int {
-  kExitOk = 0,
-  kExitCheckFailed = 1,
-  kExitBadCmdline = 2,
-  kExitException = 3,
-  kExitAssert = 4,
+  kExitOk = MVMM_SHUTDOWN_OK,
+  kExitCheckFailed = MVMM_SHUTDOWN_CHECK_FAILED,
+  kExitBadCmdline = MVMM_SHUTDOWN_BAD_CMDLINE,
+  kExitException = MVMM_SHUTDOWN_EXCEPTION,
+  kExitAssert = MVMM_SHUTDOWN_ASSERT,
 };
 
 // Sends the final kernel.* report (once) and powers off with `code`: under

@@ -31,6 +31,34 @@ struct HostCounter {
   uint64_t delta;  // over the run; host-dependent (docs/hosts.md)
 };
 
+// One of a vCPU's last exits (VmConfig::recent_exits): what KVM_RUN
+// returned and the guest registers it left, noted before the exit is
+// handled. docs/design.md "Recent exits".
+struct RecentExit {
+  // The vCPU's KVM_RUN returns before this one: every exit counts, and so
+  // does a KVM_RUN that failed.
+  uint64_t sequence = 0;
+  // ExitReason::kCount: KVM_RUN itself failed (`detail` is the errno).
+  ExitReason reason = ExitReason::kCount;
+  bool hypercall = false;  // an `out` the run loop dispatched as a hypercall
+  bool write = false;      // an `out` or an MMIO write
+  uint8_t size = 0;        // an access's bytes (a port or MMIO exit)
+  // The vector the VMM injected just before the entry that this exit ended;
+  // 0: none.
+  uint8_t injected_vector = 0;
+  uint8_t cpl = 0;
+  uint64_t address = 0;  // the port or the guest-physical MMIO address
+  // A write's first (up to 8) bytes, little-endian; for the other reasons
+  // KVM's detail: fail_entry's hardware reason, internal_error's suberror,
+  // system_event's type, an unknown exit's number, a failed KVM_RUN's errno.
+  uint64_t detail = 0;
+  uint64_t rip = 0;
+  uint64_t rflags = 0;
+  uint64_t rax = 0;  // a hypercall's number
+  uint64_t rdi = 0;  // a hypercall's first argument
+  uint64_t rsi = 0;  // its second
+};
+
 // How one vCPU's part of the run ended.
 struct VcpuStop {
   // Its own stop (a guest shutdown, a fault, halted forever, a VMM error), or
@@ -79,10 +107,24 @@ struct RunResult {
   // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).
   std::vector<std::pair<std::string, uint64_t>> registers;
   std::vector<std::string> notes;  // things logged once during the run (dropped GDT stores, ...)
+  // Each vCPU's last exits, oldest first, indexed like per_vcpu: at most
+  // VmConfig::recent_exits each; empty when that is 0.
+  std::vector<std::vector<RecentExit>> recent_exits;
 
   // The VM's vCPUs (VmConfig::cpus): the size of per_vcpu and vcpu_stops.
   uint32_t vcpu_count() const { return static_cast<uint32_t>(per_vcpu.size()); }
 };
+
+// One line for `exit`, e.g. "#41 hypercall sched_op rdi=0x2 rsi=0x4 rip=0x...
+// rflags=0x2 cpl=0" or "#7 io in port 0x3f8 size 1 rip=...", naming a
+// hypercall from `hypercall_names` (RunResult::hypercall_names).
+std::string DescribeRecentExit(const RecentExit& exit,
+                               const std::vector<std::string>& hypercall_names);
+
+// What tells a host fault from a guest bug when a run stops on a failure:
+// the stopping vCPU's registers (RunResult::registers) and each vCPU's
+// recent exits, oldest first, as lines without a trailing newline.
+std::vector<std::string> StopDiagnosis(const RunResult& result);
 
 }  // namespace minivmm
 

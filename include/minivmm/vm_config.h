@@ -3,6 +3,7 @@
 #define MINIVMM_VM_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -42,7 +43,16 @@ struct VmConfig {
   // frame-pointer chain, counted per (cause, stack) in RunResult::sites.
   // Off: the exit path does not pay for it.
   bool record_sites = false;
+  // Each vCPU's last exits, kept in a ring of this many entries
+  // (RunResult::recent_exits, docs/design.md "Recent exits"), at most
+  // kMaxRecentExits; 0: none, and the exit path does not pay for it. Unset:
+  // kDefaultRecentExits in a build of the library without NDEBUG (the debug
+  // presets, where every whole-VM test keeps them), 0 in a release build.
+  std::optional<uint32_t> recent_exits;
 };
+
+inline constexpr uint32_t kMaxRecentExits = 4096;
+inline constexpr uint32_t kDefaultRecentExits = 16;
 
 // Where the guest kernel built with this copy of minivmm lives: the build
 // tree's copy when run from the build tree, else the installed one.

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,8 @@
 
 #include "cli/report_value.h"
 #include "gtest/gtest.h"
+#include "minivmm_abi/boot.h"
+#include "minivmm_abi/hypercall.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
 
@@ -182,6 +185,56 @@ TEST(CliTraceTest, RefusedHypercallsCarryTheirReason) {
 json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+// A guest panic (shutdown code 4) prints the stopping vCPU's registers and
+// each vCPU's last exits (--recent-exits N, docs/design.md "Recent exits");
+// the record keeps the same exits, each with the line printed for it.
+TEST(CliTest, GuestPanicPrintsRegistersAndEachVcpusLastExits) {
+  REQUIRE_KVM();
+  const std::string record_path = ::testing::TempDir() + "/panic.json";
+  const Outcome o = Minivmm("run --cpus 2 --workload fault,kind=gdt --recent-exits 3 --json " +
+                            record_path);
+  ASSERT_EQ(o.status, MVMM_SHUTDOWN_ASSERT) << o.out;
+  EXPECT_NE(o.out.find("vCPU 0 registers:"), std::string::npos) << o.out;
+  const json record = ReadJson(record_path);
+  const json& recent = record["result"]["recent_exits"];
+  ASSERT_TRUE(recent.is_array() && recent.size() == 2) << recent;
+  for (size_t v = 0; v < 2; ++v) {
+    const uint64_t total = record["exits"]["per_vcpu"][v]["total"].get<uint64_t>();
+    ASSERT_EQ(recent[v].size(), std::min<uint64_t>(3, total)) << recent[v];
+    EXPECT_NE(o.out.find("vCPU " + std::to_string(v) + ": its last " +
+                         std::to_string(recent[v].size()) + " of " + std::to_string(total) +
+                         " exits, oldest first:"),
+              std::string::npos)
+        << o.out;
+    for (const json& e : recent[v]) {
+      EXPECT_NE(o.out.find("  " + e["text"].get<std::string>() + "\n"), std::string::npos)
+          << e << o.out;
+    }
+    EXPECT_EQ(recent[v].back()["sequence"].get<uint64_t>() + 1, total);
+  }
+  const json& last = recent[0].back();
+  EXPECT_EQ(last["reason"], "io");
+  EXPECT_EQ(last["hypercall"], true);
+  EXPECT_EQ(last["rax"].get<uint64_t>(), MVMM_HC_sched_op);
+  EXPECT_EQ(last["rsi"].get<uint64_t>(), static_cast<uint64_t>(MVMM_SHUTDOWN_ASSERT));
+  EXPECT_NE(last["text"].get<std::string>().find(" hypercall sched_op rdi=0x2 rsi=0x4 rip="),
+            std::string::npos)
+      << last;
+}
+
+TEST(CliTest, NoRecentExitsAreKeptOrPrintedWithRecentExits0) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm("run --workload fault,kind=gdt --recent-exits 0");
+  ASSERT_EQ(o.status, MVMM_SHUTDOWN_ASSERT) << o.out;
+  EXPECT_NE(o.out.find("vCPU 0 registers:"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("its last"), std::string::npos) << o.out;
+}
+
+TEST(CliTest, RecentExitsOverTheLimitIsUsageError) {
+  EXPECT_EQ(Minivmm("run --recent-exits 4097").status, 2);
+  EXPECT_EQ(Minivmm("run --recent-exits -1").status, 2);
 }
 
 // --wasted: the trace's marks add up to the record's totals, per hypercall,

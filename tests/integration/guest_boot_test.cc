@@ -1,8 +1,11 @@
 // Whole-VM tests with the built-in guest kernel (boot, console and shutdown): the console
 // on both backends, the guest's report, and deliberate faults. Exit counts
 // are checked against the guest's own counts of what it did.
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "minivmm_abi/boot.h"
@@ -117,6 +120,59 @@ TEST(GuestBootTest, AGdtBaseThatIsNoCpusPanicsNamingIt) {
       << run.console;
   EXPECT_EQ(run.console.find("CurrentCpu answered"), std::string::npos) << run.console;
 }
+
+// A guest panic on 2 vCPUs with each vCPU's last exits kept
+// (VmConfig::recent_exits, docs/design.md "Recent exits"): each ring holds
+// the vCPU's last min(N, exits) exits, numbered up to its exit count; the
+// panicking vCPU's last is its sched_op(shutdown, 4); the diagnosis shows
+// them after the stopping vCPU's registers.
+class RecentExitsTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(RecentExitsTest, APanicsLastExitsEndWithItsShutdown) {
+  REQUIRE_KVM();
+  const uint32_t kept = GetParam();
+  VmConfig config = GuestConfig(BuiltinGuest(), "workload=fault,kind=gdt");
+  config.cpus = 2;
+  config.recent_exits = kept;
+  const GuestRun run = RunGuestWith(config);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  ASSERT_EQ(run.result.exit_code, MVMM_SHUTDOWN_ASSERT) << run.console;
+  ASSERT_EQ(run.result.stopped_by_vcpu, 0);
+  if (kept == 0) {
+    EXPECT_TRUE(run.result.recent_exits.empty());
+    return;
+  }
+  ASSERT_EQ(run.result.recent_exits.size(), 2u);
+  for (uint32_t v = 0; v < 2; ++v) {
+    const std::vector<RecentExit>& exits = run.result.recent_exits[v];
+    const uint64_t total = TotalExits(run.result.per_vcpu[v]);
+    ASSERT_EQ(exits.size(), std::min<uint64_t>(kept, total)) << "vCPU " << v;
+    for (size_t i = 0; i < exits.size(); ++i)
+      EXPECT_EQ(exits[i].sequence, total - exits.size() + i) << "vCPU " << v;
+  }
+  const RecentExit& last = run.result.recent_exits[0].back();
+  EXPECT_TRUE(last.hypercall);
+  EXPECT_EQ(last.rax, MVMM_HC_sched_op);
+  EXPECT_EQ(last.rdi, MVMM_SCHEDOP_SHUTDOWN);
+  EXPECT_EQ(last.rsi, static_cast<uint64_t>(MVMM_SHUTDOWN_ASSERT));
+  EXPECT_EQ(last.cpl, 0u);
+  EXPECT_EQ(last.rip, run.Register("rip"));  // vCPU 0 stopped there
+  const std::vector<std::string> lines = StopDiagnosis(run.result);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0], "vCPU 0 registers:");
+  const std::string header = "vCPU 0: its last " + std::to_string(run.result.recent_exits[0].size()) +
+                             " of " + std::to_string(TotalExits(run.result.per_vcpu[0])) +
+                             " exits, oldest first:";
+  auto at = std::find(lines.begin(), lines.end(), header);
+  ASSERT_NE(at, lines.end()) << header;
+  at += static_cast<std::ptrdiff_t>(run.result.recent_exits[0].size());
+  EXPECT_NE(at->find("hypercall sched_op rdi=0x2 rsi=0x4 rip=0x"), std::string::npos) << *at;
+  EXPECT_NE(std::find_if(lines.begin(), lines.end(),
+                         [](const std::string& l) { return l.rfind("vCPU 1: its last ", 0) == 0; }),
+            lines.end());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kept, RecentExitsTest, ::testing::Values(0u, 4u, 16u));
 
 }  // namespace
 }  // namespace minivmm::testing

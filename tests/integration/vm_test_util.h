@@ -5,12 +5,14 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "minivmm/vm.h"
+#include "minivmm_abi/boot.h"
 #include "minivmm_abi/hypercall.h"
 #include "tests/common/command.h"
 #include "tests/common/fake_vm.h"
@@ -81,18 +83,29 @@ struct GuestRun {
   }
 };
 
-inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
-                         absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0,
-                         bool analyse_waste = false, uint32_t cpus = 1) {
+// A run that stopped on a failure: not by the guest's own shutdown, or by
+// the built-in guest's shutdown after a failed self-check, an unhandled
+// exception, an assertion or a panic (guest/README.md "Shutdown codes").
+inline bool StoppedOnAFailure(const RunResult& r) {
+  return r.reason != StopReason::kGuestShutdown || r.exit_code == MVMM_SHUTDOWN_CHECK_FAILED ||
+         r.exit_code == MVMM_SHUTDOWN_EXCEPTION || r.exit_code == MVMM_SHUTDOWN_ASSERT;
+}
+
+// What tells a host fault from a guest bug, on the test's output: the
+// stopping vCPU's registers and each vCPU's last exits (StopDiagnosis; the
+// debug presets keep 16 per vCPU, VmConfig::recent_exits).
+inline void PrintStopDiagnosis(const RunResult& r) {
+  std::fprintf(stderr, "the run stopped on a failure (%s: %s):\n",
+               std::string(StopReasonName(r.reason)).c_str(), r.detail.c_str());
+  for (const std::string& line : StopDiagnosis(r)) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// Runs the VM `config` describes (its console recorded here) to its stop;
+// on a failure (StoppedOnAFailure) prints the diagnosis, whether or not the
+// test expected the failure.
+inline GuestRun RunGuestWith(VmConfig config) {
   GuestRun run;
   RecordingConsole console;
-  VmConfig config;
-  config.kernel_path = kernel;
-  config.cmdline = cmdline;
-  config.timeout = timeout;
-  config.timer_hz = timer_hz;
-  config.analyse_waste = analyse_waste;
-  config.cpus = cpus;
   config.console = &console;
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   EXPECT_TRUE(vm.ok()) << vm.status();
@@ -102,8 +115,28 @@ inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
   if (!result.ok()) return run;
   run.result = *result;
   run.console = console.out;
+  if (StoppedOnAFailure(run.result)) PrintStopDiagnosis(run.result);
   for (const auto& [k, v] : result->reports.entries) run.reports[k] = v;
   return run;
+}
+
+inline VmConfig GuestConfig(const std::string& kernel, const std::string& cmdline,
+                            absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0,
+                            bool analyse_waste = false, uint32_t cpus = 1) {
+  VmConfig config;
+  config.kernel_path = kernel;
+  config.cmdline = cmdline;
+  config.timeout = timeout;
+  config.timer_hz = timer_hz;
+  config.analyse_waste = analyse_waste;
+  config.cpus = cpus;
+  return config;
+}
+
+inline GuestRun RunGuest(const std::string& kernel, const std::string& cmdline,
+                         absl::Duration timeout = absl::Seconds(60), uint32_t timer_hz = 0,
+                         bool analyse_waste = false, uint32_t cpus = 1) {
+  return RunGuestWith(GuestConfig(kernel, cmdline, timeout, timer_hz, analyse_waste, cpus));
 }
 
 }  // namespace minivmm::testing

@@ -158,6 +158,8 @@ def test_cpa_page_table_updates():
     ({"kernel": "/nonexistent/guest.elf"}, FileNotFoundError, "/nonexistent/guest.elf"),
     ({"kvm_device": "/nonexistent/kvm"}, FileNotFoundError, "/nonexistent/kvm"),
     ({"timeout": -1.0}, ValueError, "timeout"),
+    ({"recent_exits": 4097}, ValueError, "recent_exits"),
+    ({"recent_exits": -1}, ValueError, "recent_exits"),
 ])
 def test_bad_arguments_raise(kwargs, exc, words):
     with pytest.raises(exc) as info:
@@ -186,6 +188,24 @@ def test_bad_arguments_leave_the_interpreter_alive():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ValueError", "ValueError", "FileNotFoundError",
                                   "RuntimeError", "alive"]
+
+
+def test_recent_exits_end_with_the_panics_shutdown():
+    """recent_exits=N: each vCPU's last N exits in result.recent_exits, the
+    panicking vCPU's last its sched_op(shutdown, 4) (design.md "Recent
+    exits")."""
+    r = minivmm.run(workload="fault,kind=gdt", cpus=2, recent_exits=3)
+    assert r["result"]["exit_code"] == 4, r.console
+    recent = r["result"]["recent_exits"]
+    assert len(recent) == 2
+    for v, exits in enumerate(recent):
+        total = r["exits"]["per_vcpu"][v]["total"]
+        assert len(exits) == min(3, total)
+        assert [e["sequence"] for e in exits] == list(range(total - len(exits), total))
+    last = recent[0][-1]
+    assert last["hypercall"] and last["rdi"] == 2 and last["rsi"] == 4
+    assert " hypercall sched_op rdi=0x2 rsi=0x4 " in last["text"]
+    assert minivmm.run(workload="hello", recent_exits=0)["result"]["recent_exits"] == []
 
 
 def test_second_run_raises():
@@ -322,6 +342,9 @@ RUN_RECORD_VARIES = {
 # be the same.
 RUN_RECORD_VARIES_UNDER = {
     ("host_counters", "deltas"): "the host's KVM statistics over the run (host-dependent)",
+    # Where a vCPU was when another one stopped the run and kicked it out of
+    # the guest is a matter of timing; how many exits each kept is not.
+    ("result", "recent_exits"): "each vCPU's last exits and the registers they left",
 }
 # The guest's timings: its report keys <workload>.tsc_<what> (guest/README.md).
 

@@ -137,6 +137,17 @@ class RunLoopTest : public ::testing::Test {
     return stop;
   }
 
+  // Run() keeping the vCPU's last `kept` exits (RunLoopParts::recent_exits).
+  std::vector<RecentExit> RunKeepingRecent(uint32_t kept, RunStop* stop = nullptr) {
+    RunLoopParts parts{vcpu_, pio_, mmio_, signals_, VcpuZeroTimer(false), Hypercalls()};
+    parts.recent_exits = kept;
+    RunLoop loop(std::move(parts));
+    RunStop s = loop.Loop();
+    if (stop != nullptr) *stop = s;
+    stats_ = loop.stats();
+    return loop.recent_exits();
+  }
+
   // Run() with the GDT base and TR the VMM gave the vCPU checked at each
   // hypercall exit.
   RunStop RunCheckingIdentity(const VcpuIdentity& identity) {
@@ -918,6 +929,118 @@ TEST_F(RunLoopTest, IdentityCheckFindsNothingOnTheVcpusOwnGdtAndTss) {
   Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
   EXPECT_EQ(RunCheckingIdentity(BootIdentity(0)).reason, StopReason::kGuestShutdown);
   EXPECT_EQ(stats_.identity_mismatches, 0u);
+}
+
+// The ring of recent exits (RunLoopParts::recent_exits, docs/design.md
+// "Recent exits"): the last N of every KVM_RUN return, oldest first, each
+// with what the exit was and the registers it left.
+TEST_F(RunLoopTest, RecentExitsAreTheLastNInOrderEndingWithTheStop) {
+  for (uint64_t i = 0; i < 10; ++i) Hypercall(MVMM_HC_set_if, i & 1);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 7);
+  const std::vector<RecentExit> kept = RunKeepingRecent(4);
+  ASSERT_EQ(kept.size(), 4u);
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i].sequence, 7 + i);
+  EXPECT_EQ(kept.back().sequence + 1, stats_.by_reason[static_cast<int>(ExitReason::kIo)]);
+  EXPECT_TRUE(kept.back().hypercall);
+  EXPECT_EQ(kept.back().rax, MVMM_HC_sched_op);
+  EXPECT_EQ(kept.back().rdi, MVMM_SCHEDOP_SHUTDOWN);
+  EXPECT_EQ(kept.back().rsi, 7u);
+  EXPECT_EQ(kept[2].rax, MVMM_HC_set_if);
+  EXPECT_EQ(kept[2].rdi, 1u);  // the tenth set_if: i = 9
+  EXPECT_EQ(kept[1].rdi, 0u);
+}
+
+TEST_F(RunLoopTest, RecentExitsShorterThanTheRingKeepEveryExit) {
+  Hypercall(MVMM_HC_set_if, 1);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  const std::vector<RecentExit> kept = RunKeepingRecent(16);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].sequence, 0u);
+  EXPECT_EQ(kept[1].sequence, 1u);
+}
+
+// Each kind of exit keeps its own detail: a port or MMIO access its
+// address, size and written bytes, a failed KVM_RUN its errno; and the
+// registers as the exit left them.
+TEST_F(RunLoopTest, RecentExitsKeepEachKindsDetailAndTheRegisters) {
+  const std::vector<uint8_t> byte{0x41};
+  const std::vector<uint8_t> word{0x78, 0x56, 0x34, 0x12};
+  std::vector<uint8_t> in(1);
+  std::vector<uint8_t> read(4);
+  vcpu_.script.push_back({IoOut{MVMM_COM1_PORT, 1, byte}, {{Reg::kRip, 0x1000}}});
+  vcpu_.script.push_back({IoIn{MVMM_COM1_PORT + 5, 1, in}, {{Reg::kRip, 0x1004}}});
+  vcpu_.script.push_back({MmioWrite{0xd0000000, word}, {{Reg::kRip, 0x1008}}});
+  vcpu_.script.push_back({MmioRead{0xd0000010, read}, {{Reg::kRflags, 0x202}}});
+  Exit(IrqWindowOpen{});
+  Exit(Interrupted{});
+  // Then the script runs out: KVM_RUN fails with EIO, a VMM error.
+  RunStop stop;
+  const std::vector<RecentExit> kept = RunKeepingRecent(16, &stop);
+  EXPECT_EQ(stop.reason, StopReason::kVmmError);
+  ASSERT_EQ(kept.size(), 7u);
+  EXPECT_EQ(kept[0].reason, ExitReason::kIo);
+  EXPECT_FALSE(kept[0].hypercall);
+  EXPECT_TRUE(kept[0].write);
+  EXPECT_EQ(kept[0].address, MVMM_COM1_PORT);
+  EXPECT_EQ(kept[0].size, 1u);
+  EXPECT_EQ(kept[0].detail, 0x41u);
+  EXPECT_EQ(kept[0].rip, 0x1000u);
+  EXPECT_FALSE(kept[1].write);
+  EXPECT_EQ(kept[1].address, MVMM_COM1_PORT + 5);
+  EXPECT_EQ(kept[1].detail, 0u);
+  EXPECT_EQ(kept[2].reason, ExitReason::kMmio);
+  EXPECT_TRUE(kept[2].write);
+  EXPECT_EQ(kept[2].address, 0xd0000000u);
+  EXPECT_EQ(kept[2].size, 4u);
+  EXPECT_EQ(kept[2].detail, 0x12345678u);
+  EXPECT_EQ(kept[2].rip, 0x1008u);
+  EXPECT_FALSE(kept[3].write);
+  EXPECT_EQ(kept[3].rflags, 0x202u);
+  EXPECT_EQ(kept[4].reason, ExitReason::kIrqWindowOpen);
+  EXPECT_EQ(kept[5].reason, ExitReason::kIntr);
+  EXPECT_EQ(kept[6].reason, ExitReason::kCount);  // KVM_RUN failed
+  EXPECT_EQ(kept[6].detail, static_cast<uint64_t>(EIO));
+  EXPECT_EQ(kept[6].sequence, 6u);
+}
+
+// The vector injected before an entry is noted with the exit that ends it,
+// and with no other.
+TEST_F(RunLoopTest, RecentExitsNoteTheVectorInjectedBeforeTheirEntry) {
+  signals_.raised = VmSignals::kIpi;
+  Hypercall(MVMM_HC_set_if, 1);
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  const std::vector<RecentExit> kept = RunKeepingRecent(16);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].injected_vector, MVMM_IPI_VECTOR);
+  EXPECT_EQ(kept[1].injected_vector, 0u);
+}
+
+TEST_F(RunLoopTest, NoRecentExitsUnlessAsked) {
+  Hypercall(MVMM_HC_sched_op, MVMM_SCHEDOP_SHUTDOWN, 0);
+  EXPECT_TRUE(RunKeepingRecent(0).empty());
+}
+
+TEST(RecentExitTest, DescribedWithTheHypercallsNameOrTheAccess) {
+  std::vector<std::string> names(MVMM_HC_MAX);
+  names[MVMM_HC_sched_op] = "sched_op";
+  RecentExit hc{.sequence = 41, .reason = ExitReason::kIo, .hypercall = true, .write = true,
+                .size = 4, .address = MVMM_HYPERCALL_PORT, .rip = 0xffff0010, .rflags = 0x2,
+                .rax = MVMM_HC_sched_op, .rdi = MVMM_SCHEDOP_SHUTDOWN, .rsi = 4};
+  EXPECT_EQ(DescribeRecentExit(hc, names),
+            "#41 hypercall sched_op rdi=0x2 rsi=0x4 rip=0xffff0010 rflags=0x2 cpl=0");
+  hc.rax = MVMM_HC_MAX + 3;
+  EXPECT_EQ(DescribeRecentExit(hc, names),
+            "#41 hypercall " + std::to_string(MVMM_HC_MAX + 3) +
+                " rdi=0x2 rsi=0x4 rip=0xffff0010 rflags=0x2 cpl=0");
+  RecentExit out{.sequence = 2, .reason = ExitReason::kIo, .write = true, .size = 1,
+                 .injected_vector = MVMM_TIMER_VECTOR, .address = 0x3f8, .detail = 0x41};
+  EXPECT_EQ(DescribeRecentExit(out, names),
+            "#2 io out port 0x3f8 size 1 data=0x41 rip=0x0 rflags=0x0 cpl=0 (entered with "
+            "vector 0x20 injected)");
+  RecentExit mmio{.reason = ExitReason::kMmio, .size = 4, .address = 0xd0000010};
+  EXPECT_EQ(DescribeRecentExit(mmio, names), "#0 mmio read 0xd0000010 size 4 rip=0x0 rflags=0x0 cpl=0");
+  RecentExit failed{.sequence = 9, .detail = EIO};
+  EXPECT_EQ(DescribeRecentExit(failed, names), "#9 KVM_RUN failed errno=5 rip=0x0 rflags=0x0 cpl=0");
 }
 
 }  // namespace

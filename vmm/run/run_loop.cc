@@ -56,6 +56,7 @@ RunLoop::RunLoop(RunLoopParts parts)
   }
   if (p_.record_sites)
     sites_ = std::make_unique<SiteRecorder>(p_.hypercalls.memory, stats_, p_.vcpu);
+  if (p_.recent_exits > 0) recent_ = std::make_unique<RecentExitRing>(p_.recent_exits);
 }
 
 // Handle() with the exit shown to the observer, timed from the return of
@@ -141,6 +142,7 @@ MaybeStop RunLoop::HonourSignals(uint32_t raised) {
   if (absl::Status s = p_.vcpu.InjectInterrupt(d.vector); !s.ok())
     return StopWith(StopReason::kVmmError, s.ToString());
   const bool ipi = d.vector == MVMM_IPI_VECTOR;
+  if (recent_) recent_->Injected(static_cast<uint8_t>(d.vector));
   p_.signals.Clear(ipi ? VmSignals::kIpi : VmSignals::kInterrupt);
   ++(ipi ? stats_.ipi_injections : stats_.timer_injections);
   if (waste_) waste_->InterruptInjected();

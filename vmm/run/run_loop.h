@@ -30,6 +30,7 @@
 #include "vmm/core/vcpu.h"
 #include "vmm/core/vcpu_identity.h"
 #include "vmm/core/waste.h"
+#include "vmm/run/recent_exits.h"
 #include "vmm/run/site_recorder.h"
 #include "vmm/run/vm_cpus.h"
 #include "vmm/run/vm_signals.h"
@@ -84,6 +85,8 @@ struct RunLoopParts {
   // every hypercall exit in a build without NDEBUG (identity_mismatches);
   // empty: not checked.
   std::optional<VcpuIdentity> identity = std::nullopt;
+  // Keep the vCPU's last this many exits (RecentExitRing); 0: none.
+  uint32_t recent_exits = 0;
 };
 
 class RunLoop {
@@ -105,12 +108,16 @@ class RunLoop {
   bool idle_at_stop() const { return idle_at_stop_; }
   // The first refusal of each kind of hypercall, one line each.
   const std::vector<std::string>& notes() const { return refusals_.lines(); }
+  // The last RunLoopParts::recent_exits exits, oldest first.
+  std::vector<RecentExit> recent_exits() const {
+    return recent_ ? recent_->InOrder() : std::vector<RecentExit>{};
+  }
 
  private:
-  template <typename V, bool kAnalysed, bool kShared, bool kSites = false>
+  template <typename V, bool kAnalysed, bool kShared, bool kSites, bool kRecent>
   RunStop LoopWith(V& vcpu);
-  template <typename V>
-  RunStop LoopRecordingSites(V& vcpu);
+  template <typename V, bool kSites, bool kRecent>
+  RunStop LoopChoosing(V& vcpu);
   std::optional<RunStop> HonourSignals(uint32_t raised);
   [[gnu::cold]] void IdentityMismatch(const VcpuIdentity& found);
   bool IsHypercall(const VcpuExit& exit) const;
@@ -143,6 +150,7 @@ class RunLoop {
   // Heap-held: its history is large, and the loop without sites keeps its
   // members where they were.
   std::unique_ptr<SiteRecorder> sites_;
+  std::unique_ptr<RecentExitRing> recent_;  // likewise
   ExitEvent event_;  // the exit being observed, when an observer is set
   // The port bus's index of the hypercall port, for pio_by_device; -1 when
   // no device claims it: then an `out` to the port is not a hypercall at
@@ -157,21 +165,24 @@ class RunLoop {
 
 template <typename V>
 RunStop RunLoop::LoopOn(V& vcpu) {
+  if (recent_) [[unlikely]]
+    return sites_ ? LoopChoosing<V, true, true>(vcpu) : LoopChoosing<V, false, true>(vcpu);
   if (sites_) [[unlikely]]
-    return LoopRecordingSites(vcpu);
-  const bool analysed = waste_ && !observed_;
-  if (p_.big_lock != nullptr)
-    return analysed ? LoopWith<V, true, true>(vcpu) : LoopWith<V, false, true>(vcpu);
-  return analysed ? LoopWith<V, true, false>(vcpu) : LoopWith<V, false, false>(vcpu);
+    return LoopChoosing<V, true, false>(vcpu);
+  return LoopChoosing<V, false, false>(vcpu);
 }
 
-// LoopOn's loops with each exit's site recorded (kSites).
-template <typename V>
-RunStop RunLoop::LoopRecordingSites(V& vcpu) {
+// LoopOn's loops with each exit's site recorded (kSites) or not, and the
+// recent exits kept (kRecent) or not.
+template <typename V, bool kSites, bool kRecent>
+RunStop RunLoop::LoopChoosing(V& vcpu) {
   const bool analysed = waste_ && !observed_;
-  if (p_.big_lock != nullptr)
-    return analysed ? LoopWith<V, true, true, true>(vcpu) : LoopWith<V, false, true, true>(vcpu);
-  return analysed ? LoopWith<V, true, false, true>(vcpu) : LoopWith<V, false, false, true>(vcpu);
+  if (p_.big_lock != nullptr) {
+    return analysed ? LoopWith<V, true, true, kSites, kRecent>(vcpu)
+                    : LoopWith<V, false, true, kSites, kRecent>(vcpu);
+  }
+  return analysed ? LoopWith<V, true, false, kSites, kRecent>(vcpu)
+                  : LoopWith<V, false, false, kSites, kRecent>(vcpu);
 }
 
 // The loop itself, compiled for each combination of: the wasted-exit
@@ -179,8 +190,9 @@ RunStop RunLoop::LoopRecordingSites(V& vcpu) {
 // observer (who also gets the analysis, when it is on) costs the common path
 // one test; and the big lock around each exit's handling (kShared: other
 // vCPUs share the VM) or not; and each exit's site recorded around it
-// (kSites) or not.
-template <typename V, bool kAnalysed, bool kShared, bool kSites>
+// (kSites) or not; and each exit noted in the ring of recent exits
+// (kRecent) or not.
+template <typename V, bool kAnalysed, bool kShared, bool kSites, bool kRecent>
 RunStop RunLoop::LoopWith(V& vcpu) {
   const bool observed = observed_;
   SiteRecorder* const sites = sites_.get();
@@ -198,6 +210,7 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
     const bool hypercall = IsHypercall(exit);
+    if constexpr (kRecent) recent_->Note(exit, p_.vcpu, hypercall);
     [[maybe_unused]] SiteRecorder::RepeatKey key;
     if constexpr (kSites) {
       if (hypercall) [[likely]] {

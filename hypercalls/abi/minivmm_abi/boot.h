@@ -99,6 +99,14 @@
 #define MVMM_TIMER_VECTOR 0x20u
 #define MVMM_IPI_VECTOR 0x21u /* the one vector send_ipi and flush_tlb_others deliver */
 
+/* The built-in guest's shutdown codes (guest/README.md "Shutdown codes"):
+ * its sched_op(shutdown) code, or the value it writes to the debug-exit port. */
+#define MVMM_SHUTDOWN_OK 0
+#define MVMM_SHUTDOWN_CHECK_FAILED 1 /* a self-check failed */
+#define MVMM_SHUTDOWN_BAD_CMDLINE 2
+#define MVMM_SHUTDOWN_EXCEPTION 3 /* an unhandled exception */
+#define MVMM_SHUTDOWN_ASSERT 4    /* a kernel assertion or panic */
+
 /* boot_info flags */
 #define MVMM_BOOT_FLAG_TIMER_PERIODIC (1u << 0) /* --timer-hz > 0 */
 
