@@ -8,7 +8,8 @@
 # with exit sites on where RBP is 0, so each site is the RIP alone
 # (minivmm-sites), and with sites where each walk reads 31 frames
 # (minivmm-stacks, the null_hypercalls_frames guest): the cost per frame is
-# (stacks - sites) / 31.
+# (stacks - sites) / 31. And with each vCPU's last 16 exits kept
+# (minivmm-recent, --recent-exits 16: what a debug build keeps by default).
 #   bench/instructions_per_exit.sh [BUILD_DIR]
 set -euo pipefail
 build="${1:-build/release}"
@@ -24,7 +25,7 @@ count() {  # binary side -> instructions
 }
 printf '%-16s %14s %14s %12s\n' side "1k run" "20k run" "per exit"
 declare -A per
-for side in bare minivmm minivmm-wasted minivmm-sites minivmm-stacks; do
+for side in bare minivmm minivmm-wasted minivmm-sites minivmm-stacks minivmm-recent; do
   a=$(count "$small" "$side"); b=$(count "$bench" "$side")
   per[$side]=$(awk -v a="$a" -v b="$b" 'BEGIN { print (b - a) / 19000 }')
   printf '%-16s %14s %14s %12.1f\n' "$side" "$a" "$b" "${per[$side]}"
@@ -40,3 +41,5 @@ limit=$(awk -v p="${per[minivmm]}" 'BEGIN { printf "%.1f", p * 1.15 }')
 echo "target: minivmm-sites <= 1.15 x minivmm = $limit: $(met "${per[minivmm-sites]}" "$limit")"
 awk -v s="${per[minivmm-sites]}" -v d="${per[minivmm-stacks]}" \
   'BEGIN { printf "cost per frame of a walk: %.1f instructions ((stacks - sites) / 31)\n", (d - s) / 31 }'
+awk -v r="${per[minivmm-recent]}" -v p="${per[minivmm]}" \
+  'BEGIN { printf "cost of the ring of recent exits: %.1f instructions per exit (recent - minivmm)\n", r - p }'
