@@ -119,7 +119,8 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
     ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,
                      state->vm.CreateVcpu(state->kvm, static_cast<int>(cpu)));
-    RETURN_IF_ERROR(vcpu->SetSupportedCpuid(state->kvm.fd()));
+    // Its own APIC ID; no local APIC (docs/design.md "CPUID").
+    RETURN_IF_ERROR(vcpu->SetCpuid(state->kvm.fd(), CpuidMachine{.apic_id = cpu}));
     LongModeBoot boot;
     boot.rip = loaded->entry;
     boot.rsp = MVMM_CPU_STACK_TOP(cpu);

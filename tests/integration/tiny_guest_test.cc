@@ -1,5 +1,8 @@
 // Whole-VM tests of the VMM with tiny assembly guests (tests/tiny_guests):
 // exact exit counts, and each way a run can end.
+#include <cstdint>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "minivmm/host_info.h"
 #include "minivmm_abi/hypercall.h"
@@ -159,6 +162,49 @@ TEST(TinyGuestTest, TheOnceOpenAbiRowsHoldInAWholeVm) {
   EXPECT_EQ(cpu0.hc_exits[MVMM_HC_sched_op], 0u);
   EXPECT_EQ(cpu0.hc_errors[MVMM_HC_sched_op], 1u);
 }
+
+// What CPUID tells each vCPU of the built-in machine (docs/design.md
+// "CPUID"): its own APIC ID, in leaf 1 and, where the CPU has leaf 0xB, as
+// its x2APIC ID; no APIC, x2APIC or TSC-deadline bit (there is no local
+// APIC); the hypervisor bit. The cpuid guest writes what it read to port
+// 0x80, whose unclaimed writes the recent exits keep with their bytes: 4 per
+// vCPU, 5 where its highest basic leaf is 0xB or more.
+class CpuidTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(CpuidTest, EachVcpuHasItsOwnApicIdAndNoApicBits) {
+  REQUIRE_KVM();
+  const uint32_t cpus = GetParam();
+  VmConfig config = GuestConfig(TinyGuest("cpuid"), "");
+  config.cpus = cpus;
+  config.recent_exits = 16;
+  const GuestRun run = RunGuestWith(config);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  ASSERT_EQ(run.result.exit_code, 0);
+  ASSERT_EQ(run.result.recent_exits.size(), cpus);
+  for (uint32_t v = 0; v < cpus; ++v) {
+    std::vector<uint32_t> read;
+    for (const RecentExit& e : run.result.recent_exits[v]) {
+      if (e.reason == ExitReason::kIo && !e.hypercall && e.address == 0x80 && e.write &&
+          e.size == 4)
+        read.push_back(static_cast<uint32_t>(e.detail));
+    }
+    ASSERT_GE(read.size(), 4u) << "vCPU " << v;
+    const uint32_t ebx = read[0], ecx = read[1], edx = read[2], highest_leaf = read[3];
+    const bool has_leaf_b = highest_leaf >= 0xb;
+    ASSERT_EQ(read.size(), has_leaf_b ? 5u : 4u) << "vCPU " << v;
+    EXPECT_EQ(run.result.per_vcpu[v].pio_unclaimed, read.size()) << "vCPU " << v;
+    EXPECT_EQ(ebx >> 24, v);
+    EXPECT_EQ(ecx & (1u << 21), 0u) << "x2APIC on vCPU " << v;
+    EXPECT_EQ(ecx & (1u << 24), 0u) << "TSC deadline on vCPU " << v;
+    EXPECT_NE(ecx & (1u << 31), 0u) << "no hypervisor bit on vCPU " << v;
+    EXPECT_EQ(edx & (1u << 9), 0u) << "APIC on vCPU " << v;
+    if (has_leaf_b) {
+      EXPECT_EQ(read[4], v) << "x2APIC ID of vCPU " << v;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpus, CpuidTest, ::testing::Values(1u, 2u, 4u));
 
 }  // namespace
 }  // namespace minivmm::testing

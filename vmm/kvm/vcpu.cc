@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -90,7 +92,7 @@ absl::StatusOr<std::unique_ptr<KvmVcpu>> KvmVcpu::Create(int kvm_fd, int vcpu_fd
 
 KvmVcpu::~KvmVcpu() { munmap(run_, run_size_); }
 
-absl::Status KvmVcpu::SetSupportedCpuid(int kvm_fd) {
+absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine) {
   constexpr int kMaxEntries = 256;
   // kvm_cpuid2 laid out by hand: see flex_ioctls.h.
   std::vector<uint8_t> buffer(kKvmCpuid2HeaderBytes + kMaxEntries * sizeof(kvm_cpuid_entry2));
@@ -98,7 +100,29 @@ absl::Status KvmVcpu::SetSupportedCpuid(int kvm_fd) {
   std::memcpy(buffer.data(), &nent, sizeof(nent));
   if (ioctl(kvm_fd, kKvmGetSupportedCpuid, buffer.data()) < 0)
     return KvmError("KVM_GET_SUPPORTED_CPUID");
+  std::memcpy(&nent, buffer.data(), sizeof(nent));
+  std::vector<kvm_cpuid_entry2> entries(std::min<uint32_t>(nent, kMaxEntries));
+  std::memcpy(entries.data(), buffer.data() + kKvmCpuid2HeaderBytes,
+              entries.size() * sizeof(kvm_cpuid_entry2));
+  AdjustCpuid(entries, machine);
+  std::memcpy(buffer.data() + kKvmCpuid2HeaderBytes, entries.data(),
+              entries.size() * sizeof(kvm_cpuid_entry2));
   if (ioctl(fd_.get(), kKvmSetCpuid2, buffer.data()) < 0) return KvmError("KVM_SET_CPUID2");
+  if (machine.local_apic_in_kernel) return absl::OkStatus();
+  // No local APIC: IA32_APIC_BASE disabled. KVM enables it at reset, with or
+  // without an APIC in the kernel, and keeps CPUID.1:EDX.APIC equal to its
+  // enable bit, whatever KVM_SET_CPUID2 said.
+  constexpr uint32_t kMsrIa32ApicBase = 0x1b;
+  std::array<uint8_t, kKvmMsrsHeaderBytes + sizeof(kvm_msr_entry)> msrs{};
+  const uint32_t nmsrs = 1;
+  std::memcpy(msrs.data(), &nmsrs, sizeof(nmsrs));
+  kvm_msr_entry apic_base{};
+  apic_base.index = kMsrIa32ApicBase;
+  apic_base.data = 0;
+  std::memcpy(msrs.data() + kKvmMsrsHeaderBytes, &apic_base, sizeof(apic_base));
+  const int set = ioctl(fd_.get(), kKvmSetMsrs, msrs.data());
+  if (set < 0) return KvmError("KVM_SET_MSRS");
+  if (set != 1) return absl::InternalError("KVM_SET_MSRS: KVM refused IA32_APIC_BASE = 0");
   return absl::OkStatus();
 }
 

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "vmm/core/vcpu.h"
 #include "vmm/core/vcpu_exit.h"
+#include "vmm/kvm/cpuid.h"
 #include "vmm/kvm/fd.h"
 #include "vmm/kvm/kick.h"
 
@@ -55,7 +56,9 @@ class KvmVcpu final : public Vcpu {
   int id() const { return id_; }
 
   // Boot-time set-up (ioctls; not on the exit path).
-  absl::Status SetSupportedCpuid(int kvm_fd);
+  // KVM_GET_SUPPORTED_CPUID, made this vCPU's (AdjustCpuid), set with
+  // KVM_SET_CPUID2.
+  absl::Status SetCpuid(int kvm_fd, const CpuidMachine& machine);
   absl::Status SetLongModeBoot(const LongModeBoot& boot);
 
   // Makes the calling thread this vCPU's thread: Kick() signals it, and the

@@ -22,18 +22,18 @@ namespace minivmm {
 class RecentExitRing {
  public:
   // `capacity` > 0.
-  explicit RecentExitRing(uint32_t capacity) : entries_(capacity) {}
+  explicit RecentExitRing(uint32_t capacity) : entries_(capacity), capacity_(capacity) {}
 
   // The vector about to be injected before the next entry: noted with the
   // exit that entry ends.
   void Injected(uint8_t vector) { injected_ = vector; }
 
-  // The exit KVM_RUN just returned, with the registers it left.
+  // The exit KVM_RUN just returned, with the registers it left. A
+  // hypercall (the common exit, an `out` of EAX to the hypercall port) is
+  // written inline; any other exit by NoteOther.
   [[gnu::always_inline]] void Note(const VcpuExit& exit, const VcpuState& regs, bool hypercall) {
     RecentExit& e = entries_[next_];
-    e = RecentExit{};
     e.sequence = count_++;
-    e.reason = ReasonOf(exit);
     e.hypercall = hypercall;
     e.injected_vector = injected_;
     e.cpl = static_cast<uint8_t>(regs.Cpl());
@@ -42,9 +42,18 @@ class RecentExitRing {
     e.rax = regs.Get(Reg::kRax);
     e.rdi = regs.Get(Reg::kRdi);
     e.rsi = regs.Get(Reg::kRsi);
-    std::visit([&e](const auto& x) { Detail(x, e); }, exit);
+    if (hypercall) [[likely]] {
+      const IoOut* io = std::get_if<IoOut>(&exit);
+      e.reason = ExitReason::kIo;
+      e.write = true;
+      e.size = io->size;
+      e.address = io->port;
+      e.detail = static_cast<uint32_t>(e.rax);  // what the `out` wrote: EAX
+    } else {
+      NoteOther(exit, e);
+    }
     injected_ = 0;
-    if (++next_ == entries_.size()) next_ = 0;
+    if (++next_ == capacity_) next_ = 0;
   }
 
   // The exits kept, oldest first.
@@ -52,12 +61,20 @@ class RecentExitRing {
     const uint64_t kept = std::min<uint64_t>(count_, entries_.size());
     std::vector<RecentExit> out;
     out.reserve(kept);
-    const size_t first = count_ > entries_.size() ? next_ : 0;
-    for (uint64_t i = 0; i < kept; ++i) out.push_back(entries_[(first + i) % entries_.size()]);
+    const size_t first = count_ > capacity_ ? next_ : 0;
+    for (uint64_t i = 0; i < kept; ++i) out.push_back(entries_[(first + i) % capacity_]);
     return out;
   }
 
  private:
+  [[gnu::noinline]] static void NoteOther(const VcpuExit& exit, RecentExit& e) {
+    e.reason = ReasonOf(exit);
+    e.write = false;
+    e.size = 0;
+    e.address = 0;
+    e.detail = 0;
+    std::visit([&e](const auto& x) { Detail(x, e); }, exit);
+  }
   template <typename Span>
   static void Access(uint64_t address, uint8_t size, Span data, bool write, RecentExit& e) {
     e.address = address;
@@ -84,6 +101,7 @@ class RecentExitRing {
   static void Detail(const T&, RecentExit&) {}  // no detail: hlt, irq window, intr, shutdown
 
   std::vector<RecentExit> entries_;
+  size_t capacity_;
   size_t next_ = 0;
   uint64_t count_ = 0;
   uint8_t injected_ = 0;

@@ -1,0 +1,42 @@
+// One vCPU's CPUID, made from KVM_GET_SUPPORTED_CPUID: what KVM can offer,
+// corrected for what the machine has (docs/design.md "CPUID"). Pure: no
+// ioctl, tested without KVM.
+#ifndef MINIVMM_VMM_KVM_CPUID_H_
+#define MINIVMM_VMM_KVM_CPUID_H_
+
+#include <linux/kvm.h>
+
+#include <cstdint>
+#include <span>
+
+namespace minivmm {
+
+// What a vCPU's CPUID says of the machine around it.
+struct CpuidMachine {
+  uint32_t apic_id = 0;  // the vCPU's number
+  // A local APIC in the kernel (KVM_CREATE_IRQCHIP). The built-in machine
+  // has none: no APIC at all, so neither the APIC nor the x2APIC bit.
+  bool local_apic_in_kernel = false;
+};
+
+// CPUID.1:EBX[31:24] initial APIC ID, CPUID.1:ECX and :EDX feature bits,
+// and the x2APIC ID of leaves 0xB and 0x1F (EDX of every subleaf).
+inline constexpr uint32_t kCpuidApicIdShift = 24;
+inline constexpr uint32_t kCpuidEcxX2apic = 1u << 21;
+inline constexpr uint32_t kCpuidEcxTscDeadline = 1u << 24;
+inline constexpr uint32_t kCpuidEcxHypervisor = 1u << 31;
+inline constexpr uint32_t kCpuidEdxApic = 1u << 9;
+
+// Turns `entries` (KVM_GET_SUPPORTED_CPUID's) into the vCPU's own: leaf 1's
+// initial APIC ID is `apic_id` (its low 8 bits), and leaves 0xB and 0x1F
+// give `apic_id` as the x2APIC ID in every subleaf; the APIC, x2APIC and
+// TSC-deadline bits are set only with a local APIC in the kernel (KVM
+// reports x2APIC and the TSC deadline as what it can emulate, which needs
+// one); the hypervisor bit is set. Every other entry is KVM's. (KVM keeps
+// the APIC bit equal to IA32_APIC_BASE's enable bit once the vCPU runs:
+// KvmVcpu::SetCpuid disables that MSR too.)
+void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine);
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_KVM_CPUID_H_
