@@ -17,7 +17,7 @@ BUILD_DIR="${FUZZ_BUILD_DIR:-${ROOT}/build-fuzz}"
 TARGET="${1:-all}"
 RUNS="${2:-10000000}"
 JOBS="${FUZZ_JOBS:-$(nproc)}"
-ALL="hypercall_dispatcher multicall descriptor elf_loader uart port_bus frame_walk symbolizer"
+ALL="hypercall_dispatcher multicall descriptor elf_loader multiboot uart port_bus frame_walk symbolizer"
 [[ "${TARGET}" == all ]] && TARGETS="${ALL}" || TARGETS="${TARGET}"
 
 if [[ ! -f "${BUILD_DIR}/build.ninja" && ! -f "${BUILD_DIR}/Makefile" ]]; then

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/elf/elf_notes.h"
+#include "vmm/elf/file_bytes.h"
 
 namespace minivmm {
 namespace {
@@ -25,27 +26,12 @@ absl::Status Malformed(const absl::FormatSpec<Args...>& format, const Args&... a
   return absl::InvalidArgumentError(absl::StrCat("ELF: ", absl::StrFormat(format, args...)));
 }
 
-// True when [offset, offset + len) lies inside a buffer of `size` bytes.
-bool Within(uint64_t offset, uint64_t len, uint64_t size) {
-  return offset <= size && len <= size - offset;
-}
-
-// Copies a T out of `file` at `offset`; the caller has checked the bounds.
-template <typename T>
-T CopyOut(std::span<const uint8_t> file, uint64_t offset) {
-  T value;
-  // memcpy because the file buffer carries no alignment guarantee.
-  // Safety: the caller checked Within(offset, sizeof(T), file.size()); T is an ELF POD struct.
-  std::memcpy(&value, file.data() + offset, sizeof(T));
-  return value;
-}
-
 absl::StatusOr<Elf64_Ehdr> ValidateHeader(std::span<const uint8_t> file) {
   if (file.size() < sizeof(Elf64_Ehdr)) {
     return Malformed("file of %d bytes is shorter than the ELF64 header (%d bytes)", file.size(),
                      sizeof(Elf64_Ehdr));
   }
-  const auto ehdr = CopyOut<Elf64_Ehdr>(file, 0);
+  const auto ehdr = CopyFromFile<Elf64_Ehdr>(file, 0);
   if (std::memcmp(ehdr.e_ident, ELFMAG, SELFMAG) != 0) return Malformed("bad magic in e_ident");
   if (ehdr.e_ident[EI_CLASS] != ELFCLASS64) {
     return Malformed("e_ident[EI_CLASS] is %d, want ELFCLASS64", ehdr.e_ident[EI_CLASS]);
@@ -67,7 +53,7 @@ absl::StatusOr<Elf64_Ehdr> ValidateHeader(std::span<const uint8_t> file) {
     return Malformed("e_phentsize is %d, want %d", ehdr.e_phentsize, sizeof(Elf64_Phdr));
   }
   if (ehdr.e_phnum == PN_XNUM) return Malformed("e_phnum is PN_XNUM (extended numbering)");
-  if (!Within(ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize, file.size())) {
+  if (!InsideFile(ehdr.e_phoff, uint64_t{ehdr.e_phnum} * ehdr.e_phentsize, file.size())) {
     return Malformed("program header table (e_phoff 0x%x, e_phnum %d) runs past the file end 0x%x",
                      ehdr.e_phoff, ehdr.e_phnum, file.size());
   }
@@ -77,7 +63,7 @@ absl::StatusOr<Elf64_Ehdr> ValidateHeader(std::span<const uint8_t> file) {
 std::vector<Elf64_Phdr> ProgramHeaders(std::span<const uint8_t> file, const Elf64_Ehdr& ehdr) {
   std::vector<Elf64_Phdr> phdrs(ehdr.e_phnum);
   for (size_t i = 0; i < phdrs.size(); ++i) {
-    phdrs[i] = CopyOut<Elf64_Phdr>(file, ehdr.e_phoff + i * sizeof(Elf64_Phdr));
+    phdrs[i] = CopyFromFile<Elf64_Phdr>(file, ehdr.e_phoff + i * sizeof(Elf64_Phdr));
   }
   return phdrs;
 }
@@ -85,7 +71,7 @@ std::vector<Elf64_Phdr> ProgramHeaders(std::span<const uint8_t> file, const Elf6
 // Per-segment checks for PT_LOAD number `i`.
 absl::Status ValidateLoad(int i, const Elf64_Phdr& ph, uint64_t file_size,
                           const GuestMemory& memory) {
-  if (!Within(ph.p_offset, ph.p_filesz, file_size)) {
+  if (!InsideFile(ph.p_offset, ph.p_filesz, file_size)) {
     return Malformed("PT_LOAD %d: p_offset 0x%x + p_filesz 0x%x runs past the file end 0x%x", i,
                      ph.p_offset, ph.p_filesz, file_size);
   }
@@ -180,14 +166,11 @@ absl::StatusOr<LoadedImage> LoadElf(std::span<const uint8_t> file, const GuestMe
   // Everything is valid: now, and only now, touch guest memory.
   for (const Elf64_Phdr& ph : phdrs) {
     if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
-    const GuestAddress gpa(ph.p_paddr);
     // Cannot fail: ValidateLoad found [p_paddr, + p_memsz) inside RAM.
-    const std::optional<std::span<uint8_t>> bss =
-        memory.GetSpan(gpa + ph.p_filesz, ph.p_memsz - ph.p_filesz);
-    if (!memory.Write(gpa, file.subspan(ph.p_offset, ph.p_filesz)) || !bss) {
+    if (!LoadSegment(memory, GuestAddress(ph.p_paddr), file.subspan(ph.p_offset, ph.p_filesz),
+                     ph.p_memsz)) {
       return absl::OutOfRangeError("ELF: a validated PT_LOAD no longer fits in guest RAM");
     }
-    std::fill(bss->begin(), bss->end(), uint8_t{0});
   }
   return image;
 }
