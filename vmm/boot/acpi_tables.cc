@@ -1,0 +1,239 @@
+#include "vmm/boot/acpi_tables.h"
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace minivmm {
+namespace {
+
+// The layouts of ACPI 6.5 chapter 5.2 in their ACPI 1.0 forms: little
+// endian, every field at its natural alignment but the override's GSI.
+struct AcpiHeader {
+  char signature[4];
+  uint32_t length;
+  uint8_t revision;
+  uint8_t checksum;
+  char oem_id[6];
+  char oem_table_id[8];
+  uint32_t oem_revision;
+  char creator_id[4];
+  uint32_t creator_revision;
+};
+static_assert(sizeof(AcpiHeader) == 36);
+
+struct AcpiRsdp {
+  char signature[8];
+  uint8_t checksum;
+  char oem_id[6];
+  uint8_t revision;
+  uint32_t rsdt_address;
+};
+static_assert(sizeof(AcpiRsdp) == 20);
+
+struct AcpiRsdt {
+  AcpiHeader header;
+  uint32_t entries[2];
+};
+static_assert(sizeof(AcpiRsdt) == 44);
+
+struct AcpiFadt {
+  AcpiHeader header;
+  uint32_t firmware_ctrl;
+  uint32_t dsdt;
+  uint8_t int_model;
+  uint8_t reserved1;
+  uint16_t sci_int;
+  uint32_t smi_cmd;
+  uint8_t acpi_enable, acpi_disable, s4bios_req, reserved2;
+  uint32_t pm1a_evt_blk, pm1b_evt_blk, pm1a_cnt_blk, pm1b_cnt_blk, pm2_cnt_blk;
+  uint32_t pm_tmr_blk, gpe0_blk, gpe1_blk;
+  uint8_t pm1_evt_len, pm1_cnt_len, pm2_cnt_len, pm_tmr_len;
+  uint8_t gpe0_blk_len, gpe1_blk_len, gpe1_base, reserved3;
+  uint16_t p_lvl2_lat, p_lvl3_lat, flush_size, flush_stride;
+  uint8_t duty_offset, duty_width, day_alrm, mon_alrm, century;
+  uint8_t reserved4[3];
+  uint32_t flags;
+};
+static_assert(sizeof(AcpiFadt) == 116);
+static_assert(offsetof(AcpiFadt, pm_tmr_blk) == 76 && offsetof(AcpiFadt, pm_tmr_len) == 91);
+
+struct AcpiFacs {
+  char signature[4];
+  uint32_t length;
+  uint32_t hardware_signature;
+  uint32_t waking_vector;
+  uint32_t global_lock;
+  uint32_t flags;
+  uint8_t reserved[40];
+};
+static_assert(sizeof(AcpiFacs) == 64);
+
+struct AcpiMadt {
+  AcpiHeader header;
+  uint32_t local_apic_address;
+  uint32_t flags;
+};
+static_assert(sizeof(AcpiMadt) == 44);
+
+struct MadtLocalApic {
+  uint8_t type, length, processor_id, apic_id;
+  uint32_t flags;
+};
+static_assert(sizeof(MadtLocalApic) == 8);
+
+struct MadtIoApic {
+  uint8_t type, length, id, reserved;
+  uint32_t address, gsi_base;
+};
+static_assert(sizeof(MadtIoApic) == 12);
+
+// Packed: the specification puts the 32-bit GSI at offset 4 and the flags at
+// 8, ten bytes in all, which natural alignment would pad to twelve.
+struct [[gnu::packed]] MadtInterruptOverride {
+  uint8_t type, length, bus, source;
+  uint32_t gsi;
+  uint16_t flags;
+};
+static_assert(sizeof(MadtInterruptOverride) == 10);
+
+constexpr uint8_t kFadtIntModelApic = 1;  // ACPI 1.0's INT_MODEL: multiple APICs
+constexpr uint32_t kFadtWbinvd = 1;       // WBINVD flushes every cache, as on any x86
+constexpr uint8_t kPmTimerLen = 4;
+constexpr uint8_t kIsaBus = 0, kTimerIrq = 0, kTimerGsi = 2;
+constexpr uint16_t kOverrideConformsToBus = 0;  // polarity and trigger those of ISA
+
+// Copies a string constant without its NUL into a fixed, unterminated field.
+template <size_t N, size_t M>
+void SetChars(char (&field)[N], const char (&text)[M]) {
+  static_assert(M == N + 1, "the field holds the text without its NUL");
+  std::memcpy(field, text, N);
+}
+
+template <size_t M>
+AcpiHeader MakeAcpiHeader(const char (&signature)[M], uint32_t length, uint8_t revision) {
+  AcpiHeader header{};
+  SetChars(header.signature, signature);
+  header.length = length;
+  header.revision = revision;
+  SetChars(header.oem_id, kAcpiOemId);
+  SetChars(header.oem_table_id, kAcpiOemTableId);
+  header.oem_revision = kAcpiOemRevision;
+  SetChars(header.creator_id, kAcpiCreatorId);
+  header.creator_revision = kAcpiCreatorRevision;
+  return header;
+}
+
+// The tables are built in a host copy of [kAcpiAreaStart, kAcpiMadtEnd) and
+// written to the guest in one checked store.
+using AcpiImage = std::vector<uint8_t>;
+
+template <typename T>
+void PutAcpi(AcpiImage& image, uint64_t gpa, const T& value) {
+  // Safety: every caller's gpa + sizeof(T) lies below kAcpiMadtEnd, the
+  // image's end (the MADT's length is checked before it is built).
+  std::memcpy(image.data() + (gpa - kAcpiAreaStart), &value, sizeof(T));
+}
+
+// Makes the `length` bytes at gpa sum to 0 mod 256 through the byte at
+// gpa + checksum_offset.
+void SealAcpi(AcpiImage& image, uint64_t gpa, uint32_t length, uint32_t checksum_offset) {
+  const std::span<uint8_t> table(image.data() + (gpa - kAcpiAreaStart), length);
+  table[checksum_offset] = 0;
+  uint8_t sum = 0;
+  for (uint8_t byte : table) sum += byte;
+  table[checksum_offset] = static_cast<uint8_t>(-sum);
+}
+
+constexpr uint32_t kHeaderChecksumOffset = offsetof(AcpiHeader, checksum);
+
+template <typename T>
+void PutSealedAcpi(AcpiImage& image, uint64_t gpa, const T& table) {
+  PutAcpi(image, gpa, table);
+  SealAcpi(image, gpa, sizeof(T), kHeaderChecksumOffset);
+}
+
+void PutFadt(AcpiImage& image, const AcpiMachine& machine) {
+  AcpiFadt fadt{};
+  fadt.header = MakeAcpiHeader(kAcpiFadtSignature, sizeof(AcpiFadt), 1);
+  fadt.firmware_ctrl = kAcpiFacsGpa;
+  fadt.dsdt = kAcpiDsdtGpa;
+  fadt.int_model = kFadtIntModelApic;
+  fadt.sci_int = machine.sci_irq;
+  // SMI_CMD 0: no SMI command port, ACPI is always enabled.
+  fadt.pm_tmr_blk = machine.pm_timer_port;
+  fadt.pm_tmr_len = kPmTimerLen;
+  fadt.flags = kFadtWbinvd;  // TMR_VAL_EXT (bit 8) clear: the PM timer counts 24 bits
+  PutSealedAcpi(image, kAcpiFadtGpa, fadt);
+}
+
+constexpr uint32_t MadtLength(uint32_t cpus) {
+  return sizeof(AcpiMadt) + cpus * sizeof(MadtLocalApic) + sizeof(MadtIoApic) +
+         sizeof(MadtInterruptOverride);
+}
+static_assert(MadtLength(kAcpiMaxCpus) <= kAcpiMadtEnd - kAcpiMadtGpa);
+
+void PutMadt(AcpiImage& image, const AcpiMachine& machine) {
+  const uint32_t length = MadtLength(machine.cpus);
+  PutAcpi(image, kAcpiMadtGpa,
+          AcpiMadt{MakeAcpiHeader(kAcpiMadtSignature, length, 1), machine.local_apic_address,
+                   kMadtPcatCompat});
+  uint64_t at = kAcpiMadtGpa + sizeof(AcpiMadt);
+  for (uint32_t cpu = 0; cpu < machine.cpus; ++cpu, at += sizeof(MadtLocalApic)) {
+    const auto id = static_cast<uint8_t>(cpu);
+    PutAcpi(
+        image, at,
+        MadtLocalApic{kMadtTypeLocalApic, sizeof(MadtLocalApic), id, id, kMadtLocalApicEnabled});
+  }
+  PutAcpi(image, at,
+          MadtIoApic{kMadtTypeIoApic, sizeof(MadtIoApic), machine.ioapic_id, 0,
+                     machine.ioapic_address, 0});
+  at += sizeof(MadtIoApic);
+  PutAcpi(image, at,
+          MadtInterruptOverride{kMadtTypeInterruptOverride, sizeof(MadtInterruptOverride), kIsaBus,
+                                kTimerIrq, kTimerGsi, kOverrideConformsToBus});
+  SealAcpi(image, kAcpiMadtGpa, length, kHeaderChecksumOffset);
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> WriteAcpiTables(const AcpiMachine& machine, const GuestMemory& memory) {
+  if (machine.cpus == 0 || machine.cpus > kAcpiMaxCpus)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%u CPUs in the MADT, 1 to %u fit", machine.cpus, kAcpiMaxCpus));
+  if (MadtLength(machine.cpus) > kAcpiMadtEnd - kAcpiMadtGpa)
+    return absl::InvalidArgumentError("MADT larger than its place in the BIOS area");
+  if (memory.size() < kAcpiAreaEnd)
+    return absl::OutOfRangeError("ACPI tables need at least 1 MiB of guest RAM");
+
+  AcpiImage image(kAcpiMadtEnd - kAcpiAreaStart, 0);
+  AcpiRsdp rsdp{};
+  SetChars(rsdp.signature, kAcpiRsdpSignature);
+  SetChars(rsdp.oem_id, kAcpiOemId);
+  rsdp.revision = 0;  // ACPI 1.0: no length, XSDT or extended checksum follow
+  rsdp.rsdt_address = kAcpiRsdtGpa;
+  PutAcpi(image, kAcpiRsdpGpa, rsdp);
+  SealAcpi(image, kAcpiRsdpGpa, sizeof(AcpiRsdp), offsetof(AcpiRsdp, checksum));
+
+  PutSealedAcpi(image, kAcpiRsdtGpa,
+                AcpiRsdt{MakeAcpiHeader(kAcpiRsdtSignature, sizeof(AcpiRsdt), 1),
+                         {kAcpiFadtGpa, kAcpiMadtGpa}});
+  PutFadt(image, machine);
+  AcpiFacs facs{};  // no global lock, no waking vector; the FACS has no checksum
+  SetChars(facs.signature, kAcpiFacsSignature);
+  facs.length = sizeof(AcpiFacs);
+  PutAcpi(image, kAcpiFacsGpa, facs);
+  // An empty DSDT: no AML, no devices described. Revision 1: 32-bit integers.
+  PutSealedAcpi(image, kAcpiDsdtGpa, MakeAcpiHeader(kAcpiDsdtSignature, sizeof(AcpiHeader), 1));
+  PutMadt(image, machine);
+
+  // RAM holds the whole BIOS area, checked above, so this store is not refused.
+  if (!memory.Write(GuestAddress(kAcpiAreaStart), std::span<const uint8_t>(image)))
+    return absl::OutOfRangeError("ACPI tables outside guest RAM");
+  return kAcpiRsdpGpa;
+}
+
+}  // namespace minivmm

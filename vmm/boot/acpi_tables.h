@@ -1,0 +1,85 @@
+// The ACPI tables of the PC machine (docs/design.md "ACPI tables"): RSDP,
+// RSDT, FADT, FACS, an empty DSDT and the MADT, at fixed addresses in the
+// BIOS area [0xE0000, 0x100000), where a guest finds the RSDP by scanning for
+// "RSD PTR " at 16-byte steps. ACPI 1.0 forms throughout (RSDP revision 0, no
+// XSDT). No machine writes them yet. A pure function over GuestMemory, so it
+// is unit-tested without /dev/kvm.
+#ifndef MINIVMM_VMM_BOOT_ACPI_TABLES_H_
+#define MINIVMM_VMM_BOOT_ACPI_TABLES_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "minivmm/guest_memory.h"
+
+namespace minivmm {
+
+// The BIOS area the RSDP scan covers; every table lies inside it.
+inline constexpr uint64_t kAcpiAreaStart = 0xE0000;
+inline constexpr uint64_t kAcpiAreaEnd = 0x100000;
+
+// Where each table goes, every one 16-byte aligned (the FACS 64-byte, as the
+// specification requires). The MADT has [kAcpiMadtGpa, kAcpiMadtEnd) to itself.
+inline constexpr uint64_t kAcpiRsdpGpa = 0xE0000;  // 20 bytes
+inline constexpr uint64_t kAcpiRsdtGpa = 0xE0040;  // 44 bytes: two entries
+inline constexpr uint64_t kAcpiFadtGpa = 0xE0080;  // 116 bytes
+inline constexpr uint64_t kAcpiFacsGpa = 0xE0100;  // 64 bytes
+inline constexpr uint64_t kAcpiDsdtGpa = 0xE0140;  // 36 bytes: a header only
+inline constexpr uint64_t kAcpiMadtGpa = 0xE0200;
+inline constexpr uint64_t kAcpiMadtEnd = 0xE1000;
+
+// Signatures, as they appear in memory.
+inline constexpr char kAcpiRsdpSignature[] = "RSD PTR ";
+inline constexpr char kAcpiRsdtSignature[] = "RSDT";
+inline constexpr char kAcpiFadtSignature[] = "FACP";
+inline constexpr char kAcpiFacsSignature[] = "FACS";
+inline constexpr char kAcpiDsdtSignature[] = "DSDT";
+inline constexpr char kAcpiMadtSignature[] = "APIC";
+
+// Who made the tables: the header's OEM ID, OEM table ID and revision, and
+// its creator ID and revision.
+inline constexpr char kAcpiOemId[] = "MINVMM";
+inline constexpr char kAcpiOemTableId[] = "MINIVMM ";
+inline constexpr uint32_t kAcpiOemRevision = 1;
+inline constexpr char kAcpiCreatorId[] = "MVMM";
+inline constexpr uint32_t kAcpiCreatorRevision = 1;
+
+// MADT subtable types and flags (ACPI 6.5, 5.2.12).
+inline constexpr uint8_t kMadtTypeLocalApic = 0;
+inline constexpr uint8_t kMadtTypeIoApic = 1;
+inline constexpr uint8_t kMadtTypeInterruptOverride = 2;
+inline constexpr uint32_t kMadtPcatCompat = 1;  // the MADT's flags: dual 8259s too
+inline constexpr uint32_t kMadtLocalApicEnabled = 1;
+
+// At most this many CPUs: one byte of processor ID and APIC ID each.
+inline constexpr uint32_t kAcpiMaxCpus = 255;
+
+struct AcpiMachine {
+  // One MADT local APIC entry each: processor ID = APIC ID = index, enabled.
+  // 1..kAcpiMaxCpus.
+  uint32_t cpus = 1;
+  // The IOAPIC's MADT entry, its GSI base 0; the ID by convention the first
+  // one after the CPUs' APIC IDs, that is `cpus`.
+  uint32_t ioapic_address = 0xFEC00000;
+  uint8_t ioapic_id = 1;
+  uint32_t local_apic_address = 0xFEE00000;
+  // The FADT's PM_TMR_BLK (PM_TMR_LEN 4); TMR_VAL_EXT clear: a 24-bit timer.
+  uint16_t pm_timer_port = 0;
+  // The FADT's SCI_INT, an ISA IRQ.
+  uint16_t sci_irq = 9;
+};
+
+// Writes every table at its address above: the RSDP (revision 0, 20 bytes,
+// pointing at the RSDT), the RSDT (the FADT, then the MADT), the FADT
+// (revision 1, FIRMWARE_CTRL the FACS, DSDT the DSDT), the FACS, the DSDT and
+// the MADT (flags PCAT_COMPAT; a local APIC per CPU, the IOAPIC, and an
+// interrupt source override ISA IRQ 0 -> GSI 2). Every table's bytes sum to 0
+// mod 256 (the RSDP's first 20). Returns the RSDP's address.
+// InvalidArgument when `cpus` is 0 or above kAcpiMaxCpus or the MADT would
+// pass kAcpiMadtEnd; OutOfRange when RAM is smaller than 1 MiB. Nothing is
+// written unless everything fits.
+absl::StatusOr<uint64_t> WriteAcpiTables(const AcpiMachine& machine, const GuestMemory& memory);
+
+}  // namespace minivmm
+
+#endif  // MINIVMM_VMM_BOOT_ACPI_TABLES_H_
