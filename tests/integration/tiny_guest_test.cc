@@ -169,9 +169,9 @@ TEST(TinyGuestTest, TheOnceOpenAbiRowsHoldInAWholeVm) {
 // APIC); the hypervisor bit. The cpuid guest writes what it read to port
 // 0x80, whose unclaimed writes the recent exits keep with their bytes: 4 per
 // vCPU, 5 where its highest basic leaf is 0xB or more.
-class CpuidTest : public ::testing::TestWithParam<uint32_t> {};
+class CpuidGuestTest : public ::testing::TestWithParam<uint32_t> {};
 
-TEST_P(CpuidTest, EachVcpuHasItsOwnApicIdAndNoApicBits) {
+TEST_P(CpuidGuestTest, EachVcpuHasItsOwnApicIdAndNoApicBits) {
   REQUIRE_KVM();
   const uint32_t cpus = GetParam();
   VmConfig config = GuestConfig(TinyGuest("cpuid"), "");
@@ -204,7 +204,7 @@ TEST_P(CpuidTest, EachVcpuHasItsOwnApicIdAndNoApicBits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cpus, CpuidTest, ::testing::Values(1u, 2u, 4u));
+INSTANTIATE_TEST_SUITE_P(Cpus, CpuidGuestTest, ::testing::Values(1u, 2u, 4u));
 
 }  // namespace
 }  // namespace minivmm::testing
