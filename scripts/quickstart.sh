@@ -168,6 +168,28 @@ case "$mode" in
       say "nested: the VM stalled (above); this step runs again, from its start, in a new VM"
       "${nested[@]}" "$@"
     }
+    # Where the host has no KVM, the asan whole-VM tests, the longest nested
+    # step, run in two halves, each in a VM of its own on one core: every
+    # other test of the list (half 1 or 2; ctest -I numbers positions in the
+    # list its other filters select, and adds the fixture setups each half
+    # needs). $1 = the half, rest = the user's ctest args.
+    asan_vm_half() {
+      local half=$1 n
+      shift
+      n=$(ctest --preset asan -N -L vm -LE cross_host -FS '^install_' "$@" | sed -n 's/^Total Tests: //p')
+      echo "0,0,0,$(seq -s, "$half" 2 "$n")"
+    }
+    # One half, $1, on the nested KVM (the other with the same
+    # configuration in a second VM): its records with the other half's.
+    nested_asan_half() {
+      local half=$1
+      shift
+      nested_step env TEST_TMPDIR="$(scratch "nested-asan-$half")" \
+        MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" \
+        MINIVMM_REPORT_RECORDS="$(scratch asan-records-nested)" ctest --preset asan \
+        --output-on-failure --output-junit "$PWD/build/test-results/asan-vm-nested-$half.xml" \
+        -L vm -LE cross_host -FS '^install_' -I "$(asan_vm_half "$half" "$@")" -j 1 "$@"
+    }
     nested_steps() {
       set -euo pipefail
       local t0=$SECONDS
@@ -181,12 +203,8 @@ case "$mode" in
       say "nested: the bench matrix took $((SECONDS - t0)) s"; t0=$SECONDS
       if [ "$host_kvm" = no ]; then
         until [ -e build/test-results/asan.ready ]; do sleep 5; done
-        nested_step env TEST_TMPDIR="$(scratch nested-asan)" \
-          MINIVMM_INSTALL_TEST_DIR="$(scratch asan-install)" \
-          MINIVMM_REPORT_RECORDS="$(scratch asan-records-nested)" ctest --preset asan \
-          --output-on-failure --output-junit "$PWD/build/test-results/asan-vm-nested.xml" \
-          -L vm -LE cross_host -FS '^install_' -j 1 "$@"
-        say "nested: asan whole-VM tests took $((SECONDS - t0)) s"; t0=$SECONDS
+        nested_asan_half 1 "$@"
+        say "nested: asan whole-VM tests, half 1 of 2, took $((SECONDS - t0)) s"; t0=$SECONDS
       fi
       until [ -e build/test-results/tsan.ready ]; do sleep 5; done
       nested_step env TEST_TMPDIR="$(scratch nested-tsan)" ctest --preset tsan \
@@ -197,7 +215,7 @@ case "$mode" in
     nested_log=build/test-results/nested.log
     # A session of its own, so that stopping this script stops all of it
     # (nestkvm kills its QEMU on SIGTERM).
-    export -f nested_steps nested_step scratch say
+    export -f nested_steps nested_step nested_asan_half asan_vm_half scratch say
     export host_kvm nested_kvm
     nested_pid=""
     second_pid=""  # the second nested VM's bench (step 4), where the host has no KVM
@@ -267,7 +285,8 @@ case "$mode" in
       results+=("tsan smp tests on $host_name (this host)|build/test-results/tsan-smp-host.xml")
       took "tsan smp tests on $host_name"
     else
-      results+=("asan whole-VM tests on $nested_kvm (nested)|build/test-results/asan-vm-nested.xml")
+      results+=("asan whole-VM tests on $nested_kvm (nested), half 1|build/test-results/asan-vm-nested-1.xml")
+      results+=("asan whole-VM tests on $nested_kvm (nested), half 2|build/test-results/asan-vm-nested-2.xml")
     fi
     results+=("tsan smp tests on $nested_kvm (nested)|build/test-results/tsan-smp-nested.xml")
 
@@ -275,7 +294,9 @@ case "$mode" in
     #    second KVM is another configuration of the nested one: kvm_amd with
     #    npt=0, KVM's shadow MMU instead of nested paging (docs/hosts.md). Only
     #    the bench matrix runs there, in a second nested VM on the core this
-    #    host's own steps leave idle from here on.
+    #    host's own steps leave idle from here on; then, on that core, the
+    #    second half of the asan whole-VM tests, in a VM of the first's
+    #    configuration.
     if [ "$host_kvm" = no ]; then
       second=(scripts/nestkvm --timeout 2400 --module-param kvm_amd.npt=0 --)
       second_kvm="kvm_amd npt=0"
@@ -289,9 +310,16 @@ case "$mode" in
         say "nested ($second_kvm): the VM stalled (above); the bench runs again in a new VM"
         "${second[@]}" "${bench[@]}" --json "$second_record" >/dev/null
       }
-      second_step >"$second_log" 2>&1 &
+      second_steps() {
+        local t0=$SECONDS
+        second_step
+        say "nested ($second_kvm): the bench matrix took $((SECONDS - t0)) s"; t0=$SECONDS
+        nested_asan_half 2 "$@"
+        say "nested: asan whole-VM tests, half 2 of 2, took $((SECONDS - t0)) s"
+      }
+      second_steps "$@" >"$second_log" 2>&1 &
       second_pid=$!
-      say "the bench matrix on the nested $second_kvm runs in the background (output: $second_log)"
+      say "the bench matrix on the nested $second_kvm, then half the asan whole-VM tests on the nested $nested_kvm, run in the background (output: $second_log)"
     fi
 
     # 5. The nested KVM's steps end; then the cross-host check: the bench
@@ -316,10 +344,15 @@ case "$mode" in
       second_rc=0
       wait "$second_pid" || second_rc=$?
       second_pid=""
-      took "waiting for the bench on the nested $second_kvm"
+      took "waiting for the second nested VM's steps"
+      say "the second nested VM's output ($second_log):"
+      cat "$second_log"
       if [ "$second_rc" -ne 0 ]; then
-        cat "$second_log"
-        say "FAILED: the bench matrix on the nested $second_kvm failed (exit status $second_rc, output above)"
+        say "the second nested VM's failed or unfinished tests and steps:"
+        grep -E '\*\*\*(Failed|Timeout|Exception|Not Run)|^ *Start +[0-9]+:|^nestkvm: |^quickstart: nested' \
+          "$second_log" | awk '/Start +[0-9]+:/ { last = $0; next } { print } END { if (last) print "last started:" last }' |
+          tail -n 40
+        say "FAILED: a step of the second nested VM failed (exit status $second_rc, output above)"
         exit 1
       fi
       report_pages debug nested "$@"
