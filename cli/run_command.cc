@@ -67,17 +67,9 @@ void OnStopSignal(int signo) {
   if (Vm* vm = g_running_vm.load()) vm->RequestStop();
 }
 
-// A stop that is not the guest's own, or the built-in guest's shutdown on a
-// failure (a self-check, an exception, an assertion or panic: guest/README.md
-// "Shutdown codes"): the stopping vCPU's registers and each vCPU's recent
-// exits (docs/design.md "Recent exits"), then the last console lines.
-bool IsCrash(const RunOptions& o, const RunResult& result) {
-  if (result.reason != StopReason::kGuestShutdown) return true;
-  return o.kernel.empty() && (result.exit_code == MVMM_SHUTDOWN_CHECK_FAILED ||
-                              result.exit_code == MVMM_SHUTDOWN_EXCEPTION ||
-                              result.exit_code == MVMM_SHUTDOWN_ASSERT);
-}
-
+// On a stop on a failure (StoppedOnAFailure): the stopping vCPU's registers
+// and each vCPU's recent exits (docs/design.md "Recent exits"), then the last
+// console lines.
 void PrintCrashReport(const RunResult& result) {
   fmt::print(stderr, "minivmm: {}\n", result.detail);
   for (const std::string& line : StopDiagnosis(result)) fmt::print(stderr, "{}\n", line);
@@ -168,7 +160,7 @@ nlohmann::json RunRecord(const RunOptions& o, const VmConfig& config, const RunR
 void PrintRun(const RunOptions& o, const RunResult& result, const nlohmann::json& record) {
   for (const std::string& note : result.notes) fmt::print(stderr, "minivmm: {}\n", note);
   if (result.vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
-  if (IsCrash(o, result)) PrintCrashReport(result);
+  if (StoppedOnAFailure(result, /*builtin_guest=*/o.kernel.empty())) PrintCrashReport(result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
 }
 

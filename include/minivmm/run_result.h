@@ -121,6 +121,12 @@ struct RunResult {
 std::string DescribeRecentExit(const RecentExit& exit,
                                const std::vector<std::string>& hypercall_names);
 
+// Whether the run stopped on a failure: not by the guest's own shutdown, or,
+// for the built-in guest (`builtin_guest`), by its shutdown after a failed
+// self-check, an unhandled exception, an assertion or a panic
+// (MVMM_SHUTDOWN_*, guest/README.md "Shutdown codes").
+bool StoppedOnAFailure(const RunResult& result, bool builtin_guest);
+
 // What tells a host fault from a guest bug when a run stops on a failure:
 // the stopping vCPU's registers (RunResult::registers) and each vCPU's
 // recent exits, oldest first, as lines without a trailing newline.

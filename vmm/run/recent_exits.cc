@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "minivmm/run_result.h"
+#include "minivmm_abi/boot.h"
 
 namespace minivmm {
 
@@ -38,6 +39,13 @@ std::string DescribeRecentExit(const RecentExit& e,
   if (e.injected_vector != 0)
     absl::StrAppendFormat(&line, " (entered with vector 0x%x injected)", e.injected_vector);
   return line;
+}
+
+bool StoppedOnAFailure(const RunResult& r, bool builtin_guest) {
+  if (r.reason != StopReason::kGuestShutdown) return true;
+  return builtin_guest &&
+         (r.exit_code == MVMM_SHUTDOWN_CHECK_FAILED || r.exit_code == MVMM_SHUTDOWN_EXCEPTION ||
+          r.exit_code == MVMM_SHUTDOWN_ASSERT);
 }
 
 std::vector<std::string> StopDiagnosis(const RunResult& r) {

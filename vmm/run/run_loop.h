@@ -196,6 +196,7 @@ template <typename V, bool kAnalysed, bool kShared, bool kSites, bool kRecent>
 RunStop RunLoop::LoopWith(V& vcpu) {
   const bool observed = observed_;
   SiteRecorder* const sites = sites_.get();
+  RecentExitRing* const recent = recent_.get();
   // Only the recorder reads a site: the exits may be repeats.
   if constexpr (kSites) sites->AllowRepeats(!observed && !waste_);
   for (;;) {
@@ -210,7 +211,7 @@ RunStop RunLoop::LoopWith(V& vcpu) {
     if constexpr (kShared) lock.emplace(*p_.big_lock);
     if constexpr (kAnalysed) waste_->BeginExit(sequence_++, interrupt_pending);
     const bool hypercall = IsHypercall(exit);
-    if constexpr (kRecent) recent_->Note(exit, p_.vcpu, hypercall);
+    if constexpr (kRecent) recent->Note(exit, p_.vcpu, hypercall);
     [[maybe_unused]] SiteRecorder::RepeatKey key;
     if constexpr (kSites) {
       if (hypercall) [[likely]] {
