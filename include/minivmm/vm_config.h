@@ -7,22 +7,41 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "minivmm/machine.h"
 #include "minivmm/sinks.h"
 
 namespace minivmm {
 
 struct VmConfig {
+  // The kind of machine (minivmm/machine.h, docs/machines.md). Every other
+  // field applies to both unless it says otherwise.
+  MachineKind machine = MachineKind::kBuiltin;
   // Guest RAM in bytes, a multiple of 2 MiB in [MVMM_MEMORY_MIN, MVMM_MEMORY_MAX].
   uint64_t memory_bytes = 64ull << 20;
   // The guest ELF. Empty means the guest kernel built with minivmm
-  // (DefaultGuestKernelPath()).
+  // (DefaultGuestKernelPath()). The PC machine needs one: a Multiboot-1 image
+  // (ELF32, ELF64 or the header's addresses).
   std::string kernel_path;
   // The guest's command line (docs/design.md "Guest command line"), at most
-  // MVMM_CMDLINE_MAX bytes.
+  // MVMM_CMDLINE_MAX bytes. The PC machine passes "<kernel_path> <cmdline>"
+  // in the Multiboot information, as QEMU's -kernel and -append do.
   std::string cmdline;
+  // The PC machine only: a file loaded as the one Multiboot module, as
+  // QEMU's -initrd (kvm-unit-tests' environment file); empty: none.
+  std::string initrd_path;
+  // The PC machine only: KVM's in-kernel PIT (8254) on ports 0x40-0x43,
+  // its IRQ 0 on the IOAPIC's pin 2 (QEMU's default; kvm-unit-tests runs
+  // some tests with pit=off). Off: those ports are unclaimed.
+  bool pit = false;
+  // The PC machine only: QEMU's pc-testdev (devices/pc_testdev.h; ports
+  // 0xe0-0xeb and 0x2000-0x2017, 64 KiB of MMIO at 0xff000000), which
+  // kvm-unit-tests' emulator and eventinj tests use.
+  bool pc_testdev = false;
   // vCPU 0's periodic timer interrupts per second (vector 0x20); 0 = off,
   // which keeps runs deterministic. At most 10000. Other vCPUs have no
   // periodic timer until the guest sets one (vcpu_op(set_periodic_timer)).
+  // The built-in machine only: the PC machine's timers are its guest's own
+  // (the local APICs', the PIT's), and a rate there is refused.
   uint32_t timer_hz = 0;
   // Wall-clock limit for Run(); absl::InfiniteDuration() for none.
   absl::Duration timeout = absl::InfiniteDuration();
