@@ -8,8 +8,8 @@
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/boot_layout.h"
 #include "vmm/core/status_macros.h"
-#include "vmm/core/vcpu_identity.h"
 #include "vmm/elf/elf_loader.h"
+#include "vmm/machine/machine.h"
 #include "vmm/vm_state.h"
 
 #ifndef MINIVMM_BUILD_GUEST_ELF
@@ -84,66 +84,27 @@ Vm::~Vm() = default;
 
 absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   VmConfig config = config_in;
-  if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
   RETURN_IF_ERROR(ValidateConfig(config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Machine> machine, MakeMachine(config));
   ASSIGN_OR_RETURN(std::vector<uint8_t> image, ReadFile(config.kernel_path));
 
   ASSIGN_OR_RETURN(KvmSystem kvm, KvmSystem::Open(config.kvm_device));
   RETURN_IF_ERROR(kvm.CheckRequiredCapabilities());
   ASSIGN_OR_RETURN(KvmVm kvm_vm, KvmVm::Create(kvm));
   ASSIGN_OR_RETURN(MappedMemory ram, MappedMemory::Create(config.memory_bytes));
-  ASSIGN_OR_RETURN(MappedMemory gdt, MappedMemory::Create(4096));
   RETURN_IF_ERROR(kvm_vm.SetMemoryRegion(0, 0, ram.size(), ram.data(), false));
-  RETURN_IF_ERROR(kvm_vm.SetMemoryRegion(1, MVMM_GDT_GPA, gdt.size(), gdt.data(), true));
 
-  auto state = std::make_unique<State>(config, std::move(ram), std::move(gdt), std::move(kvm),
-                                       std::move(kvm_vm));
-  const GuestMemory& memory = state->memory;
-  auto loaded = LoadElf(image, memory);
-  if (!loaded.ok())
-    return absl::Status(loaded.status().code(),
-                        absl::StrFormat("%s: %s", config.kernel_path, loaded.status().message()));
-  if (loaded->entry != loaded->entry_gpa)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: entry point 0x%x is not identity-mapped (physical 0x%x); the direct boot needs "
-        "p_vaddr == p_paddr",
-        config.kernel_path, loaded->entry, loaded->entry_gpa));
-  WriteInitialGdt(state->gdt_page.span(), config.cpus);
-  ASSIGN_OR_RETURN(uint64_t cr3, WriteIdentityPageTables(memory));
-  RETURN_IF_ERROR(WriteTss(memory, config.cpus));
-  RETURN_IF_ERROR(
-      WriteBootInfo(memory, {config.cmdline, loaded->end_gpa, config.timer_hz, config.cpus}));
-
-  // Every vCPU enters at the same point, told its number in RSI, with its
-  // own stack, GDT and TSS (minivmm_abi/boot.h).
+  auto state = std::make_unique<State>(config, std::move(ram), std::move(machine),
+                                       std::move(kvm), std::move(kvm_vm));
+  State& s = *state;
+  RETURN_IF_ERROR(s.machine->Build(s, image));
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
     ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,
-                     state->vm.CreateVcpu(state->kvm, static_cast<int>(cpu)));
-    // Its own APIC ID; no local APIC (docs/design.md "CPUID").
-    RETURN_IF_ERROR(vcpu->SetCpuid(state->kvm.fd(), CpuidMachine{.apic_id = cpu}));
-    LongModeBoot boot;
-    boot.rip = loaded->entry;
-    boot.rsp = MVMM_CPU_STACK_TOP(cpu);
-    boot.rdi = MVMM_BOOT_INFO_GPA;
-    boot.rsi = cpu;
-    boot.cr3 = cr3;
-    // Its GDT and TSS, checked at every hypercall exit of a debug build.
-    const VcpuIdentity identity = BootIdentity(cpu);
-    boot.gdt_base = identity.gdt_base;
-    boot.gdt_limit = MVMM_GDT_ENTRIES * 8 - 1;
-    boot.tss_base = identity.tr_base;
-    boot.tr_selector = identity.tr_selector;
-    RETURN_IF_ERROR(vcpu->SetLongModeBoot(boot));
-    state->signals[cpu]->vcpu.store(vcpu.get(), std::memory_order_release);
-    state->vcpus.push_back(std::move(vcpu));
+                     s.vm.CreateVcpu(s.kvm, static_cast<int>(cpu)));
+    RETURN_IF_ERROR(s.machine->SetUpVcpu(s, *vcpu, cpu));
+    s.signals[cpu]->vcpu.store(vcpu.get(), std::memory_order_release);
+    s.vcpus.push_back(std::move(vcpu));
   }
-
-  State& s = *state;
-  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_HYPERCALL_PORT, 4, &s.hypercall_port).status());
-  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_COM1_PORT, 8, &s.uart).status());
-  RETURN_IF_ERROR(
-      s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
-  RETURN_IF_ERROR(s.mmio_bus.Register(MVMM_GDT_GPA, 4096, &s.gdt_trap).status());
   return std::unique_ptr<Vm>(new Vm(std::move(state)));
 }
 

@@ -62,9 +62,11 @@ std::vector<VcpuRun> MakeRunLoops(Vm::State& s, VmCpus& directory) {
     runs[cpu].loop = std::make_unique<RunLoop>(RunLoopParts{
         *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu],
         [&s](uint32_t vcpu) { return s.timer.CanFire(vcpu); },
-        HypercallParts{s.dispatcher, s.memory, s.gdt_page.span(), &s.console, &s.timer, &s.reports},
+        HypercallParts{s.dispatcher, s.memory, s.machine->gdt(), &s.console, &s.timer,
+                       &s.reports},
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
-        s.config.record_sites, BootIdentity(cpu), RecentExitsKept(s.config)});
+        s.config.record_sites, s.machine->Identity(cpu), RecentExitsKept(s.config),
+        s.machine->own_interrupts()});
   }
   return runs;
 }
@@ -109,7 +111,7 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
   result.registers =
       s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
   result.guest_tsc_khz = s.vcpus[0]->TscKhz();
-  result.notes = s.gdt_trap.notes();
+  result.notes = s.machine->notes();
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     for (const std::string& note : runs[cpu].loop->notes())
       result.notes.push_back(cpu == 0 ? note : absl::StrFormat("vCPU %u: %s", cpu, note));

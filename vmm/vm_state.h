@@ -7,10 +7,9 @@
 #include <vector>
 
 #include "devices/debug_exit.h"
-#include "devices/gdt_trap.h"
 #include "devices/uart16550.h"
 #include "hypercalls/dispatcher.h"
-#include "hypercalls/hypercall_port.h"
+#include "vmm/machine/machine.h"
 #include "minivmm/vm.h"
 #include "vmm/bus/bus.h"
 #include "vmm/kvm/kvm.h"
@@ -24,10 +23,10 @@ namespace minivmm {
 struct Vm::State {
   VmConfig config;
   // Declared before the KVM objects so that they are unmapped after the VM fd
-  // is closed.
+  // is closed (the machine's own memory with it).
   MappedMemory ram;
-  MappedMemory gdt_page;
   GuestMemory memory;
+  std::unique_ptr<Machine> machine;
 
   KvmSystem kvm;
   KvmVm vm;
@@ -38,10 +37,10 @@ struct Vm::State {
   Dispatcher dispatcher;
   Bus pio_bus{"pio"};
   Bus mmio_bus{"mmio"};
+  // The devices every machine has; each machine registers them where it
+  // puts them, beside its own (vmm/machine/).
   Uart16550 uart;
   DebugExit debug_exit;
-  HypercallPort hypercall_port;
-  GdtTrap gdt_trap;
   ExitObserver observer;
 
   // One per vCPU, fixed once Create returns (RequestStop reads the vector
@@ -56,17 +55,16 @@ struct Vm::State {
 
   bool ran = false;
 
-  State(const VmConfig& cfg, MappedMemory ram_map, MappedMemory gdt_map, KvmSystem kvm_system,
-        KvmVm kvm_vm)
+  State(const VmConfig& cfg, MappedMemory ram_map, std::unique_ptr<Machine> kind,
+        KvmSystem kvm_system, KvmVm kvm_vm)
       : config(cfg),
         ram(std::move(ram_map)),
-        gdt_page(std::move(gdt_map)),
         memory(ram.span()),
+        machine(std::move(kind)),
         kvm(std::move(kvm_system)),
         vm(std::move(kvm_vm)),
         console(cfg.console),
         uart(&console),
-        gdt_trap(gdt_page.span(), cfg.cpus),
         timer(
             cfg.cpus, [this](uint32_t cpu) { signals[cpu]->RaiseInterrupt(); },
             [this] {

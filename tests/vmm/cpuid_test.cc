@@ -53,7 +53,8 @@ TEST(CpuidTest, WithoutALocalApicEachVcpuHasItsIdAndNoApicBits) {
 
 TEST(CpuidTest, WithALocalApicInTheKernelTheApicBitsAreKvms) {
   std::vector<kvm_cpuid_entry2> entries = Supported();
-  AdjustCpuid(entries, CpuidMachine{.apic_id = 0, .local_apic_in_kernel = true});
+  AdjustCpuid(entries, CpuidMachine{
+                           .apic_id = 0, .local_apic_in_kernel = true, .tsc_deadline_timer = true});
   EXPECT_EQ(entries[1].ecx, 0xffffffffu);
   EXPECT_EQ(entries[1].edx, 0xffffffffu);
   EXPECT_EQ(entries[1].ebx, 0x00ffffffu);
@@ -62,6 +63,19 @@ TEST(CpuidTest, WithALocalApicInTheKernelTheApicBitsAreKvms) {
   entries[1].ecx = 0;
   AdjustCpuid(entries, CpuidMachine{.apic_id = 0, .local_apic_in_kernel = true});
   EXPECT_EQ(entries[1].ecx, kCpuidEcxHypervisor);
+}
+
+// KVM never reports the TSC-deadline timer among its supported bits: it is
+// set where the machine says KVM has it, and cleared where it does not.
+TEST(CpuidTest, TheTscDeadlineBitFollowsTheMachineNotKvmsList) {
+  std::vector<kvm_cpuid_entry2> entries = Supported();
+  entries[1].ecx = 0;
+  AdjustCpuid(entries, CpuidMachine{
+                           .apic_id = 0, .local_apic_in_kernel = true, .tsc_deadline_timer = true});
+  EXPECT_EQ(entries[1].ecx, kCpuidEcxHypervisor | kCpuidEcxTscDeadline);
+  entries = Supported();
+  AdjustCpuid(entries, CpuidMachine{.apic_id = 0, .local_apic_in_kernel = true});
+  EXPECT_EQ(entries[1].ecx, 0xffffffffu & ~kCpuidEcxTscDeadline);
 }
 
 // The initial APIC ID is 8 bits; the x2APIC ID is the whole number.

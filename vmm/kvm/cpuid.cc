@@ -11,6 +11,12 @@ void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machin
       if (!apic) {
         e.ecx &= ~(kCpuidEcxX2apic | kCpuidEcxTscDeadline);
         e.edx &= ~kCpuidEdxApic;
+      } else if (machine.tsc_deadline_timer) {
+        // KVM_GET_SUPPORTED_CPUID never reports it; KVM emulates it with an
+        // in-kernel local APIC where KVM_CAP_TSC_DEADLINE_TIMER says so.
+        e.ecx |= kCpuidEcxTscDeadline;
+      } else {
+        e.ecx &= ~kCpuidEcxTscDeadline;
       }
     } else if (e.function == 0xb || e.function == 0x1f) {
       e.edx = machine.apic_id;

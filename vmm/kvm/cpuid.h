@@ -17,6 +17,9 @@ struct CpuidMachine {
   // A local APIC in the kernel (KVM_CREATE_IRQCHIP). The built-in machine
   // has none: no APIC at all, so neither the APIC nor the x2APIC bit.
   bool local_apic_in_kernel = false;
+  // With a local APIC in the kernel: its timer's TSC-deadline mode
+  // (KVM_CAP_TSC_DEADLINE_TIMER), advertised in CPUID.1:ECX[24].
+  bool tsc_deadline_timer = false;
 };
 
 // CPUID.1:EBX[31:24] initial APIC ID, CPUID.1:ECX and :EDX feature bits,
@@ -31,8 +34,9 @@ inline constexpr uint32_t kCpuidEdxApic = 1u << 9;
 // initial APIC ID is `apic_id` (its low 8 bits), and leaves 0xB and 0x1F
 // give `apic_id` as the x2APIC ID in every subleaf; the APIC, x2APIC and
 // TSC-deadline bits are set only with a local APIC in the kernel (KVM
-// reports x2APIC and the TSC deadline as what it can emulate, which needs
-// one); the hypervisor bit is set. Every other entry is KVM's. (KVM keeps
+// reports x2APIC as what it can emulate, which needs one; the TSC deadline
+// it never reports, so it is set where `tsc_deadline_timer` says KVM has
+// it); the hypervisor bit is set. Every other entry is KVM's. (KVM keeps
 // the APIC bit equal to IA32_APIC_BASE's enable bit once the vCPU runs:
 // KvmVcpu::SetCpuid disables that MSR too.)
 void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine);

@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 
 #include "absl/strings/str_format.h"
+#include "vmm/core/status_macros.h"
 #include "vmm/kvm/kvm_error.h"
 
 namespace minivmm {
@@ -86,6 +87,43 @@ absl::Status KvmVm::SetMemoryRegion(uint32_t slot, uint64_t gpa, uint64_t size, 
   region.userspace_addr = reinterpret_cast<uint64_t>(host);
   if (ioctl(fd_.get(), KVM_SET_USER_MEMORY_REGION, &region) < 0)
     return KvmError(absl::StrFormat("KVM_SET_USER_MEMORY_REGION(slot %u)", slot));
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::Status NeedExtension(int vm_fd, long cap, const char* name, const char* what) {
+  if (ioctl(vm_fd, KVM_CHECK_EXTENSION, cap) > 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrFormat("this host's KVM lacks %s (%s)", name, what));
+}
+
+}  // namespace
+
+absl::Status KvmVm::CreateIrqchip() {
+  RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP",
+                                "an in-kernel local APIC, IOAPIC and PIC"));
+  if (ioctl(fd_.get(), KVM_CREATE_IRQCHIP, 0) < 0) return KvmError("KVM_CREATE_IRQCHIP");
+  return absl::OkStatus();
+}
+
+absl::Status KvmVm::CreatePit() {
+  RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_PIT2, "KVM_CAP_PIT2", "an in-kernel PIT"));
+  kvm_pit_config config{};
+  if (ioctl(fd_.get(), KVM_CREATE_PIT2, &config) < 0) return KvmError("KVM_CREATE_PIT2");
+  return absl::OkStatus();
+}
+
+bool KvmVm::HasTscDeadlineTimer() const {
+  return ioctl(fd_.get(), KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+}
+
+absl::Status KvmVm::SetIrqLine(uint32_t irq, bool level) {
+  kvm_irq_level line{};
+  line.irq = irq;
+  line.level = level ? 1 : 0;
+  if (ioctl(fd_.get(), KVM_IRQ_LINE, &line) < 0)
+    return KvmError(absl::StrFormat("KVM_IRQ_LINE(%u)", irq));
   return absl::OkStatus();
 }
 

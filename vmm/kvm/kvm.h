@@ -52,6 +52,22 @@ class KvmVm {
 
   absl::StatusOr<std::unique_ptr<KvmVcpu>> CreateVcpu(const KvmSystem& kvm, int id);
 
+  // The PC machine's in-kernel interrupt controllers (before any vCPU):
+  // KVM_CREATE_IRQCHIP (a local APIC per vCPU, the IOAPIC, two PICs).
+  // FailedPrecondition when this KVM has no KVM_CAP_IRQCHIP.
+  absl::Status CreateIrqchip();
+  // KVM_CREATE_PIT2: the 8254 on ports 0x40-0x43 (after CreateIrqchip).
+  // FailedPrecondition when this KVM has no KVM_CAP_PIT2.
+  absl::Status CreatePit();
+  // Whether a local APIC in the kernel can run the TSC-deadline timer
+  // (KVM_CAP_TSC_DEADLINE_TIMER).
+  bool HasTscDeadlineTimer() const;
+  // KVM_IRQ_LINE: drives the in-kernel controllers' input `irq` (a GSI: the
+  // PIC's and the IOAPIC's pin) to `level`.
+  absl::Status SetIrqLine(uint32_t irq, bool level);
+
+  int fd() const { return fd_.get(); }
+
  private:
   explicit KvmVm(Fd fd) : fd_(std::move(fd)) {}
   Fd fd_;

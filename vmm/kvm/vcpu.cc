@@ -166,6 +166,43 @@ absl::Status KvmVcpu::SetLongModeBoot(const LongModeBoot& boot) {
   return absl::OkStatus();
 }
 
+absl::Status KvmVcpu::SetProtectedModeBoot(const ProtectedModeBoot& boot) {
+  kvm_sregs sregs{};
+  if (ioctl(fd_.get(), KVM_GET_SREGS, &sregs) < 0) return KvmError("KVM_GET_SREGS");
+  // CR0.ET as after reset; CR4 and EFER zero: no paging, no long mode.
+  sregs.cr0 = kCr0Pe | kCr0Et;
+  sregs.cr3 = 0;
+  sregs.cr4 = 0;
+  sregs.efer = 0;
+  // Selectors as QEMU's Multiboot loader leaves them (CS 0x10, data 0x18);
+  // the hidden parts are what counts: base 0, limit 4 GiB, 32-bit.
+  sregs.cs = Segment(0x10, 0xb, true);
+  sregs.cs.l = 0;
+  sregs.cs.db = 1;
+  sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = Segment(0x18, 0x3, false);
+  kvm_segment tr{};
+  tr.limit = 0xffff;
+  tr.type = 11;  // 32-bit TSS, busy: what a protected-mode entry requires
+  tr.present = 1;
+  sregs.tr = tr;
+  sregs.ldt = kvm_segment{};
+  sregs.ldt.type = 2;
+  sregs.ldt.limit = 0xffff;
+  sregs.ldt.present = 1;
+  sregs.gdt = {};
+  sregs.idt = {};
+  if (ioctl(fd_.get(), KVM_SET_SREGS, &sregs) < 0) return KvmError("KVM_SET_SREGS");
+
+  kvm_regs regs{};
+  regs.rip = boot.eip;
+  regs.rax = boot.eax;
+  regs.rbx = boot.ebx;
+  regs.rflags = 0x2;
+  if (ioctl(fd_.get(), KVM_SET_REGS, &regs) < 0) return KvmError("KVM_SET_REGS");
+  run_->kvm_dirty_regs = 0;
+  return absl::OkStatus();
+}
+
 absl::Status KvmVcpu::BindToCurrentThread() {
   if (absl::Status s = PrepareKickSignal(fd_.get()); !s.ok()) return s;
   thread_ = pthread_self();

@@ -45,6 +45,16 @@ struct LongModeBoot {
   uint16_t tr_selector = 0;
 };
 
+// The initial state of a Multiboot-1 entry (Multiboot Specification 0.6.96,
+// 3.2 "Machine state"): 32-bit protected mode, paging off, flat 4 GiB
+// segments, EFLAGS.IF and VM clear, EAX the boot magic, EBX the information
+// structure. The GDTR and IDTR are the guest's to set.
+struct ProtectedModeBoot {
+  uint32_t eip = 0;
+  uint32_t eax = 0;
+  uint32_t ebx = 0;
+};
+
 class KvmVcpu final : public Vcpu {
  public:
   // Takes ownership of the vCPU fd; maps kvm_run. Use KvmVm::CreateVcpu.
@@ -60,6 +70,7 @@ class KvmVcpu final : public Vcpu {
   // KVM_SET_CPUID2.
   absl::Status SetCpuid(int kvm_fd, const CpuidMachine& machine);
   absl::Status SetLongModeBoot(const LongModeBoot& boot);
+  absl::Status SetProtectedModeBoot(const ProtectedModeBoot& boot);
 
   // Makes the calling thread this vCPU's thread: Kick() signals it, and the
   // kick signal is blocked outside KVM_RUN (see kick.h). Call before Run().

@@ -170,6 +170,16 @@ void RunLoop::IdentityMismatch(const VcpuIdentity& found) {
                static_cast<unsigned long long>(want.tr_base));
 }
 
+// A HLT or interrupt-window exit on a machine whose interrupts are KVM's
+// (RunLoopParts::own_interrupts): the VMM's HLT and injection paths do not
+// belong to that model, so the run stops rather than misbehave.
+MaybeStop RunLoop::ForeignInterruptExit(std::string_view what) {
+  return StopWith(StopReason::kVmmError,
+                  absl::StrFormat("%s exit reached minivmm on a machine whose interrupt "
+                                  "controllers are KVM's, which handle it in the kernel",
+                                  what));
+}
+
 // Any exit but a hypercall.
 MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
   if (const RunFailed* failed = std::get_if<RunFailed>(&exit))
@@ -194,8 +204,14 @@ MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
             Access(p_.mmio_bus, m.address, m.data.size(), m.data, false);
             return std::nullopt;
           },
-          [&](const Hlt&) { return Block(/*from_hlt=*/true); },
+          [&](const Hlt&) -> MaybeStop {
+            if (!p_.own_interrupts) [[unlikely]]
+              return ForeignInterruptExit("HLT");
+            return Block(/*from_hlt=*/true);
+          },
           [&](const IrqWindowOpen&) -> MaybeStop {
+            if (!p_.own_interrupts) [[unlikely]]
+              return ForeignInterruptExit("an interrupt window");
             // The guest set IF (sti, popf or iretq): on real KVM right after
             // the sti shadow, on software backends at the emulator's batch
             // boundary, so this count is host-dependent.

@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hypercalls/dispatcher.h"
@@ -87,6 +88,12 @@ struct RunLoopParts {
   std::optional<VcpuIdentity> identity = std::nullopt;
   // Keep the vCPU's last this many exits (RecentExitRing); 0: none.
   uint32_t recent_exits = 0;
+  // The machine's interrupt model (vmm/machine/machine.h): true, the VMM's
+  // own (its timer and IPIs injected with KVM_INTERRUPT, HLT and interrupt
+  // windows handled here); false, KVM's in-kernel controllers, which handle
+  // both in the kernel, so such an exit reaching the loop stops the run with
+  // a VMM error instead of being served by the wrong model.
+  bool own_interrupts = true;
 };
 
 class RunLoop {
@@ -130,6 +137,7 @@ class RunLoop {
   [[gnu::always_inline]] std::optional<RunStop> HandleNotHypercall(const VcpuExit& exit);
   std::optional<RunStop> HandleObserved(const VcpuExit& exit);
   std::optional<RunStop> HandleOther(const VcpuExit& exit);
+  [[gnu::cold]] std::optional<RunStop> ForeignInterruptExit(std::string_view what);
   template <typename Span>
   void Access(const Bus& bus, uint64_t address, uint8_t size, Span data, bool pio);
   std::optional<RunStop> HonourRequest();

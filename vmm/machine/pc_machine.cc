@@ -1,0 +1,122 @@
+// The PC machine (docs/machines.md): KVM's in-kernel local APICs, IOAPIC and
+// PICs (and its PIT when asked); a Multiboot-1 image entered on vCPU 0 in
+// 32-bit protected mode, the other vCPUs in reset state until the guest
+// starts them with INIT/SIPI; the Multiboot information, ACPI tables, fw_cfg,
+// the ACPI PM timer, COM1 and the debug-exit port. No hypercall port and no
+// GDT trap: an access to their addresses is an unclaimed one.
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "devices/fw_cfg.h"
+#include "devices/pm_timer.h"
+#include "minivmm_abi/boot.h"
+#include "vmm/boot/acpi_tables.h"
+#include "vmm/boot/multiboot.h"
+#include "vmm/core/status_macros.h"
+#include "vmm/elf/elf_loader.h"
+#include "vmm/machine/machine.h"
+#include "vmm/machine/pc_machine.h"
+#include "vmm/vm_state.h"
+
+namespace minivmm {
+namespace {
+
+// A status of the loader with the file it is about in front.
+absl::Status About(const std::string& path, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrFormat("%s: %s", path, status.message()));
+}
+
+class PcMachine final : public Machine {
+ public:
+  explicit PcMachine(const VmConfig& config)
+      : fw_cfg_(FwCfgConfig{.cpus = static_cast<uint16_t>(config.cpus),
+                            .ram_bytes = config.memory_bytes}) {}
+
+  absl::Status Build(Vm::State& s, std::span<const uint8_t> image) override;
+  absl::Status SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) override;
+  bool own_interrupts() const override { return false; }
+
+ private:
+  FwCfg fw_cfg_;
+  PmTimer pm_timer_;
+  uint32_t entry_ = 0;
+  uint32_t info_gpa_ = 0;
+  bool tsc_deadline_timer_ = false;
+};
+
+absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
+  const VmConfig& config = s.config;
+  // The interrupt controllers first: KVM gives each vCPU created after them
+  // a local APIC, and holds every vCPU but 0 in reset until INIT/SIPI.
+  if (absl::Status irqchip = s.vm.CreateIrqchip(); !irqchip.ok())
+    return absl::Status(irqchip.code(),
+                        absl::StrFormat("the pc machine cannot run here: %s", irqchip.message()));
+  if (config.pit) {
+    if (absl::Status pit = s.vm.CreatePit(); !pit.ok())
+      return absl::Status(pit.code(), absl::StrFormat("no PIT here: %s", pit.message()));
+  }
+  tsc_deadline_timer_ = s.vm.HasTscDeadlineTimer();
+
+  const GuestMemory& memory = s.memory;
+  absl::StatusOr<MultibootImage> loaded = LoadMultiboot(image, memory);
+  if (!loaded.ok()) return About(config.kernel_path, loaded.status());
+  entry_ = loaded->entry;
+
+  std::vector<uint8_t> initrd;
+  MultibootInfoRequest info;
+  // As QEMU's -kernel and -append: the guest takes argv[0] from it.
+  info.cmdline = absl::StrFormat("%s %s", config.kernel_path, config.cmdline);
+  info.after_gpa = loaded->end_gpa;
+  if (!config.initrd_path.empty()) {
+    ASSIGN_OR_RETURN(initrd, ReadFile(config.initrd_path));
+    info.modules.push_back({initrd, config.initrd_path});
+  }
+  absl::StatusOr<uint32_t> info_gpa = WriteMultibootInfo(info, memory);
+  if (!info_gpa.ok()) return About(config.kernel_path, info_gpa.status());
+  info_gpa_ = *info_gpa;
+
+  RETURN_IF_ERROR(WriteAcpiTables({.cpus = config.cpus,
+                                   .ioapic_address = kPcIoapicGpa,
+                                   .ioapic_id = kPcIoapicId,
+                                   .local_apic_address = kPcLocalApicGpa,
+                                   .pm_timer_port = kPcPmTimerPort},
+                                  memory)
+                      .status());
+
+  RETURN_IF_ERROR(s.pio_bus.Register(MVMM_COM1_PORT, 8, &s.uart).status());
+  RETURN_IF_ERROR(
+      s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
+  RETURN_IF_ERROR(s.pio_bus.Register(FwCfg::kPortBase, FwCfg::kIoSize, &fw_cfg_).status());
+  return s.pio_bus.Register(kPcPmTimerPort, PmTimer::kIoSize, &pm_timer_).status();
+}
+
+absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
+  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), CpuidMachine{.apic_id = cpu,
+                                                         .local_apic_in_kernel = true,
+                                                         .tsc_deadline_timer = tsc_deadline_timer_}));
+  // The others stay as KVM made them: in reset, waiting for INIT/SIPI.
+  if (cpu != 0) return absl::OkStatus();
+  return vcpu.SetProtectedModeBoot(
+      {.eip = entry_, .eax = kMultibootBootMagic, .ebx = info_gpa_});
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Machine>> MakePcMachine(VmConfig& config) {
+  if (config.kernel_path.empty())
+    return absl::InvalidArgumentError(
+        "the pc machine needs a kernel: a Multiboot-1 image (e.g. a kvm-unit-tests x86/*.flat)");
+  if (config.timer_hz != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a timer rate (%u Hz) is the builtin machine's: on the pc machine the guest programs its "
+        "own local APIC timers or PIT",
+        config.timer_hz));
+  if (config.cpus > kAcpiMaxCpus)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%u vCPUs: the pc machine's MADT holds at most %u", config.cpus,
+                        kAcpiMaxCpus));
+  return std::make_unique<PcMachine>(config);
+}
+
+}  // namespace minivmm
