@@ -15,6 +15,10 @@ class App;
 namespace minivmm::cli {
 
 struct RunOptions {
+  std::string machine = "builtin";  // --machine (minivmm/machine.h)
+  std::string initrd;               // --initrd: the pc machine's Multiboot module
+  bool pit = false;                 // --pit: the pc machine's in-kernel PIT
+  bool pc_testdev = false;          // --pc-testdev
   std::string kernel;
   bool guest_counters = true;  // --guest-counters on|off: the built-in guest's counted kernel
   uint64_t memory = 64ull << 20;

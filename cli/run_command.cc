@@ -80,11 +80,15 @@ void PrintCrashReport(const RunResult& result) {
 // The VM the flags ask for.
 VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   VmConfig config;
+  config.machine = MachineNamed(o.machine).value_or(MachineKind::kBuiltin);
   config.kernel_path = o.kernel;
   if (o.kernel.empty() && !o.guest_counters)
     config.kernel_path = UncountedGuestKernelPath(DefaultGuestKernelPath());
   config.memory_bytes = o.memory;
   config.cmdline = GuestCommandLine(o);
+  config.initrd_path = o.initrd;
+  config.pit = o.pit;
+  config.pc_testdev = o.pc_testdev;
   config.timer_hz = o.timer_hz;
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
@@ -102,6 +106,17 @@ int CheckBeforeRunning(const RunOptions& o, const VmConfig& config,
                        std::unique_ptr<OutputFile>& json_out,
                        std::unique_ptr<OutputFile>& trace_out,
                        std::unique_ptr<OutputFile>& stacks_out) {
+  // The built-in guest's words mean nothing to another machine's guest.
+  if (config.machine != MachineKind::kBuiltin) {
+    for (auto [value, flag] : {std::pair{&o.backend, "--backend"}, std::pair{&o.pvops, "--pvops"},
+                               std::pair{&o.workload, "--workload"}}) {
+      if (value->empty()) continue;
+      fmt::print(stderr,
+                 "minivmm: {} is the built-in guest's; the {} machine's guest takes --cmdline\n",
+                 flag, o.machine);
+      return kExitUsage;
+    }
+  }
   if (o.kernel.empty()) {
     if (absl::Status s = CheckGuestCommandLine(config.cmdline); !s.ok()) {
       fmt::print(stderr, "minivmm: {}\n", std::string(s.message()));
@@ -180,6 +195,21 @@ void AddGuestKernelFlags(CLI::App& app, std::string& kernel, bool& guest_counter
 }
 
 void AddRunFlags(CLI::App& app, RunOptions& o) {
+  std::vector<std::string> machines;
+  std::string machine_help = "The machine (docs/machines.md):";
+  for (const MachineInfo& m : kMachines) {
+    machines.emplace_back(m.name);
+    machine_help += fmt::format(" {}: {};", m.name, m.summary);
+  }
+  machine_help.pop_back();
+  app.add_option("--machine", o.machine, machine_help)
+      ->check(CLI::IsMember(machines))
+      ->capture_default_str();
+  app.add_option("--initrd", o.initrd,
+                 "pc: a file loaded as the Multiboot module, as QEMU's -initrd");
+  app.add_flag("--pit", o.pit, "pc: KVM's in-kernel PIT on ports 0x40-0x43 (IRQ 0)");
+  app.add_flag("--pc-testdev", o.pc_testdev,
+               "pc: QEMU's pc-testdev (ports 0xe0-0xeb, IRQ lines at 0x2000, MMIO at 0xff000000)");
   AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));

@@ -181,6 +181,10 @@ class StringConsole final : public ConsoleSink {
 };
 
 struct PyVmOptions {
+  std::string machine = "builtin";
+  std::string initrd;
+  bool pit = false;
+  bool pc_testdev = false;
   std::string kernel;
   int64_t memory = 64ll << 20;
   std::string backend, pvops, workload, cmdline;
@@ -205,7 +209,22 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   if (o.timer_hz < 0 || o.timer_hz > 0xffffffffll)
     RaiseValueError("timer_hz must be in [0, 10000], got " + std::to_string(o.timer_hz));
   VmConfig config;
-  config.kernel_path = o.kernel.empty() ? ModuleDefaultKernel() : o.kernel;
+  const std::optional<MachineKind> machine = MachineNamed(o.machine);
+  if (!machine) {
+    std::string names;
+    for (const MachineInfo& m : kMachines) names += (names.empty() ? "" : ", ") + std::string(m.name);
+    RaiseValueError("unknown machine '" + o.machine + "' (" + names + ")");
+  }
+  config.machine = *machine;
+  config.initrd_path = o.initrd;
+  config.pit = o.pit;
+  config.pc_testdev = o.pc_testdev;
+  if (config.machine != MachineKind::kBuiltin &&
+      (!o.backend.empty() || !o.pvops.empty() || !o.workload.empty()))
+    RaiseValueError("backend, pvops and workload are the built-in guest's; the " + o.machine +
+                    " machine's guest takes cmdline");
+  config.kernel_path =
+      o.kernel.empty() && config.machine == MachineKind::kBuiltin ? ModuleDefaultKernel() : o.kernel;
   config.memory_bytes = static_cast<uint64_t>(o.memory);
   config.cmdline = cli::ComposeGuestCommandLine(o.backend, o.pvops, o.workload, o.cmdline);
   config.timer_hz = static_cast<uint32_t>(o.timer_hz);
@@ -590,7 +609,8 @@ A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
-   sites=False, cpus=1, probe_host=True, recent_exits=None)
+   sites=False, cpus=1, probe_host=True, recent_exits=None, machine="builtin",
+   initrd=None, pit=False, pc_testdev=False)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -604,6 +624,10 @@ thread of its own; the record has result.vcpus (how each stopped) and
 exits.per_vcpu (each vCPU's counts). probe_host=False skips the host probe
 (a short second guest run after run()): the record's provenance.host
 answers are then null (not measured), as in the CLI's record without one.
+machine="pc" runs a Multiboot-1 kernel on the PC machine (`minivmm run
+--machine pc`, docs/machines.md), with initrd=FILE as its module, pit=True
+for KVM's PIT and pc_testdev=True for QEMU's pc-testdev; cmdline is then the
+guest's whole command line after the image path.
 recent_exits=N keeps each vCPU's last N exits (`minivmm run --recent-exits
 N`, 0 to 4096): the record's result.recent_exits; None: 16 in a debug
 build of the module, 0 in a release build (docs/design.md "Recent exits").
@@ -613,7 +637,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        py::object workload, py::object cmdline, int64_t timer_hz,
                        std::optional<double> timeout, std::string kvm_device, bool wasted,
                        bool sites, int64_t cpus, bool probe_host,
-                       std::optional<int64_t> recent_exits) {
+                       std::optional<int64_t> recent_exits, std::string machine,
+                       py::object initrd, bool pit, bool pc_testdev) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -632,6 +657,10 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.cpus = cpus;
              o.probe_host = probe_host;
              o.recent_exits = recent_exits;
+             o.machine = std::move(machine);
+             o.initrd = str(initrd);
+             o.pit = pit;
+             o.pc_testdev = pc_testdev;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -640,7 +669,9 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
            py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("sites") = false,
            py::arg("cpus") = 1, py::arg("probe_host") = true,
-           py::arg("recent_exits") = py::none())
+           py::arg("recent_exits") = py::none(), py::arg("machine") = "builtin",
+           py::arg("initrd") = py::none(), py::arg("pit") = false,
+           py::arg("pc_testdev") = false)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

@@ -15,6 +15,9 @@ inline constexpr size_t kKvmCpuid2HeaderBytes = 8;      // nent, padding
 inline constexpr size_t kKvmSignalMaskHeaderBytes = 4;  // len
 inline constexpr size_t kKvmStatsDescHeaderBytes = 16;  // kvm_stats_desc before name[]
 inline constexpr size_t kKvmMsrsHeaderBytes = 8;        // nmsrs, pad
+inline constexpr size_t kKvmIrqRoutingHeaderBytes = 8;  // nr, flags
+inline constexpr unsigned long kKvmSetGsiRouting =
+    _IOC(_IOC_WRITE, KVMIO, 0x6a, kKvmIrqRoutingHeaderBytes);
 inline constexpr unsigned long kKvmGetSupportedCpuid =
     _IOC(_IOC_READ | _IOC_WRITE, KVMIO, 0x05, kKvmCpuid2HeaderBytes);
 inline constexpr unsigned long kKvmSetCpuid2 = _IOC(_IOC_WRITE, KVMIO, 0x90, kKvmCpuid2HeaderBytes);

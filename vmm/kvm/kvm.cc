@@ -5,7 +5,10 @@
 #include <sys/ioctl.h>
 
 #include "absl/strings/str_format.h"
+#include <cstring>
+
 #include "vmm/core/status_macros.h"
+#include "vmm/kvm/flex_ioctls.h"
 #include "vmm/kvm/kvm_error.h"
 
 namespace minivmm {
@@ -104,6 +107,34 @@ absl::Status KvmVm::CreateIrqchip() {
   RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP",
                                 "an in-kernel local APIC, IOAPIC and PIC"));
   if (ioctl(fd_.get(), KVM_CREATE_IRQCHIP, 0) < 0) return KvmError("KVM_CREATE_IRQCHIP");
+  return absl::OkStatus();
+}
+
+absl::Status KvmVm::RouteIsaIrqsAsPc() {
+  std::vector<kvm_irq_routing_entry> routes;
+  auto route = [&routes](uint32_t gsi, uint32_t chip, uint32_t pin) {
+    kvm_irq_routing_entry e{};
+    e.gsi = gsi;
+    e.type = KVM_IRQ_ROUTING_IRQCHIP;
+    e.u.irqchip.irqchip = chip;
+    e.u.irqchip.pin = pin;
+    routes.push_back(e);
+  };
+  for (uint32_t gsi = 0; gsi < 16; ++gsi) {
+    if (gsi != 2) route(gsi, gsi < 8 ? KVM_IRQCHIP_PIC_MASTER : KVM_IRQCHIP_PIC_SLAVE, gsi % 8);
+  }
+  for (uint32_t gsi = 0; gsi < 24; ++gsi) {
+    if (gsi != 2) route(gsi, KVM_IRQCHIP_IOAPIC, gsi == 0 ? 2 : gsi);
+  }
+  // kvm_irq_routing laid out by hand: see flex_ioctls.h.
+  std::vector<uint8_t> buffer(kKvmIrqRoutingHeaderBytes +
+                              routes.size() * sizeof(kvm_irq_routing_entry));
+  const uint32_t nr = static_cast<uint32_t>(routes.size());
+  std::memcpy(buffer.data(), &nr, sizeof(nr));
+  std::memcpy(buffer.data() + kKvmIrqRoutingHeaderBytes, routes.data(),
+              routes.size() * sizeof(kvm_irq_routing_entry));
+  if (ioctl(fd_.get(), kKvmSetGsiRouting, buffer.data()) < 0)
+    return KvmError("KVM_SET_GSI_ROUTING");
   return absl::OkStatus();
 }
 

@@ -56,6 +56,11 @@ class KvmVm {
   // KVM_CREATE_IRQCHIP (a local APIC per vCPU, the IOAPIC, two PICs).
   // FailedPrecondition when this KVM has no KVM_CAP_IRQCHIP.
   absl::Status CreateIrqchip();
+  // KVM_SET_GSI_ROUTING as QEMU's PC machine sets it (after CreateIrqchip):
+  // GSI n to PIC input n (n < 16, but 2, the cascade) and IOAPIC pin n
+  // (n < 24), except GSI 0 to IOAPIC pin 2, where the MADT's interrupt
+  // source override says ISA IRQ 0 is, and GSI 2 to nothing.
+  absl::Status RouteIsaIrqsAsPc();
   // KVM_CREATE_PIT2: the 8254 on ports 0x40-0x43 (after CreateIrqchip).
   // FailedPrecondition when this KVM has no KVM_CAP_PIT2.
   absl::Status CreatePit();

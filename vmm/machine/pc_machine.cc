@@ -4,11 +4,14 @@
 // starts them with INIT/SIPI; the Multiboot information, ACPI tables, fw_cfg,
 // the ACPI PM timer, COM1 and the debug-exit port. No hypercall port and no
 // GDT trap: an access to their addresses is an unclaimed one.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "devices/fw_cfg.h"
+#include "devices/irq_lines.h"
+#include "devices/pc_testdev.h"
 #include "devices/pm_timer.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/acpi_tables.h"
@@ -27,19 +30,28 @@ absl::Status About(const std::string& path, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrFormat("%s: %s", path, status.message()));
 }
 
-class PcMachine final : public Machine {
+class PcMachine final : public Machine, public IrqLines {
  public:
   explicit PcMachine(const VmConfig& config)
       : fw_cfg_(FwCfgConfig{.cpus = static_cast<uint16_t>(config.cpus),
-                            .ram_bytes = config.memory_bytes}) {}
+                            .ram_bytes = config.memory_bytes}) {
+    if (config.pc_testdev) testdev_.emplace(this);
+  }
 
   absl::Status Build(Vm::State& s, std::span<const uint8_t> image) override;
   absl::Status SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) override;
   bool own_interrupts() const override { return false; }
+  std::vector<std::string> notes() const override;
+
+  // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc), for pc-testdev.
+  void SetLevel(uint32_t irq, bool high) override;
 
  private:
+  KvmVm* vm_ = nullptr;
   FwCfg fw_cfg_;
   PmTimer pm_timer_;
+  std::optional<PcTestdev> testdev_;
+  uint64_t irq_line_failures_ = 0;
   uint32_t entry_ = 0;
   uint32_t info_gpa_ = 0;
   bool tsc_deadline_timer_ = false;
@@ -52,6 +64,8 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   if (absl::Status irqchip = s.vm.CreateIrqchip(); !irqchip.ok())
     return absl::Status(irqchip.code(),
                         absl::StrFormat("the pc machine cannot run here: %s", irqchip.message()));
+  vm_ = &s.vm;
+  RETURN_IF_ERROR(s.vm.RouteIsaIrqsAsPc());
   if (config.pit) {
     if (absl::Status pit = s.vm.CreatePit(); !pit.ok())
       return absl::Status(pit.code(), absl::StrFormat("no PIT here: %s", pit.message()));
@@ -88,7 +102,30 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   RETURN_IF_ERROR(
       s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
   RETURN_IF_ERROR(s.pio_bus.Register(FwCfg::kPortBase, FwCfg::kIoSize, &fw_cfg_).status());
-  return s.pio_bus.Register(kPcPmTimerPort, PmTimer::kIoSize, &pm_timer_).status();
+  RETURN_IF_ERROR(s.pio_bus.Register(kPcPmTimerPort, PmTimer::kIoSize, &pm_timer_).status());
+  if (testdev_) {
+    RETURN_IF_ERROR(
+        s.pio_bus.Register(PcTestdevPorts::kPortBase, PcTestdevPorts::kIoSize, &testdev_->ports)
+            .status());
+    RETURN_IF_ERROR(
+        s.pio_bus.Register(PcTestdevIrq::kPortBase, PcTestdevIrq::kIoSize, &testdev_->irq)
+            .status());
+    RETURN_IF_ERROR(s.mmio_bus
+                        .Register(PcTestdevIomem::kMmioBase, PcTestdevIomem::kIoSize,
+                                  &testdev_->iomem)
+                        .status());
+  }
+  return absl::OkStatus();
+}
+
+void PcMachine::SetLevel(uint32_t irq, bool high) {
+  if (!vm_->SetIrqLine(irq, high).ok()) ++irq_line_failures_;
+}
+
+std::vector<std::string> PcMachine::notes() const {
+  if (irq_line_failures_ == 0) return {};
+  return {absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
+                          irq_line_failures_)};
 }
 
 absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
