@@ -27,6 +27,7 @@
 #define XAPIC_ICR_HI 0x310
 #define ICR_INIT 0x00004500u /* INIT, level assert */
 #define ICR_SIPI (0x00004600u | (SMP_TRAMPOLINE_BASE >> 12))
+#define ICR_FIXED 0x00004000u /* fixed, level assert (as the SDM asks of all but INIT de-assert) */
 #define ICR_BUSY (1u << 12)
 #define SVR_ENABLE 0x100u
 /* Bounded waits, in TSC ticks: seconds on any host, even a nested KVM. */
@@ -145,7 +146,7 @@ void ap_main(uint32_t index) {
     irq_disable();
     if (self->ipis != 0 && !self->replied) {
       self->replied = 1;
-      apic_send(cpus[0].x2apic_id, SMP_IPI_VECTOR);
+      apic_send(cpus[0].x2apic_id, ICR_FIXED | SMP_IPI_VECTOR);
     }
     irq_enable_and_halt();
   }
@@ -213,7 +214,7 @@ void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   kv_dec("cpus_up", up);
 
   irq_enable();
-  for (uint32_t i = 1; i < ncpus; ++i) apic_send(i, SMP_IPI_VECTOR);
+  for (uint32_t i = 1; i < ncpus; ++i) apic_send(i, ICR_FIXED | SMP_IPI_VECTOR);
   wait_for(&cpus[0].ipis, ncpus - 1, "the BSP did not get an IPI from every AP");
   for (uint32_t i = 1; i < ncpus; ++i) wait_for(&cpus[i].replied, 1, "an AP did not answer");
   irq_disable();
