@@ -1,0 +1,245 @@
+// Whole-VM tests of the PC machine (VmConfig::machine = kPc) with its own
+// Multiboot guests (tests/pc_guests): each guest checks the machine from the
+// inside and prints key=value lines, which these tests assert exactly with
+// the run's exit status and device exit counts.
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "minivmm/machine.h"
+#include "tests/integration/vm_test_util.h"
+
+namespace minivmm::testing {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint32_t kPmTimerHz = 3'579'545;
+constexpr uint64_t kPmInterval = 357'954;  // pc_pmtimer's 100 ms
+
+std::string PcGuest(const std::string& name) {
+  return std::string(MINIVMM_PC_GUEST_DIR) + "/" + name + ".elf";
+}
+
+VmConfig PcConfig(const std::string& guest, const std::string& args, uint32_t cpus = 1) {
+  VmConfig config = GuestConfig(PcGuest(guest), args, absl::Seconds(60), /*timer_hz=*/0,
+                                /*analyse_waste=*/false, cpus);
+  config.machine = MachineKind::kPc;
+  return config;
+}
+
+// The guest's key=value lines (the first '=' splits); later lines win.
+std::map<std::string, std::string> ConsoleValues(const std::string& console) {
+  std::map<std::string, std::string> values;
+  std::istringstream in(console);
+  for (std::string line; std::getline(in, line);) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) values[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return values;
+}
+
+// A number the guest printed (`base` 16 for its 0x values); a missing or
+// malformed one fails the test and reads 0.
+uint64_t Number(const std::map<std::string, std::string>& values, const std::string& key,
+                int base = 10) {
+  auto it = values.find(key);
+  if (it == values.end() || it->second.empty()) {
+    ADD_FAILURE() << "the guest did not print " << key;
+    return 0;
+  }
+  size_t used = 0;
+  uint64_t n = std::stoull(it->second, &used, base);
+  EXPECT_EQ(used, it->second.size()) << key << "=" << it->second;
+  return n;
+}
+
+// A parameterised test's name: its value (the vCPUs, the exit code).
+std::string ValueName(const ::testing::TestParamInfo<uint32_t>& info) {
+  return std::to_string(info.param);
+}
+
+std::string Hex(uint64_t v) {
+  std::ostringstream out;
+  out << "0x" << std::hex << v;
+  return out.str();
+}
+
+// The guest finished its self-checks ("done", no "FAIL:") and wrote `code`
+// to the debug-exit port.
+void ExpectDoneWith(const GuestRun& run, uint32_t code) {
+  EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  EXPECT_EQ(run.result.exit_code, static_cast<int>((code << 1) | 1));
+  EXPECT_EQ(run.console.find("FAIL:"), std::string::npos) << run.console;
+  EXPECT_NE(run.console.find("\ndone\n"), std::string::npos) << run.console;
+}
+
+// A file under the test's scratch directory with `contents`.
+std::string WriteTempFile(const std::string& name, const std::string& contents) {
+  std::string path = ::testing::TempDir() + "/pc_machine_" + std::to_string(getpid()) + "_" + name;
+  std::ofstream(path, std::ios::binary) << contents;
+  return path;
+}
+
+TEST(PcMachineTest, EntryStateAndMultibootInfo) {
+  REQUIRE_KVM();
+  const std::string module = "pc guest module, first line\nsecond line\n";
+  VmConfig config = PcConfig("pc_entry", "a b");
+  config.initrd_path = WriteTempFile("initrd", module);
+  GuestRun run = RunGuestWith(config);
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["magic"], "0x2badb002");
+  EXPECT_EQ(v["mbi"], "0x9000");
+  EXPECT_EQ(v["cr0.pe"], "1");
+  EXPECT_EQ(v["cr0.pg"], "0");
+  EXPECT_EQ(v["eflags.if"], "0");
+  EXPECT_EQ(v["eflags.vm"], "0");
+  // MEM | CMDLINE | MODS | MMAP.
+  EXPECT_EQ(v["flags"], "0x4d");
+  EXPECT_EQ(v["mem_lower"], "639");
+  EXPECT_EQ(v["mem_upper"], std::to_string((config.memory_bytes - kMiB) / 1024));
+  EXPECT_EQ(v["cmdline"], config.kernel_path + " a b");
+
+  EXPECT_EQ(v["mods_count"], "1");
+  EXPECT_EQ(v["mod0.size"], std::to_string(module.size()));
+  const uint64_t start = Number(v, "mod0.start", 16);
+  EXPECT_EQ(Number(v, "mod0.end", 16) - start, module.size());
+  EXPECT_GE(start, kMiB);
+  EXPECT_EQ(start % 4096, 0u);
+  // The module's string is its path, as QEMU's -initrd.
+  EXPECT_EQ(v["mod0.string"], config.initrd_path);
+  EXPECT_EQ(v["mod0.first_line"], "pc guest module, first line");
+
+  EXPECT_EQ(v["mmap_entries"], "4");
+  EXPECT_EQ(v["mmap0"], "0x0,0x9fc00,1");
+  EXPECT_EQ(v["mmap1"], "0x9fc00,0x400,2");
+  EXPECT_EQ(v["mmap2"], "0xf0000,0x10000,2");
+  EXPECT_EQ(v["mmap3"], "0x100000," + Hex(config.memory_bytes - kMiB) + ",1");
+}
+
+class PcDebugExitTest : public ::testing::TestWithParam<uint32_t> {};
+
+// isa-debug-exit: a write of N ends the VM with status (N << 1) | 1.
+TEST_P(PcDebugExitTest, StatusIsTheCodeShiftedWithBitZeroSet) {
+  REQUIRE_KVM();
+  const uint32_t code = GetParam();
+  GuestRun run = RunGuestWith(PcConfig("pc_entry", "exit=" + std::to_string(code)));
+  ExpectDoneWith(run, code);
+  EXPECT_EQ(run.Pio("debug-exit"), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Codes, PcDebugExitTest, ::testing::Values(0u, 1u, 2u, 42u, 127u),
+                         ValueName);
+
+TEST(PcMachineTest, FwCfgAnswersEveryKeyAndCountsEveryPortAccess) {
+  REQUIRE_KVM();
+  VmConfig config = PcConfig("pc_fwcfg", "", /*cpus=*/2);
+  GuestRun run = RunGuestWith(config);
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["fwcfg.signature"], "QEMU");
+  EXPECT_EQ(v["fwcfg.id"], "0x1");  // the traditional interface, no DMA
+  EXPECT_EQ(v["fwcfg.ram_bytes"], std::to_string(config.memory_bytes));
+  EXPECT_EQ(v["fwcfg.nb_cpus"], "2");
+  EXPECT_EQ(v["fwcfg.max_cpus"], "2");
+  EXPECT_EQ(v["fwcfg.file_count"], "0");
+  EXPECT_EQ(v["fwcfg.nographic"], "1");
+  EXPECT_EQ(v["fwcfg.key_0x0b"], "0x0");  // a key without an item
+  // Eight selector writes and 4 + 4 + 8 + 2 + 2 + 4 + 2 + 4 data reads.
+  EXPECT_EQ(v["fwcfg_port_accesses"], "38");
+  EXPECT_EQ(run.Pio("fw-cfg"), 38u);
+}
+
+class PcAcpiTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(PcAcpiTest, TablesDescribeEveryCpuAndThePmTimer) {
+  REQUIRE_KVM();
+  const uint32_t cpus = GetParam();
+  GuestRun run = RunGuestWith(PcConfig("pc_acpi", "", cpus));
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["acpi_checksums_ok"], "1");
+  EXPECT_EQ(v["rsdp"], "0xe0000");
+  EXPECT_EQ(v["rsdp.revision"], "0");
+  EXPECT_EQ(v["rsdt.entries"], "2");
+  EXPECT_EQ(v["table0"], "FACP,116");
+  // Header and flags (44), a local APIC each (8), the IOAPIC (12), one override (10).
+  EXPECT_EQ(v["table1"], "APIC," + std::to_string(44 + 8 * cpus + 12 + 10));
+  EXPECT_EQ(v["dsdt.length"], "36");
+  EXPECT_EQ(v["fadt.pm_tmr_blk"], "0x608");
+  EXPECT_EQ(v["fadt.pm_tmr_len"], "4");
+  EXPECT_EQ(v["fadt.tmr_val_ext"], "0");
+  EXPECT_EQ(v["madt.lapic_addr"], "0xfee00000");
+  EXPECT_EQ(v["madt.flags"], "0x1");
+  EXPECT_EQ(v["madt.lapics"], std::to_string(cpus));
+  for (uint32_t i = 0; i < cpus; ++i) {
+    const std::string id = std::to_string(i);
+    EXPECT_EQ(v["madt.lapic" + id], id + "," + id + ",1") << "CPU " << i;
+  }
+  // The IOAPIC's ID is the first after the CPUs' (vmm/boot/acpi_tables.h).
+  EXPECT_EQ(v["madt.ioapics"], "1");
+  EXPECT_EQ(v["madt.ioapic0"], std::to_string(cpus) + ",0xfec00000,0");
+  EXPECT_EQ(v["madt.overrides"], "1");
+  EXPECT_EQ(v["madt.override0"], "0,0,2,0x0");
+  // The guest read the port the FADT names once: the PM timer's device saw it.
+  EXPECT_EQ(v["pm_reads"], "1");
+  EXPECT_EQ(run.Pio("pm-timer"), 1u);
+  EXPECT_EQ(v["pm_value_high_byte"], "0x0");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpus, PcAcpiTest, ::testing::Values(1u, 2u, 4u), ValueName);
+
+TEST(PcMachineTest, PmTimerIsMonotonicAndCountsAt3579545Hz) {
+  REQUIRE_KVM();
+  GuestRun run = RunGuestWith(PcConfig("pc_pmtimer", ""));
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["pm_port"], "0x608");
+  EXPECT_EQ(v["pm_monotonic"], "1");
+  EXPECT_EQ(run.Pio("pm-timer"), Number(v, "pm_reads"));
+  const uint64_t pm_ticks = Number(v, "pm_ticks");
+  const uint64_t tsc_ticks = Number(v, "tsc_ticks");
+  ASSERT_GE(pm_ticks, kPmInterval);
+  ASSERT_NE(run.result.guest_tsc_khz, 0u) << "KVM did not say the guest's TSC rate";
+  const double expected = run.result.guest_tsc_khz * 1000.0 / kPmTimerHz;
+  const double measured = static_cast<double>(tsc_ticks) / pm_ticks;
+  EXPECT_NEAR(measured, expected, expected * 0.10)
+      << tsc_ticks << " TSC ticks over " << pm_ticks << " PM ticks";
+}
+
+class PcSmpTest : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(PcSmpTest, ApsStartAndIpi) {
+  REQUIRE_KVM();
+  const uint32_t cpus = GetParam();
+  GuestRun run = RunGuestWith(PcConfig("pc_smp", "", cpus));
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["x2apic_supported"], "1");
+  EXPECT_EQ(v["x2apic_mode"], "1");
+  EXPECT_EQ(v["hypervisor"], "1");
+  EXPECT_EQ(v["fwcfg.nb_cpus"], std::to_string(cpus));
+  EXPECT_EQ(v["cpus_up"], std::to_string(cpus));
+  const bool has_leaf_b = Number(v, "max_basic_leaf", 16) >= 0xb;
+  for (uint32_t i = 0; i < cpus; ++i) {
+    const std::string cpu = "cpu" + std::to_string(i) + ".";
+    const std::string id = std::to_string(i);
+    EXPECT_EQ(v[cpu + "apic_id_leaf1"], id);
+    EXPECT_EQ(v[cpu + "x2apic_id"], id);
+    if (has_leaf_b) {
+      EXPECT_EQ(v[cpu + "apic_id_leafb"], id);
+    }
+    // Each AP one IPI from the BSP; the BSP one from each AP.
+    EXPECT_EQ(v[cpu + "ipis"], std::to_string(i == 0 ? cpus - 1 : 1));
+  }
+  EXPECT_EQ(v["bsp_ipis"], std::to_string(cpus - 1));
+  EXPECT_EQ(v["stray_ipis"], "0");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpus, PcSmpTest, ::testing::Values(1u, 2u, 4u), ValueName);
+
+}  // namespace
+}  // namespace minivmm::testing
