@@ -170,11 +170,14 @@ nlohmann::json RunRecord(const RunOptions& o, const VmConfig& config, const RunR
   return record;
 }
 
-// What the run says on stderr: the VMM's notes, how each vCPU stopped, the
-// registers of a crash, and (unless --quiet) the exit table.
+// What the run says on stderr: the VMM's notes, how each vCPU stopped (with
+// --quiet, only when the guest did not shut down by itself: a QEMU-style
+// runner such as kvm-unit-tests' reads any other stderr line as a failure),
+// the registers of a crash, and (unless --quiet) the exit table.
 void PrintRun(const RunOptions& o, const RunResult& result, const nlohmann::json& record) {
   for (const std::string& note : result.notes) fmt::print(stderr, "minivmm: {}\n", note);
-  if (result.vcpu_stops.size() > 1) fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
+  if (result.vcpu_stops.size() > 1 && (!o.quiet || result.reason != StopReason::kGuestShutdown))
+    fmt::print(stderr, "minivmm: {}\n", VcpuStopLine(record));
   if (StoppedOnAFailure(result, /*builtin_guest=*/o.kernel.empty())) PrintCrashReport(result);
   if (!o.quiet) fmt::print(stderr, "{}", RenderExitTable(record));
 }

@@ -9,8 +9,10 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "absl/strings/str_format.h"
 #include "minivmm/machine.h"
 #include "tests/integration/vm_test_util.h"
+#include "vmm/machine/pc_machine.h"
 
 namespace minivmm::testing {
 namespace {
@@ -169,7 +171,7 @@ TEST_P(PcAcpiTest, TablesDescribeEveryCpuAndThePmTimer) {
   // Header and flags (44), a local APIC each (8), the IOAPIC (12), one override (10).
   EXPECT_EQ(v["table1"], "APIC," + std::to_string(44 + 8 * cpus + 12 + 10));
   EXPECT_EQ(v["dsdt.length"], "36");
-  EXPECT_EQ(v["fadt.pm_tmr_blk"], "0x608");
+  EXPECT_EQ(v["fadt.pm_tmr_blk"], absl::StrFormat("%#x", kPcPmTimerPort));
   EXPECT_EQ(v["fadt.pm_tmr_len"], "4");
   EXPECT_EQ(v["fadt.tmr_val_ext"], "0");
   EXPECT_EQ(v["madt.lapic_addr"], "0xfee00000");
@@ -179,9 +181,9 @@ TEST_P(PcAcpiTest, TablesDescribeEveryCpuAndThePmTimer) {
     const std::string id = std::to_string(i);
     EXPECT_EQ(v["madt.lapic" + id], id + "," + id + ",1") << "CPU " << i;
   }
-  // The IOAPIC's ID is the first after the CPUs' (vmm/boot/acpi_tables.h).
+  // The IOAPIC's ID is what KVM's in-kernel IOAPIC resets its ID register to.
   EXPECT_EQ(v["madt.ioapics"], "1");
-  EXPECT_EQ(v["madt.ioapic0"], std::to_string(cpus) + ",0xfec00000,0");
+  EXPECT_EQ(v["madt.ioapic0"], absl::StrFormat("%u,%#x,0", kPcIoapicId, kPcIoapicGpa));
   EXPECT_EQ(v["madt.overrides"], "1");
   EXPECT_EQ(v["madt.override0"], "0,0,2,0x0");
   // The guest read the port the FADT names once: the PM timer's device saw it.
@@ -197,7 +199,7 @@ TEST(PcMachineTest, PmTimerIsMonotonicAndCountsAt3579545Hz) {
   GuestRun run = RunGuestWith(PcConfig("pc_pmtimer", ""));
   ExpectDoneWith(run, 0);
   std::map<std::string, std::string> v = ConsoleValues(run.console);
-  EXPECT_EQ(v["pm_port"], "0x608");
+  EXPECT_EQ(v["pm_port"], absl::StrFormat("%#x", kPcPmTimerPort));
   EXPECT_EQ(v["pm_monotonic"], "1");
   EXPECT_EQ(run.Pio("pm-timer"), Number(v, "pm_reads"));
   const uint64_t pm_ticks = Number(v, "pm_ticks");

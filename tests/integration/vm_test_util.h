@@ -107,9 +107,11 @@ inline GuestRun RunGuestWith(VmConfig config) {
   if (!result.ok()) return run;
   run.result = *result;
   run.console = console.out;
-  // The shutdown codes are the built-in guest's; a tiny guest's code 1, 3
-  // or 4 prints it too, which does no harm.
-  if (StoppedOnAFailure(run.result, /*builtin_guest=*/true)) PrintStopDiagnosis(run.result);
+  // The shutdown codes are the built-in machine's guests'; a tiny guest's
+  // code 1, 3 or 4 prints it too, which does no harm. A PC guest's code is
+  // the debug-exit status, which means what the guest says.
+  if (StoppedOnAFailure(run.result, /*builtin_guest=*/config.machine == MachineKind::kBuiltin))
+    PrintStopDiagnosis(run.result);
   for (const auto& [k, v] : result->reports.entries) run.reports[k] = v;
   return run;
 }
