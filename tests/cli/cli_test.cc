@@ -40,6 +40,66 @@ std::string Tiny(const std::string& name) {
   return std::string(MINIVMM_TINY_GUEST_DIR) + "/" + name + ".elf";
 }
 
+std::string PcGuest(const std::string& name) {
+  return std::string(MINIVMM_PC_GUEST_DIR) + "/" + name + ".elf";
+}
+
+// --machine pc (docs/machines.md): a Multiboot guest's console on stdout, its
+// debug-exit status as the command's, and the record's machine and device
+// counts: one uart exit per console byte, one debug-exit write.
+TEST(CliPcTest, AMultibootGuestExitsWithItsStatusAndItsRecordNamesTheMachine) {
+  REQUIRE_KVM();
+  const std::string record_path = ::testing::TempDir() + "/pc.run.json";
+  Outcome o = Minivmm("run -q --machine pc --kernel " + PcGuest("pc_entry") +
+                      " --cmdline exit=4 --json " + record_path);
+  EXPECT_EQ(o.status, (4 << 1) | 1) << o.out;
+  EXPECT_NE(o.out.find("magic=0x2badb002\n"), std::string::npos) << o.out;
+  std::ifstream in(record_path);
+  const json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(record.is_discarded()) << o.out;
+  EXPECT_EQ(record["config"]["machine"], "pc");
+  EXPECT_EQ(record["result"]["exit_code"], 9);
+  const json& pio = record["exits"]["pio_by_device"];
+  EXPECT_EQ(pio["debug-exit"], 1);
+  EXPECT_EQ(pio["fw-cfg"], 0);
+  EXPECT_EQ(pio["unclaimed"], 0);
+  EXPECT_FALSE(pio.contains("hypercall")) << pio;
+  // Everything on stdout with -q is the guest's: one uart exit per byte.
+  EXPECT_EQ(pio["uart"], o.out.size()) << o.out;
+}
+
+// With -q and the guest's own shutdown, several vCPUs print nothing of
+// minivmm's: a QEMU-style runner (kvm-unit-tests) reads any stderr line as
+// a failure.
+TEST(CliPcTest, QuietMeansOnlyTheGuestsOutputWithSeveralVcpus) {
+  REQUIRE_KVM();
+  Outcome o = Minivmm("run -q --machine pc --cpus 2 --kernel " + PcGuest("pc_smp"));
+  EXPECT_EQ(o.status, 1) << o.out;
+  EXPECT_EQ(o.out.find("minivmm:"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("cpus_up=2\n"), std::string::npos) << o.out;
+}
+
+// Each machine refuses what belongs to the other, before any vCPU runs.
+TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
+  Outcome workload = Minivmm("run --machine pc --kernel " + PcGuest("pc_entry") + " --workload ctx");
+  EXPECT_EQ(workload.status, 2) << workload.out;
+  EXPECT_NE(workload.out.find("--workload is the built-in guest's"), std::string::npos)
+      << workload.out;
+  Outcome unknown = Minivmm("run --machine q35");
+  EXPECT_EQ(unknown.status, 2) << unknown.out;
+  Outcome pit = Minivmm("run --pit");
+  EXPECT_EQ(pit.status, 125) << pit.out;
+  EXPECT_NE(pit.out.find("a PIT is for the pc machine"), std::string::npos) << pit.out;
+  Outcome timer = Minivmm("run --machine pc --timer-hz 100 --kernel " + PcGuest("pc_entry"));
+  EXPECT_EQ(timer.status, 125) << timer.out;
+  EXPECT_NE(timer.out.find("is the builtin machine's"), std::string::npos) << timer.out;
+  // The image is read once the VM exists.
+  REQUIRE_KVM();
+  Outcome bad = Minivmm("run --machine pc --kernel " + Tiny("spin"));
+  EXPECT_EQ(bad.status, 125) << bad.out;
+  EXPECT_NE(bad.out.find("Multiboot"), std::string::npos) << bad.out;
+}
+
 // Run schema version 2 (docs/run-record.md): integers become JSON numbers,
 // losslessly; everything else stays the guest's text.
 TEST(ReportValueTest, DecimalIntegersBecomeNumbersAndNothingElse) {

@@ -711,3 +711,19 @@ def test_to_dataframe_without_pandas(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
     with pytest.raises(ImportError, match="pandas"):
         minivmm.to_dataframe([])
+
+
+def test_pc_machine_runs_a_multiboot_guest():
+    """machine="pc" (docs/machines.md): a Multiboot guest of the project's own,
+    its debug-exit status, its console and the record's machine; the built-in
+    guest's words are refused there."""
+    guest = os.path.join(os.environ["MINIVMM_PC_GUEST_DIR"], "pc_entry.elf")
+    r = minivmm.Vm(machine="pc", kernel=guest, cmdline="x exit=2", probe_host=False).run()
+    assert r["result"]["exit_code"] == (2 << 1) | 1, r.console
+    assert r["config"]["machine"] == "pc"
+    assert f"cmdline={guest} x exit=2\n" in r.console
+    assert r["exits"]["pio_by_device"]["uart"] == len(r.console.encode())
+    with pytest.raises(ValueError):
+        minivmm.Vm(machine="pc", kernel=guest, workload="ctx")
+    with pytest.raises(ValueError):
+        minivmm.Vm(machine="q35")
