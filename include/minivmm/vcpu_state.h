@@ -90,6 +90,10 @@ class VcpuState {
   // (docs/wasted-exits.md); nothing else does, and it may cost an ioctl.
   // nullopt when the backend cannot tell.
   virtual std::optional<uint64_t> FpuFingerprint() const { return std::nullopt; }
+  // Whether the vCPU runs 32-bit code (CS.L clear and CS.D set: protected
+  // mode, or compatibility mode under long mode): the frame walker's frame
+  // size (docs/sites.md). The built-in machine's vCPUs never do.
+  virtual bool Code32() const { return false; }
 
  protected:
   // `regs` holds kRegCount registers in Reg order; `*dirty |= dirty_bit`

@@ -31,6 +31,7 @@ _start:
   movw %cx, %ss
   movw %cx, %fs
   movw %cx, %gs
+  xorl %ebp, %ebp  /* the bottom of the frame chain (docs/sites.md) */
   pushl %ebx
   pushl %eax
   call guest_main

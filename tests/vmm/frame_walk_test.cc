@@ -37,6 +37,22 @@ class FrameWalkTest : public ::testing::Test {
   GuestMemory memory_{ram_};
 };
 
+// 32-bit code (the PC machine's guests before long mode): frames of two
+// 32-bit words, the upper half of RBP ignored, 4-byte alignment enough.
+TEST_F(FrameWalkTest, ThirtyTwoBitCodeHasFramesOfTwoWords) {
+  const std::array<uint32_t, 2> inner = {0x204, 0x100200};
+  const std::array<uint32_t, 2> outer = {0, 0x100300};
+  ASSERT_TRUE(memory_.WriteObj(GuestAddress(0x104), inner));
+  ASSERT_TRUE(memory_.WriteObj(GuestAddress(0x204), outer));
+  std::vector<uint64_t> out(kMaxSiteFrames);
+  out.resize(WalkFrames(memory_, kRip, 0xdead00000000'0104ull, out, /*code32=*/true));
+  EXPECT_THAT(out, ElementsAre(kRip, 0x100200u, 0x100300u));
+  // Read as 64-bit frames the same bytes are one frame of nonsense.
+  out.assign(kMaxSiteFrames, 0);
+  out.resize(WalkFrames(memory_, kRip, 0x104, out));
+  EXPECT_NE(out, (std::vector<uint64_t>{kRip, 0x100200u, 0x100300u}));
+}
+
 TEST_F(FrameWalkTest, FollowsTheChainToAZeroFramePointer) {
   Frame(0x100, 0x200, 0xaaa);
   Frame(0x200, 0x300, 0xbbb);

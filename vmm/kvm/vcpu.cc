@@ -323,6 +323,11 @@ VcpuIdentity KvmVcpu::Identity() const {
   return {s.gdt.base, s.tr.selector, s.tr.base};
 }
 
+bool KvmVcpu::Code32() const {
+  const kvm_segment& cs = run_->s.regs.sregs.cs;
+  return cs.l == 0 && cs.db == 1;
+}
+
 uint64_t KvmVcpu::TscKhz() const {
   const int khz = ioctl(fd_.get(), KVM_GET_TSC_KHZ, 0);
   return khz > 0 ? static_cast<uint64_t>(khz) : 0;

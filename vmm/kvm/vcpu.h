@@ -110,6 +110,7 @@ class KvmVcpu final : public Vcpu {
   std::vector<std::pair<std::string, uint64_t>> DumpRegisters() const override;
   // From the synced sregs: no ioctl.
   VcpuIdentity Identity() const override;
+  bool Code32() const override;
 
   // The guest TSC rate in kHz (KVM_GET_TSC_KHZ), 0 when KVM does not say.
   uint64_t TscKhz() const;

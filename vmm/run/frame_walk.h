@@ -20,7 +20,13 @@ namespace minivmm {
 // also ends any loop), or a return address of zero, and after out.size() frames:
 // whatever the guest put in its memory and registers, it reads at most
 // out.size() - 1 frames and never outside RAM.
-int WalkFrames(const GuestMemory& memory, uint64_t rip, uint64_t rbp, std::span<uint64_t> out);
+//
+// With `code32` (the vCPU runs 32-bit code: CS.L clear, as the PC machine's
+// guests do until they enter long mode), each frame is [saved EBP, return
+// address] as two 32-bit words, the low 32 bits of `rbp` and of every saved
+// EBP count, and a frame pointer must be 4-byte aligned; the rest is the same.
+int WalkFrames(const GuestMemory& memory, uint64_t rip, uint64_t rbp, std::span<uint64_t> out,
+               bool code32 = false);
 
 }  // namespace minivmm
 

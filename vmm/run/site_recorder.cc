@@ -26,7 +26,7 @@ uint64_t SiteRecorder::WastedExits() const {
 
 void SiteRecorder::Walk(uint64_t rip, uint64_t rbp) {
   // What the walk wrote is the stack; past it, zero (ZeroPast).
-  ZeroPast(static_cast<uint8_t>(WalkFrames(memory_, rip, rbp, current_.frames)));
+  ZeroPast(static_cast<uint8_t>(WalkFrames(memory_, rip, rbp, current_.frames, vcpu_.Code32())));
 }
 
 void SiteRecorder::SettleCause() {
