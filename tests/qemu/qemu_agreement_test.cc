@@ -18,6 +18,7 @@
 
 namespace {
 
+using minivmm::testing::ConsoleLines;
 using minivmm::testing::Output;
 using minivmm::testing::Quote;
 using minivmm::testing::RunCommand;
@@ -27,13 +28,7 @@ using Reports = std::map<std::string, std::string>;
 // follow the firmware's output on the same line).
 Reports ConsoleReports(const std::string& text) {
   Reports reports;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (const std::string& line : ConsoleLines(text)) {
     const size_t at = line.find("report: ");
     if (at == std::string::npos) continue;
     const std::string kv = line.substr(at + 8);

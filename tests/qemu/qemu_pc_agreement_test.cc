@@ -22,6 +22,7 @@
 
 namespace {
 
+using minivmm::testing::ConsoleLines;
 using minivmm::testing::Output;
 using minivmm::testing::Quote;
 using minivmm::testing::RunCommand;
@@ -31,13 +32,7 @@ using Lines = std::map<std::string, std::string>;
 // may hold '=', as the command line does).
 Lines KeyValues(const std::string& text) {
   Lines lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (const std::string& line : ConsoleLines(text)) {
     const size_t eq = line.find('=');
     if (eq == std::string::npos || eq == 0 || line.substr(0, eq).find(' ') != std::string::npos)
       continue;
@@ -47,7 +42,10 @@ Lines KeyValues(const std::string& text) {
 }
 
 bool HasLine(const std::string& text, std::string_view want) {
-  return text.find("\n" + std::string(want) + "\n") != std::string::npos;
+  for (const std::string& line : ConsoleLines(text)) {
+    if (line == want) return true;
+  }
+  return false;
 }
 
 // How a key is compared. nullopt: not at all; otherwise the part compared.

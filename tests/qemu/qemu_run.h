@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace minivmm::testing {
 
@@ -29,6 +31,21 @@ inline Output RunCommand(const std::string& command, int timeout_s) {
   const int status = pclose(pipe);
   if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
   return out;
+}
+
+// The lines of a console, without their '\n' or a '\r' before it.
+inline std::vector<std::string> ConsoleLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 // `s` as one shell word (no single quotes inside: the tests' own paths).
