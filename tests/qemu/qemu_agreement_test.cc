@@ -6,10 +6,6 @@
 // the JSON run record (`minivmm run --json`). Every key both sides report is
 // compared, except the ones listed in Excluded() with the reason each one
 // legitimately differs between the two machines.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
@@ -18,44 +14,21 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
+#include "tests/qemu/qemu_run.h"
 
 namespace {
 
+using minivmm::testing::ConsoleLines;
+using minivmm::testing::Output;
+using minivmm::testing::Quote;
+using minivmm::testing::RunCommand;
 using Reports = std::map<std::string, std::string>;
-
-struct Output {
-  int status = -1;  // the exit status, or -1 when the command did not exit
-  std::string text;
-};
-
-// Runs `command` with /bin/sh, stdout and stderr together, under coreutils
-// timeout so a hung guest cannot hang the test.
-Output RunCommand(const std::string& command, int timeout_s) {
-  Output out;
-  const std::string full = "timeout " + std::to_string(timeout_s) + " " + command + " 2>&1";
-  FILE* pipe = popen(full.c_str(), "r");
-  if (pipe == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.text.append(buf, n);
-  const int status = pclose(pipe);
-  if (status != -1 && WIFEXITED(status)) out.status = WEXITSTATUS(status);
-  return out;
-}
-
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 // "report: key=value" lines anywhere in the console (the first one can
 // follow the firmware's output on the same line).
 Reports ConsoleReports(const std::string& text) {
   Reports reports;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  for (const std::string& line : ConsoleLines(text)) {
     const size_t at = line.find("report: ");
     if (at == std::string::npos) continue;
     const std::string kv = line.substr(at + 8);
