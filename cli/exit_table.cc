@@ -294,8 +294,12 @@ std::string RenderExitTable(const json& record) {
   // The wasted-exit analysis's column, when it ran (docs/wasted-exits.md).
   const json* wasted =
       record.contains("wasted") && record["wasted"].is_object() ? &record["wasted"] : nullptr;
-  CauseSection(out, record, wasted);
-  HypercallSection(out, record, wasted);
+  // Causes and hypercalls are the hypercall ABI's: shown where the machine
+  // has the hypercall port (not on the PC machine, docs/machines.md).
+  if (record["exits"]["pio_by_device"].contains("hypercall")) {
+    CauseSection(out, record, wasted);
+    HypercallSection(out, record, wasted);
+  }
   ReasonSection(out, record);
   GuestCountsSection(out, record);
   const json& per_vcpu = record["exits"]["per_vcpu"];

@@ -79,6 +79,20 @@ TEST(CliPcTest, QuietMeansOnlyTheGuestsOutputWithSeveralVcpus) {
   EXPECT_NE(o.out.find("cpus_up=2\n"), std::string::npos) << o.out;
 }
 
+// The exit table of a PC run: its devices and KVM's counters, none of the
+// hypercall ABI's causes or hypercalls (the machine has no hypercall port).
+TEST(CliPcTest, TheExitTableHasThePcDevicesAndNoHypercallSections) {
+  REQUIRE_KVM();
+  Outcome o = Minivmm("run --machine pc --cpus 2 --kernel " + PcGuest("pc_fwcfg"));
+  EXPECT_EQ(o.status, 1) << o.out;
+  EXPECT_NE(o.out.find("pio fw-cfg                              -           38  vmm"),
+            std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("host counters"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("exits by cause"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("  hypercalls "), std::string::npos) << o.out;
+}
+
 // Each machine refuses what belongs to the other, before any vCPU runs.
 TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   Outcome workload = Minivmm("run --machine pc --kernel " + PcGuest("pc_entry") + " --workload ctx");
