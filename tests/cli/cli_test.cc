@@ -93,6 +93,23 @@ TEST(CliPcTest, TheExitTableHasThePcDevicesAndNoHypercallSections) {
   EXPECT_EQ(o.out.find("  hypercalls "), std::string::npos) << o.out;
 }
 
+// scripts/minivmm-qemu with the argv kvm-unit-tests' x86/run passes, on a
+// real PC machine: the guest's output and its debug-exit status come back as
+// from QEMU, and nothing else is printed.
+TEST(CliPcTest, TheQemuFrontRunsAGuestWithKvmUnitTestsArgv) {
+  REQUIRE_KVM();
+  const std::string env = TempFile("pc_front.env", "KEY=1\n");
+  Outcome o = Shell("MINIVMM=" + std::string(MINIVMM_BIN) + " " MINIVMM_SOURCE_DIR
+                    "/scripts/minivmm-qemu -nodefaults -device pc-testdev -device "
+                    "isa-debug-exit,iobase=0xf4,iosize=0x4 -vnc none -serial stdio -device "
+                    "pci-testdev -machine accel=kvm -kernel " +
+                    PcGuest("pc_smp") + " -smp 2 -append 'x y' -initrd " + env + " -cpu max");
+  EXPECT_EQ(o.status, 1) << o.out;
+  EXPECT_NE(o.out.find("cpus_up=2\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("done\n"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("minivmm"), std::string::npos) << o.out;
+}
+
 // Each machine refuses what belongs to the other, before any vCPU runs.
 TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   Outcome workload = Minivmm("run --machine pc --kernel " + PcGuest("pc_entry") + " --workload ctx");
