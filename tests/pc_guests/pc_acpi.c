@@ -40,9 +40,7 @@ static void print_madt(const struct acpi_header *madt) {
     const uint8_t *e = p + off;
     if (e[1] < 2) guest_fail("MADT entry shorter than 2 bytes");
     if (e[0] == 0) {
-      put_str("madt.lapic");
-      put_dec(lapics++);
-      put_char('=');
+      put_key_index("madt.lapic", lapics++);
       put_dec(e[2]);
       put_char(',');
       put_dec(e[3]);
@@ -50,9 +48,7 @@ static void print_madt(const struct acpi_header *madt) {
       put_dec(*(const uint32_t *)(e + 4));
       put_char('\n');
     } else if (e[0] == 1) {
-      put_str("madt.ioapic");
-      put_dec(ioapics++);
-      put_char('=');
+      put_key_index("madt.ioapic", ioapics++);
       put_dec(e[2]);
       put_char(',');
       put_hex(*(const uint32_t *)(e + 4));
@@ -60,9 +56,7 @@ static void print_madt(const struct acpi_header *madt) {
       put_dec(*(const uint32_t *)(e + 8));
       put_char('\n');
     } else if (e[0] == 2) {
-      put_str("madt.override");
-      put_dec(overrides++);
-      put_char('=');
+      put_key_index("madt.override", overrides++);
       put_dec(e[2]);
       put_char(',');
       put_dec(e[3]);

@@ -35,6 +35,12 @@ void put_dec(uint64_t v) {
   while (n > 0) put_char(buf[--n]);
 }
 
+void put_key_index(const char *key, uint32_t index) {
+  put_str(key);
+  put_dec(index);
+  put_char('=');
+}
+
 void put_hex(uint64_t v) {
   static const char kDigits[] = "0123456789abcdef";
   int shift = 60;

@@ -87,6 +87,7 @@ void put_str(const char *s);
 void put_strn(const char *s, uint32_t max); /* up to max bytes, stops at NUL */
 void put_dec(uint64_t v);
 void put_hex(uint64_t v); /* 0x-prefixed, lower case */
+void put_key_index(const char *key, uint32_t index); /* "<key><index>=" */
 void kv_str(const char *key, const char *value);
 void kv_dec(const char *key, uint64_t value);
 void kv_hex(const char *key, uint64_t value);

@@ -152,14 +152,17 @@ absl::Status KvmVcpu::SetLongModeBoot(const LongModeBoot& boot) {
   sregs.gdt.limit = boot.gdt_limit;
   sregs.idt.base = 0;
   sregs.idt.limit = 0;
-  if (ioctl(fd_.get(), KVM_SET_SREGS, &sregs) < 0) return KvmError("KVM_SET_SREGS");
-
   kvm_regs regs{};
   regs.rip = boot.rip;
   regs.rsp = boot.rsp;
   regs.rdi = boot.rdi;
   regs.rsi = boot.rsi;
   regs.rflags = 0x2;
+  return SetPowerOnState(sregs, regs);
+}
+
+absl::Status KvmVcpu::SetPowerOnState(const kvm_sregs& sregs, const kvm_regs& regs) {
+  if (ioctl(fd_.get(), KVM_SET_SREGS, &sregs) < 0) return KvmError("KVM_SET_SREGS");
   if (ioctl(fd_.get(), KVM_SET_REGS, &regs) < 0) return KvmError("KVM_SET_REGS");
   // The synced copy in kvm_run is refreshed by the first KVM_RUN.
   run_->kvm_dirty_regs = 0;
@@ -191,16 +194,12 @@ absl::Status KvmVcpu::SetProtectedModeBoot(const ProtectedModeBoot& boot) {
   sregs.ldt.present = 1;
   sregs.gdt = {};
   sregs.idt = {};
-  if (ioctl(fd_.get(), KVM_SET_SREGS, &sregs) < 0) return KvmError("KVM_SET_SREGS");
-
   kvm_regs regs{};
   regs.rip = boot.eip;
   regs.rax = boot.eax;
   regs.rbx = boot.ebx;
   regs.rflags = 0x2;
-  if (ioctl(fd_.get(), KVM_SET_REGS, &regs) < 0) return KvmError("KVM_SET_REGS");
-  run_->kvm_dirty_regs = 0;
-  return absl::OkStatus();
+  return SetPowerOnState(sregs, regs);
 }
 
 absl::Status KvmVcpu::BindToCurrentThread() {

@@ -122,6 +122,8 @@ class KvmVcpu final : public Vcpu {
   KvmVcpu(Fd fd, int id, kvm_run* run, size_t run_size);
   // Marks the synced sregs for write-back on the next KVM_RUN.
   void MarkSregsDirty();
+  // KVM_SET_SREGS and KVM_SET_REGS of a boot protocol's entry state.
+  absl::Status SetPowerOnState(const kvm_sregs& sregs, const kvm_regs& regs);
 
   Fd fd_;
   Fd stats_fd_;
