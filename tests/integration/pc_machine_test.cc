@@ -5,13 +5,18 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "gtest/gtest.h"
 #include "absl/strings/str_format.h"
 #include "minivmm/machine.h"
+#include "tests/common/pc_host.h"
 #include "tests/integration/vm_test_util.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/machine/pc_host_check.h"
 #include "vmm/machine/pc_machine.h"
 
 namespace minivmm::testing {
@@ -78,6 +83,38 @@ void ExpectDoneWith(const GuestRun& run, uint32_t code) {
   EXPECT_NE(run.console.find("\ndone\n"), std::string::npos) << run.console;
 }
 
+// A run of the PC machine, or nullopt where this host refuses the machine
+// (tests/common/pc_host.h): the host check's refusal is asserted, as is
+// Vm::Create's failing with it, and the test has nothing more to check.
+std::optional<GuestRun> RunPc(const VmConfig& config) {
+  absl::StatusOr<KvmSystem> kvm = KvmSystem::Open();
+  if (kvm.ok()) {
+    if (absl::Status check = CheckPcMachineRunsHere(*kvm); !check.ok()) {
+      EXPECT_EQ(check.code(), absl::StatusCode::kFailedPrecondition) << check;
+      EXPECT_TRUE(PcRefusedHere(std::string(check.message()))) << check;
+      absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+      EXPECT_FALSE(vm.ok());
+      if (!vm.ok()) {
+        EXPECT_TRUE(PcRefusedHere(std::string(vm.status().message()))) << vm.status();
+      }
+      return std::nullopt;
+    }
+  }
+  return RunGuestWith(config);
+}
+
+// The host check itself (vmm/machine/pc_host_check.h), as every PC run makes
+// it: the probe's #UD reaches its handler in 32-bit protected mode.
+TEST(PcHostCheckTest, AnExceptionInProtectedModeReachesItsHandler) {
+  REQUIRE_KVM();
+  absl::StatusOr<KvmSystem> kvm = KvmSystem::Open();
+  ASSERT_TRUE(kvm.ok()) << kvm.status();
+  absl::Status check = CheckPcMachineRunsHere(*kvm);
+  if (!check.ok()) {
+    EXPECT_TRUE(PcRefusedHere(std::string(check.message()))) << check;
+  }
+}
+
 // A file under the test's scratch directory with `contents`.
 std::string WriteTempFile(const std::string& name, const std::string& contents) {
   std::string path = ::testing::TempDir() + "/pc_machine_" + std::to_string(getpid()) + "_" + name;
@@ -90,7 +127,9 @@ TEST(PcMachineTest, EntryStateAndMultibootInfo) {
   const std::string module = "pc guest module, first line\nsecond line\n";
   VmConfig config = PcConfig("pc_entry", "a b");
   config.initrd_path = WriteTempFile("initrd", module);
-  GuestRun run = RunGuestWith(config);
+  std::optional<GuestRun> ran = RunPc(config);
+  if (!ran) return;
+  const GuestRun& run = *ran;
   ExpectDoneWith(run, 0);
   std::map<std::string, std::string> v = ConsoleValues(run.console);
   EXPECT_EQ(v["magic"], "0x2badb002");
@@ -128,7 +167,9 @@ class PcDebugExitTest : public ::testing::TestWithParam<uint32_t> {};
 TEST_P(PcDebugExitTest, StatusIsTheCodeShiftedWithBitZeroSet) {
   REQUIRE_KVM();
   const uint32_t code = GetParam();
-  GuestRun run = RunGuestWith(PcConfig("pc_entry", "exit=" + std::to_string(code)));
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_entry", "exit=" + std::to_string(code)));
+  if (!ran) return;
+  const GuestRun& run = *ran;
   ExpectDoneWith(run, code);
   EXPECT_EQ(run.Pio("debug-exit"), 1u);
 }
@@ -139,7 +180,9 @@ INSTANTIATE_TEST_SUITE_P(Codes, PcDebugExitTest, ::testing::Values(0u, 1u, 2u, 4
 TEST(PcMachineTest, FwCfgAnswersEveryKeyAndCountsEveryPortAccess) {
   REQUIRE_KVM();
   VmConfig config = PcConfig("pc_fwcfg", "", /*cpus=*/2);
-  GuestRun run = RunGuestWith(config);
+  std::optional<GuestRun> ran = RunPc(config);
+  if (!ran) return;
+  const GuestRun& run = *ran;
   ExpectDoneWith(run, 0);
   std::map<std::string, std::string> v = ConsoleValues(run.console);
   EXPECT_EQ(v["fwcfg.signature"], "QEMU");
@@ -160,7 +203,9 @@ class PcAcpiTest : public ::testing::TestWithParam<uint32_t> {};
 TEST_P(PcAcpiTest, TablesDescribeEveryCpuAndThePmTimer) {
   REQUIRE_KVM();
   const uint32_t cpus = GetParam();
-  GuestRun run = RunGuestWith(PcConfig("pc_acpi", "", cpus));
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_acpi", "", cpus));
+  if (!ran) return;
+  const GuestRun& run = *ran;
   ExpectDoneWith(run, 0);
   std::map<std::string, std::string> v = ConsoleValues(run.console);
   EXPECT_EQ(v["acpi_checksums_ok"], "1");
@@ -196,7 +241,9 @@ INSTANTIATE_TEST_SUITE_P(Cpus, PcAcpiTest, ::testing::Values(1u, 2u, 4u), ValueN
 
 TEST(PcMachineTest, PmTimerIsMonotonicAndCountsAt3579545Hz) {
   REQUIRE_KVM();
-  GuestRun run = RunGuestWith(PcConfig("pc_pmtimer", ""));
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_pmtimer", ""));
+  if (!ran) return;
+  const GuestRun& run = *ran;
   ExpectDoneWith(run, 0);
   std::map<std::string, std::string> v = ConsoleValues(run.console);
   EXPECT_EQ(v["pm_port"], absl::StrFormat("%#x", kPcPmTimerPort));
@@ -217,7 +264,9 @@ class PcSmpTest : public ::testing::TestWithParam<uint32_t> {};
 TEST_P(PcSmpTest, ApsStartAndIpi) {
   REQUIRE_KVM();
   const uint32_t cpus = GetParam();
-  GuestRun run = RunGuestWith(PcConfig("pc_smp", "", cpus));
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_smp", "", cpus));
+  if (!ran) return;
+  const GuestRun& run = *ran;
   ExpectDoneWith(run, 0);
   std::map<std::string, std::string> v = ConsoleValues(run.console);
   EXPECT_EQ(v["x2apic_supported"], "1");

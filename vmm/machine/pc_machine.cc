@@ -19,6 +19,7 @@
 #include "vmm/core/status_macros.h"
 #include "vmm/elf/elf_loader.h"
 #include "vmm/machine/machine.h"
+#include "vmm/machine/pc_host_check.h"
 #include "vmm/machine/pc_machine.h"
 #include "vmm/vm_state.h"
 
@@ -59,6 +60,9 @@ class PcMachine final : public Machine, public IrqLines {
 
 absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   const VmConfig& config = s.config;
+  // Whether this KVM delivers an exception in protected mode at all (a
+  // throwaway VM of its own; pc_host_check.h), before anything of this one.
+  RETURN_IF_ERROR(CheckPcMachineRunsHere(s.kvm));
   // The interrupt controllers first: KVM gives each vCPU created after them
   // a local APIC, and holds every vCPU but 0 in reset until INIT/SIPI.
   if (absl::Status irqchip = s.vm.CreateIrqchip(); !irqchip.ok())

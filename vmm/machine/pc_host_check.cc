@@ -1,0 +1,150 @@
+#include "vmm/machine/pc_host_check.h"
+
+#include <array>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <variant>
+
+#include "absl/strings/str_format.h"
+#include "vmm/core/status_macros.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/memory/mapped_memory.h"
+
+namespace minivmm {
+namespace {
+
+// The probe's memory (GPA 0, 64 KiB). The code starts with the segment and
+// interrupt tables' registers loaded from its own tables, then `ud2`.
+constexpr uint32_t kCodeGpa = 0x1000;
+constexpr uint32_t kHandlerGpa = 0x1100;
+constexpr uint32_t kGdtGpa = 0x2000;
+constexpr uint32_t kGdtrGpa = 0x2100;
+constexpr uint32_t kIdtGpa = 0x2200;
+constexpr uint32_t kIdtrGpa = 0x2300;
+constexpr uint32_t kStackTop = 0x8000;
+constexpr uint64_t kMemoryBytes = 64 * 1024;
+constexpr uint16_t kCodeSelector = 0x10;  // the entry's own CS (KvmVcpu::SetProtectedModeBoot)
+constexpr int kUdVector = 6;
+
+void Put32(std::span<uint8_t> memory, uint32_t gpa, uint32_t value) {
+  std::memcpy(memory.data() + gpa, &value, sizeof value);
+}
+
+void Put16(std::span<uint8_t> memory, uint32_t gpa, uint16_t value) {
+  std::memcpy(memory.data() + gpa, &value, sizeof value);
+}
+
+void Put64(std::span<uint8_t> memory, uint32_t gpa, uint64_t value) {
+  std::memcpy(memory.data() + gpa, &value, sizeof value);
+}
+
+void WriteProbe(std::span<uint8_t> memory) {
+  const std::array<uint8_t, 22> code = {
+      0xbc, 0x00, 0x80, 0x00, 0x00,              // mov esp, kStackTop
+      0x0f, 0x01, 0x15, 0x00, 0x21, 0x00, 0x00,  // lgdt [kGdtrGpa]
+      0x0f, 0x01, 0x1d, 0x00, 0x23, 0x00, 0x00,  // lidt [kIdtrGpa]
+      0x0f, 0x0b,                                // ud2
+      0xf4,                                      // hlt: only if the #UD was lost
+  };
+  static_assert(kStackTop == 0x8000 && kGdtrGpa == 0x2100 && kIdtrGpa == 0x2300);
+  std::memcpy(memory.data() + kCodeGpa, code.data(), code.size());
+  const std::array<uint8_t, 5> handler = {
+      0xb0, kPcProbeByte,  // mov al, kPcProbeByte
+      0xe6, kPcProbePort,  // out kPcProbePort, al
+      0xf4,                // hlt
+  };
+  static_assert(kPcProbePort < 0x100, "out imm8");
+  std::memcpy(memory.data() + kHandlerGpa, handler.data(), handler.size());
+  // GDT: 0x10 flat 32-bit code, 0x18 flat data, as the entry's selectors.
+  Put64(memory, kGdtGpa + 0x10, 0x00cf9a000000ffffull);
+  Put64(memory, kGdtGpa + 0x18, 0x00cf92000000ffffull);
+  Put16(memory, kGdtrGpa, 0x20 - 1);
+  Put32(memory, kGdtrGpa + 2, kGdtGpa);
+  // IDT: vector 6 a present 32-bit interrupt gate, DPL 0, to the handler.
+  const uint32_t gate = kIdtGpa + 8 * kUdVector;
+  Put32(memory, gate, (uint32_t{kCodeSelector} << 16) | (kHandlerGpa & 0xffff));
+  Put32(memory, gate + 4, (kHandlerGpa & 0xffff0000u) | 0x8e00);
+  Put16(memory, kIdtrGpa, 8 * 32 - 1);
+  Put32(memory, kIdtrGpa + 2, kIdtGpa);
+}
+
+std::string Describe(const VcpuExit& exit) {
+  return std::visit(
+      [](const auto& e) -> std::string {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, IoOut> || std::is_same_v<T, IoIn>) {
+          return absl::StrFormat("a %d-byte %s port 0x%x", e.size,
+                                 std::is_same_v<T, IoOut> ? "write to" : "read of", e.port);
+        } else if constexpr (std::is_same_v<T, MmioRead> || std::is_same_v<T, MmioWrite>) {
+          return absl::StrFormat("an MMIO access at 0x%x", e.address);
+        } else if constexpr (std::is_same_v<T, Hlt>) {
+          return "the HLT after ud2 (the #UD was lost)";
+        } else if constexpr (std::is_same_v<T, Interrupted>) {
+          return "no exit within the time limit";
+        } else if constexpr (std::is_same_v<T, Shutdown>) {
+          return "a triple fault (KVM_EXIT_SHUTDOWN)";
+        } else if constexpr (std::is_same_v<T, InternalError>) {
+          return absl::StrFormat("KVM_EXIT_INTERNAL_ERROR, suberror %u", e.suberror);
+        } else if constexpr (std::is_same_v<T, FailEntry>) {
+          return absl::StrFormat("KVM_EXIT_FAIL_ENTRY, reason 0x%x", e.hardware_reason);
+        } else if constexpr (std::is_same_v<T, SystemEvent>) {
+          return absl::StrFormat("KVM_EXIT_SYSTEM_EVENT, type %u", e.type);
+        } else if constexpr (std::is_same_v<T, UnknownExit>) {
+          return absl::StrFormat("KVM exit reason %u", e.kvm_reason);
+        } else if constexpr (std::is_same_v<T, RunFailed>) {
+          return absl::StrFormat("KVM_RUN failing: %s", std::strerror(e.error));
+        } else {
+          return std::string(ExitReasonName(T::kReason));
+        }
+      },
+      exit);
+}
+
+}  // namespace
+
+absl::Status JudgePcEventProbe(const VcpuExit& exit) {
+  if (const auto* out = std::get_if<IoOut>(&exit);
+      out != nullptr && out->port == kPcProbePort && out->size == 1 && out->data.size() == 1 &&
+      out->data[0] == kPcProbeByte) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s (a #UD through the guest's IDT ended in %s)", kPcNoProtectedModeEvents, Describe(exit)));
+}
+
+absl::Status CheckPcMachineRunsHere(const KvmSystem& kvm, absl::Duration limit) {
+  ASSIGN_OR_RETURN(MappedMemory memory, MappedMemory::Create(kMemoryBytes));
+  WriteProbe(memory.span());
+  ASSIGN_OR_RETURN(KvmVm vm, KvmVm::Create(kvm));
+  RETURN_IF_ERROR(vm.SetMemoryRegion(0, 0, memory.size(), memory.data(), /*read_only=*/false));
+  ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu, vm.CreateVcpu(kvm, 0));
+  RETURN_IF_ERROR(vcpu->SetProtectedModeBoot({.eip = kCodeGpa}));
+  RETURN_IF_ERROR(vcpu->BindToCurrentThread());
+
+  // A watchdog kicks a vCPU that never comes back; the kick ends KVM_RUN
+  // with EINTR, judged as "no exit".
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, absl::ToChronoMilliseconds(limit), [&] { return done; }))
+      vcpu->Kick();
+  });
+  const VcpuExit exit = vcpu->Run();
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+  absl::Status verdict = JudgePcEventProbe(exit);
+  vcpu->UnbindFromThread();
+  return verdict;
+}
+
+}  // namespace minivmm
