@@ -19,6 +19,8 @@ struct RunOptions {
   std::string initrd;               // --initrd: the pc machine's Multiboot module
   bool pit = false;                 // --pit: the pc machine's in-kernel PIT
   bool pc_testdev = false;          // --pc-testdev
+  std::string cpu_features;        // --cpu-features "+x2apic,-pcid" (minivmm/cpu_features.h)
+  std::string cpu_vendor;          // --cpu-vendor
   std::string kernel;
   bool guest_counters = true;  // --guest-counters on|off: the built-in guest's counted kernel
   uint64_t memory = 64ull << 20;
@@ -61,6 +63,7 @@ int TraceCommand(const TraceOptions& options);
 // minivmm info: the host's KVM, its capabilities and the host probe's answers.
 struct InfoOptions {
   bool json = false;
+  bool cpu_features = false;  // --cpu-features: the list, no KVM needed
 };
 void AddInfoFlags(CLI::App& app, InfoOptions& options);
 int InfoCommand(const InfoOptions& options);

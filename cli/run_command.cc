@@ -89,6 +89,9 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.initrd_path = o.initrd;
   config.pit = o.pit;
   config.pc_testdev = o.pc_testdev;
+  // Checked when the flags were parsed (AddRunFlags).
+  config.cpu_features = ParseCpuFeatures(o.cpu_features).value_or(std::vector<CpuFeatureChange>{});
+  config.cpu_vendor = o.cpu_vendor;
   config.timer_hz = o.timer_hz;
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
@@ -213,6 +216,22 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--pit", o.pit, "pc: KVM's in-kernel PIT on ports 0x40-0x43 (IRQ 0)");
   app.add_flag("--pc-testdev", o.pc_testdev,
                "pc: QEMU's pc-testdev (ports 0xe0-0xeb, IRQ lines at 0x2000, MMIO at 0xff000000)");
+  std::string feature_help =
+      "CPUID bits to give the guest (+NAME, refused where KVM or the machine cannot) or take "
+      "away (-NAME), comma-separated:";
+  for (const CpuFeature& f : kCpuFeatures) feature_help += fmt::format(" {},", f.name);
+  feature_help.pop_back();
+  app.add_option("--cpu-features", o.cpu_features, feature_help)
+      ->check([](const std::string& value) {
+        absl::StatusOr<std::vector<CpuFeatureChange>> changes = ParseCpuFeatures(value);
+        return changes.ok() ? std::string() : std::string(changes.status().message());
+      });
+  app.add_option("--cpu-vendor", o.cpu_vendor,
+                 "CPUID's vendor string, 12 characters (GenuineIntel, AuthenticAMD)")
+      ->check([](const std::string& value) {
+        absl::Status vendor = CheckCpuVendor(value);
+        return vendor.ok() ? std::string() : std::string(vendor.message());
+      });
   AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));
@@ -346,9 +365,20 @@ std::string BehaviourLine(const ProbedBehaviour& b, const char* yes, const char*
 
 void AddInfoFlags(CLI::App& app, InfoOptions& o) {
   app.add_flag("--json", o.json, "Print the host description as JSON (provenance.host's form)");
+  app.add_flag("--cpu-features", o.cpu_features,
+               "Print the CPUID bits run --cpu-features can change, one per line (no KVM needed)");
 }
 
 int InfoCommand(const InfoOptions& o) {
+  if (o.cpu_features) {
+    static constexpr const char* kRegs[] = {"eax", "ebx", "ecx", "edx"};
+    for (const CpuFeature& f : kCpuFeatures) {
+      const std::string where = fmt::format("CPUID.{:#x}.{}:{}[{}]", f.leaf, f.subleaf,
+                                            kRegs[static_cast<int>(f.reg)], f.bit);
+      fmt::print("{:<14} {:<26} {}\n", f.name, where, f.summary);
+    }
+    return 0;
+  }
   absl::StatusOr<HostInfo> host = ProbeHost();
   if (!host.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(host.status().message()));

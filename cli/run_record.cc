@@ -291,6 +291,8 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"initrd", config.initrd_path},
         {"pit", config.pit},
         {"pc_testdev", config.pc_testdev},
+        {"cpu_features", CpuFeaturesText(config.cpu_features)},
+        {"cpu_vendor", config.cpu_vendor},
         {"cmdline", config.cmdline},
         {"timer_hz", config.timer_hz},
         {"cpus", config.cpus},

@@ -185,6 +185,7 @@ struct PyVmOptions {
   std::string initrd;
   bool pit = false;
   bool pc_testdev = false;
+  std::string cpu_features, cpu_vendor;
   std::string kernel;
   int64_t memory = 64ll << 20;
   std::string backend, pvops, workload, cmdline;
@@ -219,6 +220,14 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   config.initrd_path = o.initrd;
   config.pit = o.pit;
   config.pc_testdev = o.pc_testdev;
+  absl::StatusOr<std::vector<CpuFeatureChange>> features = ParseCpuFeatures(o.cpu_features);
+  if (!features.ok()) RaiseValueError(std::string(features.status().message()));
+  config.cpu_features = *std::move(features);
+  if (!o.cpu_vendor.empty()) {
+    if (absl::Status vendor = CheckCpuVendor(o.cpu_vendor); !vendor.ok())
+      RaiseValueError(std::string(vendor.message()));
+  }
+  config.cpu_vendor = o.cpu_vendor;
   if (config.machine != MachineKind::kBuiltin &&
       (!o.backend.empty() || !o.pvops.empty() || !o.workload.empty()))
     RaiseValueError("backend, pvops and workload are the built-in guest's; the " + o.machine +
@@ -610,7 +619,7 @@ A minivmm VM (include/minivmm/vm.h): created here, run once with run().
 Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
    sites=False, cpus=1, probe_host=True, recent_exits=None, machine="builtin",
-   initrd=None, pit=False, pc_testdev=False)
+   initrd=None, pit=False, pc_testdev=False, cpu_features=None, cpu_vendor=None)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -628,6 +637,10 @@ machine="pc" runs a Multiboot-1 kernel on the PC machine (`minivmm run
 --machine pc`, docs/machines.md), with initrd=FILE as its module, pit=True
 for KVM's PIT and pc_testdev=True for QEMU's pc-testdev; cmdline is then the
 guest's whole command line after the image path.
+cpu_features="+x2apic,-pcid" gives the guest CPUID bits or takes them away
+and cpu_vendor="GenuineIntel" replaces CPUID's vendor string (`minivmm run
+--cpu-features`, `--cpu-vendor`; include/minivmm/cpu_features.h lists the
+names), on either machine.
 recent_exits=N keeps each vCPU's last N exits (`minivmm run --recent-exits
 N`, 0 to 4096): the record's result.recent_exits; None: 16 in a debug
 build of the module, 0 in a release build (docs/design.md "Recent exits").
@@ -638,7 +651,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        std::optional<double> timeout, std::string kvm_device, bool wasted,
                        bool sites, int64_t cpus, bool probe_host,
                        std::optional<int64_t> recent_exits, std::string machine,
-                       py::object initrd, bool pit, bool pc_testdev) {
+                       py::object initrd, bool pit, bool pc_testdev, py::object cpu_features,
+                       py::object cpu_vendor) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -661,6 +675,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.initrd = str(initrd);
              o.pit = pit;
              o.pc_testdev = pc_testdev;
+             o.cpu_features = str(cpu_features);
+             o.cpu_vendor = str(cpu_vendor);
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -671,7 +687,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("cpus") = 1, py::arg("probe_host") = true,
            py::arg("recent_exits") = py::none(), py::arg("machine") = "builtin",
            py::arg("initrd") = py::none(), py::arg("pit") = false,
-           py::arg("pc_testdev") = false)
+           py::arg("pc_testdev") = false, py::arg("cpu_features") = py::none(),
+           py::arg("cpu_vendor") = py::none())
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

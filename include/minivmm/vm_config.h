@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
+#include "minivmm/cpu_features.h"
 #include "minivmm/machine.h"
 #include "minivmm/sinks.h"
 
@@ -52,6 +54,14 @@ struct VmConfig {
   // RSI (docs/design.md "Several vCPUs"); more than the host has cores works,
   // only slower.
   uint32_t cpus = 1;
+  // CPUID as the user changes it (include/minivmm/cpu_features.h), on
+  // either machine: each "-name" takes a bit away, each "+name" asks for one
+  // and is refused where this host's KVM or the machine cannot give it; a
+  // vendor string (12 characters; empty: KVM's) replaces leaf 0's and
+  // 0x80000000's. Empty: every vCPU's CPUID is KVM's supported one with
+  // the machine's own corrections (docs/design.md "CPUID").
+  std::vector<CpuFeatureChange> cpu_features;
+  std::string cpu_vendor;
   // Path of the /dev/kvm device.
   std::string kvm_device = "/dev/kvm";
   // The wasted-exit analysis (docs/wasted-exits.md): which operations and

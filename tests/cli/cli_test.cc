@@ -61,7 +61,8 @@ TEST(CliPcTest, AMultibootGuestExitsWithItsStatusAndItsRecordNamesTheMachine) {
   REQUIRE_KVM();
   const std::string record_path = ::testing::TempDir() + "/pc.run.json";
   Outcome o = Minivmm("run -q --machine pc --kernel " + PcGuest("pc_entry") +
-                      " --cmdline exit=4 --json " + record_path);
+                      " --cmdline exit=4 --cpu-features -x2apic,-pcid --cpu-vendor GenuineIntel"
+                      " --json " + record_path);
   if (PcRefused(o)) return;
   EXPECT_EQ(o.status, (4 << 1) | 1) << o.out;
   EXPECT_NE(o.out.find("magic=0x2badb002\n"), std::string::npos) << o.out;
@@ -69,6 +70,8 @@ TEST(CliPcTest, AMultibootGuestExitsWithItsStatusAndItsRecordNamesTheMachine) {
   const json record = json::parse(in, nullptr, /*allow_exceptions=*/false);
   ASSERT_FALSE(record.is_discarded()) << o.out;
   EXPECT_EQ(record["config"]["machine"], "pc");
+  EXPECT_EQ(record["config"]["cpu_features"], "-x2apic,-pcid");
+  EXPECT_EQ(record["config"]["cpu_vendor"], "GenuineIntel");
   EXPECT_EQ(record["result"]["exit_code"], 9);
   const json& pio = record["exits"]["pio_by_device"];
   EXPECT_EQ(pio["debug-exit"], 1);
@@ -122,6 +125,38 @@ TEST(CliPcTest, TheQemuFrontRunsAGuestWithKvmUnitTestsArgv) {
   EXPECT_NE(o.out.find("cpus_up=2\n"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("done\n"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("minivmm"), std::string::npos) << o.out;
+}
+
+// --cpu-features and --cpu-vendor (include/minivmm/cpu_features.h): a bad
+// list or vendor is a usage error, `info --cpu-features` lists every name
+// (no KVM needed), and a bit the machine cannot have is refused before any
+// vCPU runs.
+TEST(CliTest, CpuFeaturesAreCheckedBeforeTheGuestRuns) {
+  Outcome sign = Minivmm("run --cpu-features x2apic");
+  EXPECT_EQ(sign.status, 2) << sign.out;
+  EXPECT_NE(sign.out.find("cpu feature 'x2apic': write +NAME"), std::string::npos) << sign.out;
+  Outcome unknown = Minivmm("run --cpu-features +avx9");
+  EXPECT_EQ(unknown.status, 2) << unknown.out;
+  EXPECT_NE(unknown.out.find("cpu feature 'avx9' is not one minivmm knows (vmx, pcid,"),
+            std::string::npos)
+      << unknown.out;
+  Outcome vendor = Minivmm("run --cpu-vendor Intel");
+  EXPECT_EQ(vendor.status, 2) << vendor.out;
+  EXPECT_NE(vendor.out.find("exactly 12 printable ASCII characters"), std::string::npos)
+      << vendor.out;
+  Outcome list = Minivmm("info --cpu-features");
+  EXPECT_EQ(list.status, 0) << list.out;
+  EXPECT_NE(list.out.find("\nx2apic         CPUID.0x1.0:ecx[21]        x2APIC mode"),
+            std::string::npos)
+      << list.out;
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 13) << list.out;
+  REQUIRE_KVM();
+  Outcome apic = Minivmm("run --cpu-features +x2apic");
+  EXPECT_EQ(apic.status, 125) << apic.out;
+  EXPECT_NE(apic.out.find("minivmm: cpu feature +x2apic: this machine has no local APIC (the pc "
+                          "machine has one)\n"),
+            std::string::npos)
+      << apic.out;
 }
 
 // Each machine refuses what belongs to the other, before any vCPU runs.

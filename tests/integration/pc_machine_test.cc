@@ -9,9 +9,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "absl/strings/str_format.h"
+#include "minivmm/cpu_features.h"
 #include "minivmm/machine.h"
 #include "tests/common/pc_host.h"
 #include "tests/integration/vm_test_util.h"
@@ -291,6 +293,69 @@ TEST_P(PcSmpTest, ApsStartAndIpi) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpus, PcSmpTest, ::testing::Values(1u, 2u, 4u), ValueName);
+
+// pc_cpuid's key for the register that holds `f` ("1.ecx", "80000001.edx").
+std::string CpuidKey(const CpuFeature& f) {
+  static constexpr const char* kRegs[] = {"eax", "ebx", "ecx", "edx"};
+  return absl::StrFormat("%x.%s", f.leaf, kRegs[static_cast<int>(f.reg)]);
+}
+
+// --cpu-features and --cpu-vendor (include/minivmm/cpu_features.h) as the
+// guest sees them: every listed bit KVM offers here taken away at once is
+// clear and every other bit of those registers unchanged; a bit asked for
+// that KVM offers stays; one it does not offer is refused before any vCPU
+// runs; the vendor is both leaves'.
+TEST(PcMachineTest, CpuFeaturesAndVendorAreWhatTheGuestSees) {
+  REQUIRE_KVM();
+  std::optional<GuestRun> plain = RunPc(PcConfig("pc_cpuid", ""));
+  if (!plain) return;
+  ExpectDoneWith(*plain, 0);
+  const std::map<std::string, std::string> base = ConsoleValues(plain->console);
+
+  VmConfig config = PcConfig("pc_cpuid", "");
+  std::map<std::string, uint32_t> cleared;
+  std::vector<std::string> not_offered;
+  for (const CpuFeature& f : kCpuFeatures) {
+    const std::string key = CpuidKey(f);
+    if ((Number(base, key, 16) >> f.bit) & 1) {
+      config.cpu_features.push_back({std::string(f.name), false});
+      cleared[key] |= 1u << f.bit;
+    } else {
+      not_offered.emplace_back(f.name);
+    }
+  }
+  // With KVM's local APIC the PC machine always offers x2APIC; VMX and SVM
+  // are never both there.
+  ASSERT_NE(cleared.count("1.ecx"), 0u) << plain->console;
+  ASSERT_FALSE(not_offered.empty()) << plain->console;
+  config.cpu_vendor = base.at("vendor") == "GenuineIntel" ? "AuthenticAMD" : "GenuineIntel";
+  std::optional<GuestRun> changed = RunPc(config);
+  ASSERT_TRUE(changed.has_value());
+  ExpectDoneWith(*changed, 0);
+  const std::map<std::string, std::string> now = ConsoleValues(changed->console);
+  for (const char* key :
+       {"1.ecx", "7.ebx", "7.ecx", "80000001.ecx", "80000001.edx", "8000000a.edx"}) {
+    EXPECT_EQ(Number(now, key, 16), Number(base, key, 16) & ~cleared[key]) << key;
+  }
+  EXPECT_EQ(now.at("vendor"), config.cpu_vendor);
+  EXPECT_EQ(now.at("vendor_ext"), config.cpu_vendor);
+
+  VmConfig asked = PcConfig("pc_cpuid", "");
+  asked.cpu_features = {{"x2apic", true}};
+  std::optional<GuestRun> kept = RunPc(asked);
+  ASSERT_TRUE(kept.has_value());
+  ExpectDoneWith(*kept, 0);
+  EXPECT_EQ(ConsoleValues(kept->console).at("1.ecx"), base.at("1.ecx"));
+
+  VmConfig refused = PcConfig("pc_cpuid", "");
+  refused.cpu_features = {{not_offered.front(), true}};
+  absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(refused);
+  ASSERT_FALSE(vm.ok());
+  EXPECT_EQ(vm.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(vm.status().message(),
+            "cpu feature +" + not_offered.front() +
+                ": this host's KVM does not offer it (KVM_GET_SUPPORTED_CPUID)");
+}
 
 }  // namespace
 }  // namespace minivmm::testing

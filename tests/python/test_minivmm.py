@@ -719,7 +719,8 @@ def test_pc_machine_runs_a_multiboot_guest():
     guest's words are refused there."""
     guest = os.path.join(os.environ["MINIVMM_PC_GUEST_DIR"], "pc_entry.elf")
     try:
-        r = minivmm.Vm(machine="pc", kernel=guest, cmdline="x exit=2", probe_host=False).run()
+        r = minivmm.Vm(machine="pc", kernel=guest, cmdline="x exit=2", probe_host=False,
+                       cpu_features="-pcid", cpu_vendor="GenuineIntel").run()
     except RuntimeError as e:
         # The host check's refusal (vmm/machine/pc_host_check.h), allowed
         # only where kvm_pvm backs /dev/kvm (docs/hosts.md).
@@ -728,9 +729,15 @@ def test_pc_machine_runs_a_multiboot_guest():
         return
     assert r["result"]["exit_code"] == (2 << 1) | 1, r.console
     assert r["config"]["machine"] == "pc"
+    assert r["config"]["cpu_features"] == "-pcid"
+    assert r["config"]["cpu_vendor"] == "GenuineIntel"
     assert f"cmdline={guest} x exit=2\n" in r.console
     assert r["exits"]["pio_by_device"]["uart"] == len(r.console.encode())
     with pytest.raises(ValueError):
         minivmm.Vm(machine="pc", kernel=guest, workload="ctx")
     with pytest.raises(ValueError):
         minivmm.Vm(machine="q35")
+    with pytest.raises(ValueError, match="write \\+NAME"):
+        minivmm.Vm(machine="pc", kernel=guest, cpu_features="pcid")
+    with pytest.raises(ValueError, match="12 printable"):
+        minivmm.Vm(machine="pc", kernel=guest, cpu_vendor="Intel")

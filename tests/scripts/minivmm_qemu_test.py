@@ -1,7 +1,8 @@
 """Tests of scripts/minivmm-qemu (docs/machines.md "Running kvm-unit-tests").
 
 A fake minivmm ($MINIVMM, a script in the test's tmp dir) prints its argv
-as JSON and exits with $FAKE_STATUS, so the exact minivmm command line for
+as JSON and exits with $FAKE_STATUS (but for `info --cpu-features`, which
+the real minivmm, $MINIVMM_REAL, answers: its list needs no KVM), so the exact minivmm command line for
 kvm-unit-tests' own argv is checked without /dev/kvm. The missing-kernel
 message is compared with the real qemu-system-x86_64's (the project's
 package list has qemu-system-x86); without it that test fails.
@@ -26,6 +27,8 @@ X86_RUN = ["--no-reboot", "-nodefaults", "-global", "kvm-pit.lost_tick_policy=di
 
 FAKE = """#!{python}
 import json, os, sys
+if sys.argv[1:] == ["info", "--cpu-features"]:
+    os.execv(os.environ["MINIVMM_REAL"], [os.environ["MINIVMM_REAL"]] + sys.argv[1:])
 print(json.dumps({{"argv": sys.argv[1:], "pid": os.getpid()}}))
 sys.exit(int(os.environ.get("FAKE_STATUS", "0")))
 """
@@ -248,11 +251,35 @@ def test_verbose_notes_and_command_line(env):
     assert len(lines) == 10
 
 
-def test_cpu_models_other_than_host_say_their_features_are_not_applied(env):
-    p = run(env, ["-v", "-enable-kvm", "-cpu", "qemu64,+x2apic", "-kernel", "x86/smptest.flat"])
-    assert p.returncode == 0
-    assert ("minivmm-qemu: -cpu qemu64,+x2apic: ignored (minivmm gives the guest KVM's "
-            "supported CPUID whatever the model") in p.stderr
+def test_cpu_features_minivmm_knows_are_passed_and_the_model_is_ignored(env):
+    p = run(env, ["-v", "-enable-kvm", "-cpu", "qemu64,-x2apic,+tsc-deadline,pcid=off,umip,"
+                  "vendor=GenuineIntel,migratable=no,host-phys-bits", "-kernel",
+                  "x86/smptest.flat"])
+    assert p.returncode == 0, p.stderr
+    argv = json.loads(p.stdout)["argv"]
+    assert argv[-4:] == ["--cpu-features", "-x2apic,+tsc-deadline,-pcid,+umip", "--cpu-vendor",
+                         "GenuineIntel"]
+    assert "minivmm-qemu: -cpu qemu64: ignored (minivmm has no CPU models" in p.stderr
+    assert "minivmm-qemu: -cpu ...,migratable=no: ignored (" in p.stderr
+    assert "minivmm-qemu: -cpu ...,host-phys-bits: ignored (" in p.stderr
+
+
+def test_host_and_max_alone_change_nothing(env):
+    for model in ("host", "max"):
+        argv = minivmm_argv(env, ["-enable-kvm", "-cpu", model, "-kernel", "x86/smptest.flat"])
+        assert "--cpu-features" not in argv and "--cpu-vendor" not in argv
+
+
+@pytest.mark.parametrize("cpu,named", [
+    ("max,+vmx-mbec", "'vmx-mbec' is not a CPU feature minivmm can change"),
+    ("host,hv_passthrough", "'hv_passthrough' is not a CPU feature minivmm can change"),
+    ("IvyBridge,phys-bits=36", "phys-bits=36 is not a CPU feature minivmm can set"),
+])
+def test_cpu_features_it_cannot_change_are_refused_before_the_kernel(env, cpu, named):
+    # kvm-unit-tests' premature-failure probe: the refusal, not the missing kernel.
+    p = run(env, ["-enable-kvm", "-cpu", cpu, "-kernel", "_NO_FILE_4Uhere_"])
+    assert p.returncode == 1
+    assert p.stderr == f"minivmm-qemu: -cpu {cpu}: {named} (minivmm info --cpu-features lists them)\n"
 
 
 def test_without_v_nothing_on_stderr(env):

@@ -8,6 +8,10 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "minivmm/cpu_features.h"
 
 namespace minivmm {
 
@@ -20,6 +24,10 @@ struct CpuidMachine {
   // With a local APIC in the kernel: its timer's TSC-deadline mode
   // (KVM_CAP_TSC_DEADLINE_TIMER), advertised in CPUID.1:ECX[24].
   bool tsc_deadline_timer = false;
+  // The user's changes (VmConfig::cpu_features and cpu_vendor), applied by
+  // ApplyCpuChoices after AdjustCpuid; empty: none.
+  std::span<const CpuFeatureChange> features;
+  std::string_view vendor;
 };
 
 // CPUID.1:EBX[31:24] initial APIC ID, CPUID.1:ECX and :EDX feature bits,
@@ -40,6 +48,16 @@ inline constexpr uint32_t kCpuidEdxApic = 1u << 9;
 // the APIC bit equal to IA32_APIC_BASE's enable bit once the vCPU runs:
 // KvmVcpu::SetCpuid disables that MSR too.)
 void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine);
+
+// Then the user's changes, in order: "-name" clears the bit (if KVM has the
+// leaf at all); "+name" keeps it, and is refused where the bit is clear in
+// `entries` as AdjustCpuid left them (KVM cannot give it, or the machine has
+// not the hardware it describes: x2APIC without a local APIC in the kernel):
+// FailedPrecondition, "cpu feature +NAME: ...". A `vendor` (12 characters,
+// CheckCpuVendor) replaces leaf 0's and leaf 0x80000000's EBX, EDX, ECX, as
+// QEMU's vendor= does. InvalidArgument for a name not in kCpuFeatures or a
+// bad vendor.
+absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine);
 
 }  // namespace minivmm
 

@@ -105,6 +105,7 @@ absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine) {
   std::memcpy(entries.data(), buffer.data() + kKvmCpuid2HeaderBytes,
               entries.size() * sizeof(kvm_cpuid_entry2));
   AdjustCpuid(entries, machine);
+  if (absl::Status choices = ApplyCpuChoices(entries, machine); !choices.ok()) return choices;
   std::memcpy(buffer.data() + kKvmCpuid2HeaderBytes, entries.data(),
               entries.size() * sizeof(kvm_cpuid_entry2));
   if (ioctl(fd_.get(), kKvmSetCpuid2, buffer.data()) < 0) return KvmError("KVM_SET_CPUID2");

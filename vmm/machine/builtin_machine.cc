@@ -76,7 +76,9 @@ absl::Status BuiltinMachine::Build(Vm::State& s, std::span<const uint8_t> image)
 // stack, GDT and TSS (minivmm_abi/boot.h).
 absl::Status BuiltinMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
   // Its own APIC ID; no local APIC (docs/design.md "CPUID").
-  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), CpuidMachine{.apic_id = cpu}));
+  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), CpuidMachine{.apic_id = cpu,
+                                                         .features = s.config.cpu_features,
+                                                         .vendor = s.config.cpu_vendor}));
   LongModeBoot boot;
   boot.rip = entry_;
   boot.rsp = MVMM_CPU_STACK_TOP(cpu);

@@ -135,7 +135,9 @@ std::vector<std::string> PcMachine::notes() const {
 absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
   RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), CpuidMachine{.apic_id = cpu,
                                                          .local_apic_in_kernel = true,
-                                                         .tsc_deadline_timer = tsc_deadline_timer_}));
+                                                         .tsc_deadline_timer = tsc_deadline_timer_,
+                                                         .features = s.config.cpu_features,
+                                                         .vendor = s.config.cpu_vendor}));
   // The others stay as KVM made them: in reset, waiting for INIT/SIPI.
   if (cpu != 0) return absl::OkStatus();
   return vcpu.SetProtectedModeBoot(
