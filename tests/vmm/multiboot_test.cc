@@ -239,11 +239,36 @@ TEST_F(MultibootLoadTest, OverlappingSegmentsAreRefused) {
                 "PT_LOAD 0 and PT_LOAD 1: physical ranges overlap");
 }
 
-TEST_F(MultibootLoadTest, SegmentBelowOneMebibyteIsRefused) {
+TEST_F(MultibootLoadTest, SegmentBelowOneMebibyteOutsideLowRamIsRefused) {
   std::vector<uint8_t> file = TwoSegments<Elf32Builder>().Build();
   EditPhdr<Elf32_Phdr>(file, 1, [](Elf32_Phdr& ph) { ph.p_paddr = 0xFF000; });
   ExpectRefused(file, absl::StatusCode::kInvalidArgument,
-                "PT_LOAD 1: p_paddr 0xff000 is below 1 MiB");
+                "PT_LOAD 1: [p_paddr 0xff000, + 0x10) is below 1 MiB (0x100000) and not inside "
+                "low RAM [0x1000, 0x9fc00)");
+}
+
+// As QEMU's loader, an image may load into low RAM (kvm-unit-tests'
+// realmode.flat at 0x8000): wholly inside [0x1000, 0x9fc00), never across
+// its ends.
+TEST_F(MultibootLoadTest, ImageInLowRamLoadsAndSaysWhereItEnds) {
+  Elf32Builder b;
+  b.header().e_entry = 0x8000 + 12;
+  b.Load(0x8000, CodeWithHeader(), 0x100);
+  b.Load(0xb000, {1, 2, 3}, 0x2a30, PF_R | PF_W);
+  absl::StatusOr<MultibootImage> image = LoadMultiboot(b.Build(), memory_);
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->entry, 0x8000u + 12);
+  EXPECT_EQ(image->lowest_gpa, 0x8000u);
+  EXPECT_EQ(image->low_end_gpa, 0xe000u);
+  EXPECT_EQ(Ram(0xb000, 4), (std::vector<uint8_t>{1, 2, 3, 0}));
+}
+
+TEST_F(MultibootLoadTest, SegmentAcrossLowRamsEndsIsRefused) {
+  for (uint64_t gpa : {uint64_t{0x800}, uint64_t{0x9fc00 - 8}}) {
+    std::vector<uint8_t> file = TwoSegments<Elf32Builder>().Build();
+    EditPhdr<Elf32_Phdr>(file, 1, [gpa](Elf32_Phdr& ph) { ph.p_paddr = static_cast<uint32_t>(gpa); });
+    ExpectRefused(file, absl::StatusCode::kInvalidArgument, "not inside low RAM");
+  }
 }
 
 TEST_F(MultibootLoadTest, SegmentPastRamIsOutOfRange) {
@@ -387,7 +412,9 @@ TEST_F(MultibootLoadTest, AoutBelowOneMebibyteIsRefused) {
   a.bss_end_addr -= kBase;
   a.entry_addr -= kBase;
   ExpectRefused(AoutImage(a), absl::StatusCode::kInvalidArgument,
-                "header: load_addr 0x0 is below 1 MiB");
+                "header: [load_addr 0x0, + 0x");
+  ExpectRefused(AoutImage(a), absl::StatusCode::kInvalidArgument,
+                "is below 1 MiB (0x100000) and not inside low RAM");
 }
 
 TEST_F(MultibootLoadTest, AoutBssPastRamIsOutOfRange) {
@@ -420,6 +447,28 @@ class MultibootInfoTest : public ::testing::Test {
   std::vector<uint8_t> ram_;
   GuestMemory memory_;
 };
+
+// After an image in low RAM that reaches past 0x9000, the information
+// starts at the page after it; one below 0x9000 leaves it where it was.
+TEST_F(MultibootInfoTest, StartsAfterAnImageInLowRam) {
+  absl::StatusOr<uint32_t> after = WriteMultibootInfo(
+      {.cmdline = "realmode.flat", .modules = {}, .after_gpa = kBase, .low_image_end = 0xe000},
+      memory_);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, 0xe000u);
+  std::optional<MultibootInfo> info = memory_.ReadObj<MultibootInfo>(GuestAddress(*after));
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(StringAt(info->cmdline), "realmode.flat");
+  EXPECT_GE(info->mmap_addr, 0xe000u);
+  absl::StatusOr<uint32_t> before = WriteMultibootInfo(
+      {.cmdline = "x.flat", .modules = {}, .after_gpa = kBase, .low_image_end = 0x5000}, memory_);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(*before, kMultibootInfoAreaStart);
+  // No room left below 640 KiB after the image.
+  ExpectRefused({.cmdline = "x.flat", .modules = {}, .after_gpa = kBase,
+                 .low_image_end = kMultibootInfoAreaEnd - 0x10},
+                absl::StatusCode::kResourceExhausted, "more than the info area's 0x0");
+}
 
 TEST_F(MultibootInfoTest, WritesEveryField) {
   const std::vector<uint8_t> first = {1, 2, 3};

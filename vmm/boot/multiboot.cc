@@ -32,9 +32,13 @@ struct LoadRange {
 };
 
 absl::Status ValidatePlacement(const LoadRange& r, const GuestMemory& memory) {
-  if (r.gpa < kMultibootMinLoadGpa) {
-    return MultibootMalformed("%s: %s 0x%x is below 1 MiB (0x%x)", r.where, r.gpa_field, r.gpa,
-                              kMultibootMinLoadGpa);
+  const bool in_low_ram = r.gpa >= kMultibootLowLoadGpa && r.gpa < kMultibootLowRamEnd &&
+                          r.memsz <= kMultibootLowRamEnd - r.gpa;
+  if (r.gpa < kMultibootMinLoadGpa && !in_low_ram) {
+    return MultibootMalformed(
+        "%s: [%s 0x%x, + 0x%x) is below 1 MiB (0x%x) and not inside low RAM [0x%x, 0x%x)",
+        r.where, r.gpa_field, r.gpa, r.memsz, kMultibootMinLoadGpa, kMultibootLowLoadGpa,
+        kMultibootLowRamEnd);
   }
   if (r.memsz > kMultibootMaxGpa || r.gpa > kMultibootMaxGpa - r.memsz) {
     return MultibootMalformed("%s: [%s 0x%x, + 0x%x) ends above 4 GiB", r.where, r.gpa_field, r.gpa,
@@ -228,17 +232,17 @@ absl::StatusOr<std::vector<uint64_t>> PlaceModules(const MultibootInfoRequest& r
   return starts;
 }
 
-// Appends `len` bytes at `data` to the info area's image; returns their
-// guest address (below 640 KiB, so 32 bits).
-uint32_t AppendToArea(std::vector<uint8_t>& area, const void* data, size_t len) {
-  const uint64_t gpa = kMultibootInfoAreaStart + area.size();
+// Appends `len` bytes at `data` to the info area's image, which starts at
+// `start`; returns their guest address (below 640 KiB, so 32 bits).
+uint32_t AppendToArea(std::vector<uint8_t>& area, uint64_t start, const void* data, size_t len) {
+  const uint64_t gpa = start + area.size();
   const auto* bytes = static_cast<const uint8_t*>(data);
   area.insert(area.end(), bytes, bytes + len);
   return static_cast<uint32_t>(gpa);
 }
 
-uint32_t AppendString(std::vector<uint8_t>& area, const std::string& s) {
-  return AppendToArea(area, s.c_str(), s.size() + 1);  // with its NUL
+uint32_t AppendString(std::vector<uint8_t>& area, uint64_t start, const std::string& s) {
+  return AppendToArea(area, start, s.c_str(), s.size() + 1);  // with its NUL
 }
 
 }  // namespace
@@ -301,6 +305,8 @@ absl::StatusOr<MultibootImage> LoadMultiboot(std::span<const uint8_t> file,
   for (const LoadRange& r : plan->ranges) {
     image.lowest_gpa = std::min(image.lowest_gpa, r.gpa);
     image.end_gpa = std::max(image.end_gpa, PageUp(r.gpa + r.memsz));
+    if (r.gpa < kMultibootMinLoadGpa)
+      image.low_end_gpa = std::max(image.low_end_gpa, PageUp(r.gpa + r.memsz));
   }
   // Everything is valid: now, and only now, touch guest memory.
   for (const LoadRange& r : plan->ranges) {
@@ -323,12 +329,14 @@ absl::StatusOr<uint32_t> WriteMultibootInfo(const MultibootInfoRequest& request,
                     request.modules.size() * sizeof(MultibootModuleEntry) + request.cmdline.size() +
                     1;
   for (const MultibootModule& m : request.modules) needed += m.string.size() + 1;
-  constexpr uint64_t kAreaSize = kMultibootInfoAreaEnd - kMultibootInfoAreaStart;
-  if (needed > kAreaSize) {
+  // After an image in low RAM, if it reaches past the usual start.
+  const uint64_t start = std::max(kMultibootInfoAreaStart, PageUp(request.low_image_end));
+  const uint64_t area_size = start < kMultibootInfoAreaEnd ? kMultibootInfoAreaEnd - start : 0;
+  if (needed > area_size) {
     return absl::ResourceExhaustedError(
         absl::StrFormat("Multiboot: the information structure, command line (%d bytes), %d modules "
                         "and their strings need 0x%x bytes, more than the info area's 0x%x",
-                        request.cmdline.size(), request.modules.size(), needed, kAreaSize));
+                        request.cmdline.size(), request.modules.size(), needed, area_size));
   }
   absl::StatusOr<std::vector<uint64_t>> starts = PlaceModules(request, memory);
   if (!starts.ok()) return starts.status();
@@ -341,31 +349,31 @@ absl::StatusOr<uint32_t> WriteMultibootInfo(const MultibootInfoRequest& request,
   info.mem_lower = kMultibootLowRamEnd / 1024;
   // Fits 32 bits: KiB of a RAM far below 4 TiB.
   info.mem_upper = static_cast<uint32_t>((memory.size() - kMultibootMinLoadGpa) / 1024);
-  info.mmap_addr = AppendToArea(area, mmap.data(), sizeof(mmap));
+  info.mmap_addr = AppendToArea(area, start, mmap.data(), sizeof(mmap));
   info.mmap_length = sizeof(mmap);
   std::vector<MultibootModuleEntry> mods(request.modules.size());
-  info.mods_addr = AppendToArea(area, mods.data(), mods.size() * sizeof(MultibootModuleEntry));
+  info.mods_addr =
+      AppendToArea(area, start, mods.data(), mods.size() * sizeof(MultibootModuleEntry));
   info.mods_count = static_cast<uint32_t>(mods.size());
-  info.cmdline = AppendString(area, request.cmdline);
+  info.cmdline = AppendString(area, start, request.cmdline);
   for (size_t i = 0; i < mods.size(); ++i) {
     // Below 4 GiB: PlaceModules checked every module's end.
     mods[i].mod_start = static_cast<uint32_t>((*starts)[i]);
     mods[i].mod_end = static_cast<uint32_t>((*starts)[i] + request.modules[i].data.size());
-    mods[i].string = AppendString(area, request.modules[i].string);
+    mods[i].string = AppendString(area, start, request.modules[i].string);
   }
   // Safety: both copies land inside `area`, sized above for the struct and
   // the module list.
   std::memcpy(area.data(), &info, sizeof(info));
   if (!mods.empty()) {
-    std::memcpy(area.data() + (info.mods_addr - kMultibootInfoAreaStart), mods.data(),
+    std::memcpy(area.data() + (info.mods_addr - start), mods.data(),
                 mods.size() * sizeof(MultibootModuleEntry));
   }
 
   // Everything fits: now, and only now, touch guest memory.
-  if (!memory.Write(GuestAddress(kMultibootInfoAreaStart), std::span<const uint8_t>(area))) {
-    return absl::OutOfRangeError(
-        absl::StrFormat("Multiboot: the info area [0x%x, 0x%x) is outside guest RAM",
-                        kMultibootInfoAreaStart, kMultibootInfoAreaStart + area.size()));
+  if (!memory.Write(GuestAddress(start), std::span<const uint8_t>(area))) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "Multiboot: the info area [0x%x, 0x%x) is outside guest RAM", start, start + area.size()));
   }
   for (size_t i = 0; i < mods.size(); ++i) {
     // Cannot fail: PlaceModules found each module inside RAM.
@@ -373,7 +381,7 @@ absl::StatusOr<uint32_t> WriteMultibootInfo(const MultibootInfoRequest& request,
       return absl::InternalError("Multiboot: a placed module no longer fits in guest RAM");
     }
   }
-  return static_cast<uint32_t>(kMultibootInfoAreaStart);
+  return static_cast<uint32_t>(start);
 }
 
 }  // namespace minivmm

@@ -42,6 +42,10 @@ inline constexpr uint32_t kMultibootSupportedFlags =
 
 // Images and modules are placed at or above 1 MiB, below 4 GiB.
 inline constexpr uint64_t kMultibootMinLoadGpa = 0x100000;
+// An image may also load into low RAM, wholly inside [kMultibootLowLoadGpa,
+// kMultibootLowRamEnd), as QEMU's loader lets it (kvm-unit-tests'
+// realmode.flat loads at 0x8000); the information area then starts after it.
+inline constexpr uint64_t kMultibootLowLoadGpa = 0x1000;
 inline constexpr uint64_t kMultibootMaxGpa = uint64_t{1} << 32;
 
 // Information structure flags (which of its fields are valid).
@@ -126,6 +130,7 @@ struct MultibootImage {
   uint32_t entry = 0;       // physical entry address
   uint64_t lowest_gpa = 0;  // lowest address loaded
   uint64_t end_gpa = 0;     // end of the image (bss included), rounded up to 4 KiB
+  uint64_t low_end_gpa = 0;  // end of its ranges in low RAM, rounded up to 4 KiB; 0: none
   MultibootHeader header;
 };
 
@@ -137,7 +142,8 @@ struct MultibootImage {
 // addresses (flag 16): [load_addr, load_end_addr) comes from the file at the
 // header's offset less (header_addr - load_addr), and the rest up to
 // bss_end_addr is zeroed.
-// Every range must lie at or above kMultibootMinLoadGpa and below 4 GiB, and
+// Every range must lie at or above kMultibootMinLoadGpa and below 4 GiB, or
+// wholly in low RAM, [kMultibootLowLoadGpa, kMultibootLowRamEnd), and
 // segments must not overlap. Errors, each message naming the field:
 // InvalidArgument for a malformed image, OutOfRange for one that does not fit
 // in guest RAM. Nothing is written to `memory` unless the whole image is
@@ -154,11 +160,14 @@ struct MultibootInfoRequest {
   std::string cmdline;  // as QEMU passes it: "<image path> <args>"
   std::vector<MultibootModule> modules;
   uint64_t after_gpa = 0;  // modules go page-aligned at or after this (the image's end_gpa)
+  // The image's low_end_gpa: the information area starts at or after it.
+  uint64_t low_image_end = 0;
 };
 
 // Writes the information structure (flags MEM, CMDLINE, MODS, MMAP), the
 // command line, the module list and strings and the memory map into the info
-// area, and copies each module page-aligned from request.after_gpa on.
+// area (from kMultibootInfoAreaStart, or from request.low_image_end where
+// the image reaches past that, up to kMultibootInfoAreaEnd), and copies each module page-aligned from request.after_gpa on.
 // mem_lower is 639 KiB and mem_upper (RAM - 1 MiB) / 1 KiB; the map has
 // [0, 0x9FC00) available, [0x9FC00, 0xA0000) and [0xF0000, 0x100000)
 // reserved and [0x100000, RAM end) available.

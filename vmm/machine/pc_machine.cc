@@ -4,6 +4,7 @@
 // starts them with INIT/SIPI; the Multiboot information, ACPI tables, fw_cfg,
 // the ACPI PM timer, COM1 and the debug-exit port. No hypercall port and no
 // GDT trap: an access to their addresses is an unclaimed one.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -85,7 +86,10 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   MultibootInfoRequest info;
   // As QEMU's -kernel and -append: the guest takes argv[0] from it.
   info.cmdline = absl::StrFormat("%s %s", config.kernel_path, config.cmdline);
-  info.after_gpa = loaded->end_gpa;
+  // Modules above 1 MiB even after an image in low RAM; the information
+  // after such an image.
+  info.after_gpa = std::max(loaded->end_gpa, kMultibootMinLoadGpa);
+  info.low_image_end = loaded->low_end_gpa;
   if (!config.initrd_path.empty()) {
     ASSIGN_OR_RETURN(initrd, ReadFile(config.initrd_path));
     info.modules.push_back({initrd, config.initrd_path});
