@@ -92,6 +92,7 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   // Checked when the flags were parsed (AddRunFlags).
   config.cpu_features = ParseCpuFeatures(o.cpu_features).value_or(std::vector<CpuFeatureChange>{});
   config.cpu_vendor = o.cpu_vendor;
+  config.cpu_enforce = o.cpu_enforce;
   config.timer_hz = o.timer_hz;
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
@@ -217,8 +218,8 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--pc-testdev", o.pc_testdev,
                "pc: QEMU's pc-testdev (ports 0xe0-0xeb, IRQ lines at 0x2000, MMIO at 0xff000000)");
   std::string feature_help =
-      "CPUID bits to give the guest (+NAME, refused where KVM or the machine cannot) or take "
-      "away (-NAME), comma-separated:";
+      "CPUID bits to give the guest (+NAME; where KVM or the machine cannot, left clear with a "
+      "warning, or refused with --cpu-enforce) or take away (-NAME), comma-separated:";
   for (const CpuFeature& f : kCpuFeatures) feature_help += fmt::format(" {},", f.name);
   feature_help.pop_back();
   app.add_option("--cpu-features", o.cpu_features, feature_help)
@@ -226,6 +227,8 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
         absl::StatusOr<std::vector<CpuFeatureChange>> changes = ParseCpuFeatures(value);
         return changes.ok() ? std::string() : std::string(changes.status().message());
       });
+  app.add_flag("--cpu-enforce", o.cpu_enforce,
+               "Refuse the VM where a --cpu-features +NAME cannot be given (QEMU's -cpu ...,enforce)");
   app.add_option("--cpu-vendor", o.cpu_vendor,
                  "CPUID's vendor string, 12 characters (GenuineIntel, AuthenticAMD)")
       ->check([](const std::string& value) {

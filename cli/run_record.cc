@@ -293,6 +293,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"pc_testdev", config.pc_testdev},
         {"cpu_features", CpuFeaturesText(config.cpu_features)},
         {"cpu_vendor", config.cpu_vendor},
+        {"cpu_enforce", config.cpu_enforce},
         {"cmdline", config.cmdline},
         {"timer_hz", config.timer_hz},
         {"cpus", config.cpus},

@@ -55,13 +55,15 @@ struct VmConfig {
   // only slower.
   uint32_t cpus = 1;
   // CPUID as the user changes it (include/minivmm/cpu_features.h), on
-  // either machine: each "-name" takes a bit away, each "+name" asks for one
-  // and is refused where this host's KVM or the machine cannot give it; a
-  // vendor string (12 characters; empty: KVM's) replaces leaf 0's and
-  // 0x80000000's. Empty: every vCPU's CPUID is KVM's supported one with
+  // either machine: each "-name" takes a bit away, each "+name" asks for one;
+  // where this host's KVM or the machine cannot give it, it is left clear
+  // with a warning in RunResult::notes, as QEMU's -cpu does, or, with
+  // cpu_enforce (QEMU's `enforce`), Vm::Create refuses. A vendor string (12
+  // characters; empty: KVM's) replaces leaf 0's and 0x80000000's. Empty: every vCPU's CPUID is KVM's supported one with
   // the machine's own corrections (docs/design.md "CPUID").
   std::vector<CpuFeatureChange> cpu_features;
   std::string cpu_vendor;
+  bool cpu_enforce = false;
   // Path of the /dev/kvm device.
   std::string kvm_device = "/dev/kvm";
   // The wasted-exit analysis (docs/wasted-exits.md): which operations and

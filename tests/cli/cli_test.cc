@@ -129,8 +129,8 @@ TEST(CliPcTest, TheQemuFrontRunsAGuestWithKvmUnitTestsArgv) {
 
 // --cpu-features and --cpu-vendor (include/minivmm/cpu_features.h): a bad
 // list or vendor is a usage error, `info --cpu-features` lists every name
-// (no KVM needed), and a bit the machine cannot have is refused before any
-// vCPU runs.
+// (no KVM needed), and with --cpu-enforce a bit the machine cannot have is
+// refused before any vCPU runs.
 TEST(CliTest, CpuFeaturesAreCheckedBeforeTheGuestRuns) {
   Outcome sign = Minivmm("run --cpu-features x2apic");
   EXPECT_EQ(sign.status, 2) << sign.out;
@@ -151,7 +151,7 @@ TEST(CliTest, CpuFeaturesAreCheckedBeforeTheGuestRuns) {
       << list.out;
   EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 13) << list.out;
   REQUIRE_KVM();
-  Outcome apic = Minivmm("run --cpu-features +x2apic");
+  Outcome apic = Minivmm("run --cpu-enforce --cpu-features +x2apic");
   EXPECT_EQ(apic.status, 125) << apic.out;
   EXPECT_NE(apic.out.find("minivmm: cpu feature +x2apic: this machine has no local APIC (the pc "
                           "machine has one)\n"),

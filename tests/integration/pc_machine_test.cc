@@ -303,8 +303,9 @@ std::string CpuidKey(const CpuFeature& f) {
 // --cpu-features and --cpu-vendor (include/minivmm/cpu_features.h) as the
 // guest sees them: every listed bit KVM offers here taken away at once is
 // clear and every other bit of those registers unchanged; a bit asked for
-// that KVM offers stays; one it does not offer is refused before any vCPU
-// runs; the vendor is both leaves'.
+// that KVM offers stays; one it does not offer stays clear with a warning,
+// as QEMU's -cpu, or with cpu_enforce is refused before any vCPU runs; the
+// vendor is both leaves'.
 TEST(PcMachineTest, CpuFeaturesAndVendorAreWhatTheGuestSees) {
   REQUIRE_KVM();
   std::optional<GuestRun> plain = RunPc(PcConfig("pc_cpuid", ""));
@@ -347,14 +348,26 @@ TEST(PcMachineTest, CpuFeaturesAndVendorAreWhatTheGuestSees) {
   ExpectDoneWith(*kept, 0);
   EXPECT_EQ(ConsoleValues(kept->console).at("1.ecx"), base.at("1.ecx"));
 
-  VmConfig refused = PcConfig("pc_cpuid", "");
-  refused.cpu_features = {{not_offered.front(), true}};
+  const std::string why = "cpu feature +" + not_offered.front() +
+                          ": this host's KVM does not offer it (KVM_GET_SUPPORTED_CPUID)";
+  VmConfig warned = PcConfig("pc_cpuid", "");
+  warned.cpu_features = {{not_offered.front(), true}};
+  std::optional<GuestRun> left_clear = RunPc(warned);
+  ASSERT_TRUE(left_clear.has_value());
+  ExpectDoneWith(*left_clear, 0);
+  const std::map<std::string, std::string> clear = ConsoleValues(left_clear->console);
+  for (const char* key :
+       {"1.ecx", "7.ebx", "7.ecx", "80000001.ecx", "80000001.edx", "8000000a.edx"}) {
+    EXPECT_EQ(clear.at(key), base.at(key)) << key;
+  }
+  EXPECT_EQ(left_clear->result.notes, std::vector<std::string>{"warning: " + why + "; left clear"});
+
+  VmConfig refused = warned;
+  refused.cpu_enforce = true;
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(refused);
   ASSERT_FALSE(vm.ok());
   EXPECT_EQ(vm.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(vm.status().message(),
-            "cpu feature +" + not_offered.front() +
-                ": this host's KVM does not offer it (KVM_GET_SUPPORTED_CPUID)");
+  EXPECT_EQ(vm.status().message(), why);
 }
 
 }  // namespace

@@ -264,6 +264,12 @@ def test_cpu_features_minivmm_knows_are_passed_and_the_model_is_ignored(env):
     assert "minivmm-qemu: -cpu ...,host-phys-bits: ignored (" in p.stderr
 
 
+def test_enforce_is_passed(env):
+    argv = minivmm_argv(env, ["-enable-kvm", "-cpu", "max,+pcid,enforce", "-kernel",
+                              "x86/smptest.flat"])
+    assert argv[-3:] == ["--cpu-features", "+pcid", "--cpu-enforce"]
+
+
 def test_host_and_max_alone_change_nothing(env):
     for model in ("host", "max"):
         argv = minivmm_argv(env, ["-enable-kvm", "-cpu", model, "-kernel", "x86/smptest.flat"])

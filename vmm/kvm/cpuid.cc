@@ -53,7 +53,8 @@ uint32_t& Register(kvm_cpuid_entry2& e, CpuidRegister reg) {
 
 }  // namespace
 
-absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine) {
+absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine,
+                             std::vector<std::string>* not_given) {
   for (const CpuFeatureChange& change : machine.features) {
     const CpuFeature* f = CpuFeatureNamed(change.name);
     if (f == nullptr)
@@ -66,13 +67,16 @@ absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMac
     } else if (e == nullptr || (Register(*e, f->reg) & mask) == 0) {
       const bool apic_bit = f->leaf == 1 && f->reg == CpuidRegister::kEcx &&
                             (mask & (kCpuidEcxX2apic | kCpuidEcxTscDeadline)) != 0;
-      if (apic_bit && !machine.local_apic_in_kernel)
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "cpu feature +%s: this machine has no local APIC (the pc machine has one)",
-            change.name));
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "cpu feature +%s: this host's KVM does not offer it (KVM_GET_SUPPORTED_CPUID)",
-          change.name));
+      const std::string why =
+          apic_bit && !machine.local_apic_in_kernel
+              ? absl::StrFormat("cpu feature +%s: this machine has no local APIC (the pc machine "
+                                "has one)",
+                                change.name)
+              : absl::StrFormat(
+                    "cpu feature +%s: this host's KVM does not offer it (KVM_GET_SUPPORTED_CPUID)",
+                    change.name);
+      if (machine.enforce) return absl::FailedPreconditionError(why);
+      if (not_given != nullptr) not_given->push_back(why + "; left clear");
     }
   }
   if (!machine.vendor.empty()) {

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "minivmm/cpu_features.h"
@@ -28,6 +30,9 @@ struct CpuidMachine {
   // ApplyCpuChoices after AdjustCpuid; empty: none.
   std::span<const CpuFeatureChange> features;
   std::string_view vendor;
+  // A "+name" that cannot be given refuses the VM (QEMU's `enforce`);
+  // otherwise it is left clear and said, as QEMU warns.
+  bool enforce = false;
 };
 
 // CPUID.1:EBX[31:24] initial APIC ID, CPUID.1:ECX and :EDX feature bits,
@@ -50,14 +55,17 @@ inline constexpr uint32_t kCpuidEdxApic = 1u << 9;
 void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine);
 
 // Then the user's changes, in order: "-name" clears the bit (if KVM has the
-// leaf at all); "+name" keeps it, and is refused where the bit is clear in
-// `entries` as AdjustCpuid left them (KVM cannot give it, or the machine has
-// not the hardware it describes: x2APIC without a local APIC in the kernel):
-// FailedPrecondition, "cpu feature +NAME: ...". A `vendor` (12 characters,
+// leaf at all); "+name" keeps it where it is set in `entries` as AdjustCpuid
+// left them. Where it is clear (KVM cannot give it, or the machine has not
+// the hardware it describes: x2APIC without a local APIC in the kernel), it
+// stays clear and "cpu feature +NAME: ...; left clear" goes to `not_given`,
+// or with machine.enforce the VM is refused: FailedPrecondition, "cpu
+// feature +NAME: ...". A `vendor` (12 characters,
 // CheckCpuVendor) replaces leaf 0's and leaf 0x80000000's EBX, EDX, ECX, as
 // QEMU's vendor= does. InvalidArgument for a name not in kCpuFeatures or a
 // bad vendor.
-absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine);
+absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine,
+                             std::vector<std::string>* not_given = nullptr);
 
 }  // namespace minivmm
 

@@ -92,7 +92,8 @@ absl::StatusOr<std::unique_ptr<KvmVcpu>> KvmVcpu::Create(int kvm_fd, int vcpu_fd
 
 KvmVcpu::~KvmVcpu() { munmap(run_, run_size_); }
 
-absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine) {
+absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine,
+                              std::vector<std::string>* not_given) {
   constexpr int kMaxEntries = 256;
   // kvm_cpuid2 laid out by hand: see flex_ioctls.h.
   std::vector<uint8_t> buffer(kKvmCpuid2HeaderBytes + kMaxEntries * sizeof(kvm_cpuid_entry2));
@@ -105,7 +106,8 @@ absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine) {
   std::memcpy(entries.data(), buffer.data() + kKvmCpuid2HeaderBytes,
               entries.size() * sizeof(kvm_cpuid_entry2));
   AdjustCpuid(entries, machine);
-  if (absl::Status choices = ApplyCpuChoices(entries, machine); !choices.ok()) return choices;
+  if (absl::Status choices = ApplyCpuChoices(entries, machine, not_given); !choices.ok())
+    return choices;
   std::memcpy(buffer.data() + kKvmCpuid2HeaderBytes, entries.data(),
               entries.size() * sizeof(kvm_cpuid_entry2));
   if (ioctl(fd_.get(), kKvmSetCpuid2, buffer.data()) < 0) return KvmError("KVM_SET_CPUID2");

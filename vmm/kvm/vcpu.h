@@ -68,7 +68,10 @@ class KvmVcpu final : public Vcpu {
   // Boot-time set-up (ioctls; not on the exit path).
   // KVM_GET_SUPPORTED_CPUID, made this vCPU's (AdjustCpuid), set with
   // KVM_SET_CPUID2.
-  absl::Status SetCpuid(int kvm_fd, const CpuidMachine& machine);
+  // `not_given`: where a "+name" the user asked for was left clear
+  // (ApplyCpuChoices).
+  absl::Status SetCpuid(int kvm_fd, const CpuidMachine& machine,
+                        std::vector<std::string>* not_given = nullptr);
   absl::Status SetLongModeBoot(const LongModeBoot& boot);
   absl::Status SetProtectedModeBoot(const ProtectedModeBoot& boot);
 

@@ -27,7 +27,12 @@ class BuiltinMachine final : public Machine {
   std::optional<VcpuIdentity> Identity(uint32_t cpu) const override { return BootIdentity(cpu); }
   bool own_interrupts() const override { return true; }
   std::vector<std::string> notes() const override {
-    return gdt_trap_ ? gdt_trap_->notes() : std::vector<std::string>{};
+    std::vector<std::string> notes;
+    for (const std::string& line : cpu_not_given_) notes.push_back("warning: " + line);
+    if (gdt_trap_) {
+      for (const std::string& note : gdt_trap_->notes()) notes.push_back(note);
+    }
+    return notes;
   }
 
  private:
@@ -35,6 +40,7 @@ class BuiltinMachine final : public Machine {
   // until after the VM fd is closed.
   std::optional<MappedMemory> gdt_page_;
   std::optional<GdtTrap> gdt_trap_;
+  std::vector<std::string> cpu_not_given_;  // CPUID bits asked for, left clear
   HypercallPort hypercall_port_;
   uint64_t entry_ = 0;
   uint64_t cr3_ = 0;
@@ -76,9 +82,13 @@ absl::Status BuiltinMachine::Build(Vm::State& s, std::span<const uint8_t> image)
 // stack, GDT and TSS (minivmm_abi/boot.h).
 absl::Status BuiltinMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
   // Its own APIC ID; no local APIC (docs/design.md "CPUID").
-  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), CpuidMachine{.apic_id = cpu,
-                                                         .features = s.config.cpu_features,
-                                                         .vendor = s.config.cpu_vendor}));
+  // What vCPU 0 could not be given, said once (every vCPU's CPUID is alike).
+  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(),
+                                CpuidMachine{.apic_id = cpu,
+                                             .features = s.config.cpu_features,
+                                             .vendor = s.config.cpu_vendor,
+                                             .enforce = s.config.cpu_enforce},
+                                cpu == 0 ? &cpu_not_given_ : nullptr));
   LongModeBoot boot;
   boot.rip = entry_;
   boot.rsp = MVMM_CPU_STACK_TOP(cpu);

@@ -57,6 +57,7 @@ class PcMachine final : public Machine, public IrqLines {
   uint32_t entry_ = 0;
   uint32_t info_gpa_ = 0;
   bool tsc_deadline_timer_ = false;
+  std::vector<std::string> cpu_not_given_;  // CPUID bits asked for, left clear
 };
 
 absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
@@ -131,17 +132,24 @@ void PcMachine::SetLevel(uint32_t irq, bool high) {
 }
 
 std::vector<std::string> PcMachine::notes() const {
-  if (irq_line_failures_ == 0) return {};
-  return {absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
-                          irq_line_failures_)};
+  std::vector<std::string> notes;
+  for (const std::string& line : cpu_not_given_) notes.push_back("warning: " + line);
+  if (irq_line_failures_ != 0)
+    notes.push_back(absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
+                                    irq_line_failures_));
+  return notes;
 }
 
 absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
-  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), CpuidMachine{.apic_id = cpu,
-                                                         .local_apic_in_kernel = true,
-                                                         .tsc_deadline_timer = tsc_deadline_timer_,
-                                                         .features = s.config.cpu_features,
-                                                         .vendor = s.config.cpu_vendor}));
+  // What vCPU 0 could not be given, said once (every vCPU's CPUID is alike).
+  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(),
+                                CpuidMachine{.apic_id = cpu,
+                                             .local_apic_in_kernel = true,
+                                             .tsc_deadline_timer = tsc_deadline_timer_,
+                                             .features = s.config.cpu_features,
+                                             .vendor = s.config.cpu_vendor,
+                                             .enforce = s.config.cpu_enforce},
+                                cpu == 0 ? &cpu_not_given_ : nullptr));
   // The others stay as KVM made them: in reset, waiting for INIT/SIPI.
   if (cpu != 0) return absl::OkStatus();
   return vcpu.SetProtectedModeBoot(
