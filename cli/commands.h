@@ -21,6 +21,7 @@ struct RunOptions {
   bool pc_testdev = false;          // --pc-testdev
   std::string cpu_features;        // --cpu-features "+x2apic,-pcid" (minivmm/cpu_features.h)
   std::string cpu_vendor;          // --cpu-vendor
+  bool kernel_exits = false;       // --kernel-exits: kvm:kvm_exit per vCPU
   std::string kernel;
   bool guest_counters = true;  // --guest-counters on|off: the built-in guest's counted kernel
   uint64_t memory = 64ull << 20;

@@ -286,6 +286,18 @@ void HostCountersSection(std::string& out, const json& record) {
   }
 }
 
+// Every exit KVM made, by hardware reason (--kernel-exits), beside the
+// userspace ones above.
+void KernelExitsSection(std::string& out, const json& record) {
+  if (!record.contains("kernel_exits") || !record["kernel_exits"].is_object()) return;
+  const json& k = record["kernel_exits"];
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n",
+                 "in-kernel exits by reason", "", "exits", "source");
+  for (const auto& [name, n] : k["by_reason"].items()) Row(out, name, nullptr, n, "kvm:kvm_exit");
+  Row(out, "total", nullptr, k["exits"], "kvm:kvm_exit");
+  if (k["lost"].get<uint64_t>() != 0) Row(out, "lost (ring overflow)", nullptr, k["lost"], "perf");
+}
+
 }  // namespace
 
 std::string RenderExitTable(const json& record) {
@@ -305,6 +317,7 @@ std::string RenderExitTable(const json& record) {
   const json& per_vcpu = record["exits"]["per_vcpu"];
   if (per_vcpu.is_array() && per_vcpu.size() > 1) RenderPerVcpu(out, record);
   HostCountersSection(out, record);
+  KernelExitsSection(out, record);
   out += RenderSitesSection(record);
   return out;
 }

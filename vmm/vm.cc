@@ -97,6 +97,9 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   auto state = std::make_unique<State>(config, std::move(ram), std::move(machine),
                                        std::move(kvm), std::move(kvm_vm));
   State& s = *state;
+  if (config.kernel_exits) {
+    ASSIGN_OR_RETURN(s.kernel_exits, KvmExitTrace::Open(config.cpus));
+  }
   RETURN_IF_ERROR(s.machine->Build(s, image));
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
     ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,
