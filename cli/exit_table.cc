@@ -296,6 +296,30 @@ void KernelExitsSection(std::string& out, const json& record) {
   for (const auto& [name, n] : k["by_reason"].items()) Row(out, name, nullptr, n, "kvm:kvm_exit");
   Row(out, "total", nullptr, k["exits"], "kvm:kvm_exit");
   if (k["lost"].get<uint64_t>() != 0) Row(out, "lost (ring overflow)", nullptr, k["lost"], "perf");
+  // With --sites: where they come from, most first (the RIP's function and
+  // line; the tracepoint has no stack).
+  if (!k.contains("sites")) return;
+  constexpr size_t kShown = 20;
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12}  {}\n", "in-kernel exit sites",
+                 "exits", "at");
+  size_t shown = 0;
+  for (const json& site : k["sites"]) {
+    if (shown++ == kShown) {
+      fmt::format_to(std::back_inserter(out), "  ... {} more in the record\n",
+                     k["sites"].size() - kShown);
+      break;
+    }
+    std::string at = "?";
+    if (!site["frames"].empty()) {
+      const json& leaf = site["frames"].front();
+      at = leaf.value("function", "");
+      if (at.empty()) at = leaf.value("pc", "?");
+      if (leaf.contains("file"))
+        at += fmt::format(" ({}:{})", leaf["file"].get<std::string>(), leaf.value("line", 0));
+    }
+    fmt::format_to(std::back_inserter(out), "  {:<28} {:>12}  {}\n", site["reason"].get<std::string>(),
+                   site["exits"].get<uint64_t>(), at);
+  }
 }
 
 }  // namespace
