@@ -296,6 +296,26 @@ void KernelExitsSection(std::string& out, const json& record) {
   for (const auto& [name, n] : k["by_reason"].items()) Row(out, name, nullptr, n, "kvm:kvm_exit");
   Row(out, "total", nullptr, k["exits"], "kvm:kvm_exit");
   if (k["lost"].get<uint64_t>() != 0) Row(out, "lost (ring overflow)", nullptr, k["lost"], "perf");
+  // By phase: each console line ends one. Its exits and its three biggest
+  // reasons.
+  if (k.contains("phases") && k["phases"].size() > 1) {
+    fmt::format_to(std::back_inserter(out), "\n  {:<40} {:>8}  {}\n",
+                   "in-kernel exits by phase (its last line)", "exits", "most");
+    for (const json& phase : k["phases"]) {
+      std::vector<std::pair<uint64_t, std::string>> reasons;
+      for (const auto& [name, n] : phase["by_reason"].items())
+        reasons.emplace_back(n.get<uint64_t>(), name);
+      std::sort(reasons.rbegin(), reasons.rend());
+      std::string most;
+      for (size_t i = 0; i < reasons.size() && i < 3; ++i)
+        most += fmt::format("{}{} {}", i ? ", " : "", reasons[i].second, reasons[i].first);
+      std::string line = phase["line"].get<std::string>();
+      if (line.empty()) line = "(to the end)";
+      if (line.size() > 40) line = line.substr(0, 37) + "...";
+      fmt::format_to(std::back_inserter(out), "  {:<40} {:>8}  {}\n", line,
+                     phase["exits"].get<uint64_t>(), most);
+    }
+  }
   // With --sites: where they come from, most first (the RIP's function and
   // line; the tracepoint has no stack).
   if (!k.contains("sites")) return;

@@ -167,6 +167,14 @@ json KernelExits(const RunResult& r) {
   json out = KernelExitsJson(all);
   out["source"] = "kvm:kvm_exit";
   out["per_vcpu"] = std::move(per_vcpu);
+  json phases = json::array();
+  for (const KernelExitPhase& p : r.kernel_exit_phases) {
+    json one = KernelExitsJson(p.counts);
+    one.erase("lost");
+    one["line"] = p.line;
+    phases.push_back(std::move(one));
+  }
+  out["phases"] = std::move(phases);
   return out;
 }
 

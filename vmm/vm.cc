@@ -99,6 +99,9 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   State& s = *state;
   if (config.kernel_exits) {
     ASSIGN_OR_RETURN(s.kernel_exits, KvmExitTrace::Open(config.cpus));
+    s.console.OnLine([trace = s.kernel_exits.get()](const std::string& line) {
+      trace->EndPhase(line);
+    });
   }
   RETURN_IF_ERROR(s.machine->Build(s, image));
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {

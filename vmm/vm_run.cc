@@ -114,7 +114,10 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
       s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
   result.guest_tsc_khz = s.vcpus[0]->TscKhz();
   result.notes = s.machine->notes();
-  if (s.kernel_exits) result.kernel_exits = s.kernel_exits->Counts();
+  if (s.kernel_exits) {
+    result.kernel_exits = s.kernel_exits->Counts();
+    result.kernel_exit_phases = s.kernel_exits->Phases();
+  }
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     for (const std::string& note : runs[cpu].loop->notes())
       result.notes.push_back(cpu == 0 ? note : absl::StrFormat("vCPU %u: %s", cpu, note));

@@ -29,6 +29,14 @@ struct KernelExitCounts {
   void Add(const KernelExitCounts& other);
 };
 
+// The exits of one phase of the run, every vCPU's: a phase ends where the
+// guest ends a console line (kvm-unit-tests' `vmexit` prints one line per
+// sub-test), and the last one at the end of the run.
+struct KernelExitPhase {
+  std::string line;  // the line that ended it ("" for the last phase)
+  KernelExitCounts counts;
+};
+
 }  // namespace minivmm
 
 #endif  // MINIVMM_KERNEL_EXITS_H_

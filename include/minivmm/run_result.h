@@ -106,6 +106,8 @@ struct RunResult {
   // With VmConfig::kernel_exits, each vCPU's exits as KVM's kvm:kvm_exit
   // tracepoint reported them; empty without.
   std::vector<KernelExitCounts> kernel_exits;
+  // With VmConfig::kernel_exits, the run's phases (kernel_exits.h).
+  std::vector<KernelExitPhase> kernel_exit_phases;
   GuestReports reports;
   std::vector<std::string> console_tail;  // the last console lines
   // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).

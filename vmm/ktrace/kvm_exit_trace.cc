@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <fstream>
 
@@ -42,7 +44,10 @@ int OpenTracepoint(int id, pid_t tid) {
   attr.type = PERF_TYPE_TRACEPOINT;
   attr.config = static_cast<uint64_t>(id);
   attr.sample_period = 1;
-  attr.sample_type = PERF_SAMPLE_RAW;
+  attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+  // The records' times on CLOCK_MONOTONIC, the phases' clock (EndPhase).
+  attr.use_clockid = 1;
+  attr.clockid = CLOCK_MONOTONIC;
   attr.wakeup_events = 1;
   return static_cast<int>(
       syscall(SYS_perf_event_open, &attr, tid, /*cpu=*/-1, /*group_fd=*/-1, PERF_FLAG_FD_CLOEXEC));
@@ -158,11 +163,14 @@ void KvmExitTrace::DrainRing(Ring& ring) {
     std::memcpy(&header, view(tail, sizeof header), sizeof header);
     if (header.size < sizeof header || header.size > head - tail) break;
     const uint8_t* record = view(tail, header.size);
-    if (header.type == PERF_RECORD_SAMPLE && header.size >= sizeof header + 4) {
+    // PERF_SAMPLE_TIME | PERF_SAMPLE_RAW: u64 time, u32 size, the raw record.
+    if (header.type == PERF_RECORD_SAMPLE && header.size >= sizeof header + 12) {
+      uint64_t time_ns;
       uint32_t raw_size;
-      std::memcpy(&raw_size, record + sizeof header, 4);
-      if (sizeof header + 4 + raw_size <= header.size)
-        Parse(record + sizeof header + 4, raw_size, ring.counts);
+      std::memcpy(&time_ns, record + sizeof header, 8);
+      std::memcpy(&raw_size, record + sizeof header + 8, 4);
+      if (sizeof header + 12 + raw_size <= header.size)
+        Parse(time_ns, record + sizeof header + 12, raw_size, ring.counts);
     } else if (header.type == PERF_RECORD_LOST && header.size >= sizeof header + 16) {
       uint64_t lost;
       std::memcpy(&lost, record + sizeof header + 8, 8);
@@ -173,7 +181,8 @@ void KvmExitTrace::DrainRing(Ring& ring) {
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-void KvmExitTrace::Parse(const uint8_t* raw, uint32_t size, KernelExitCounts& counts) {
+void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size,
+                         KernelExitCounts& counts) {
   unsigned long long code = 0, rip = 0, isa = 0;
   if (tep_read_number_field(reason_field_, raw, &code) != 0) return;
   tep_read_number_field(rip_field_, raw, &rip);
@@ -182,6 +191,35 @@ void KvmExitTrace::Parse(const uint8_t* raw, uint32_t size, KernelExitCounts& co
   ++counts.exits;
   ++counts.by_reason[name];
   ++counts.by_reason_rip[{name, rip}];
+  // Its phase: the first whose end is after it (or the open one).
+  std::lock_guard lock(phase_mu_);
+  const size_t phase =
+      std::upper_bound(boundaries_.begin(), boundaries_.end(), time_ns) - boundaries_.begin();
+  if (phase_counts_.size() <= phase) phase_counts_.resize(phase + 1);
+  KernelExitCounts& in_phase = phase_counts_[phase];
+  ++in_phase.exits;
+  ++in_phase.by_reason[name];
+  ++in_phase.by_reason_rip[{name, rip}];
+}
+
+void KvmExitTrace::EndPhase(const std::string& line) {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  std::lock_guard lock(phase_mu_);
+  boundaries_.push_back(static_cast<uint64_t>(now.tv_sec) * 1'000'000'000u +
+                        static_cast<uint64_t>(now.tv_nsec));
+  lines_.push_back(line);
+}
+
+std::vector<KernelExitPhase> KvmExitTrace::Phases() {
+  Drain();
+  std::lock_guard lock(phase_mu_);
+  std::vector<KernelExitPhase> phases(boundaries_.size() + 1);
+  for (size_t i = 0; i < phases.size(); ++i) {
+    if (i < lines_.size()) phases[i].line = lines_[i];
+    if (i < phase_counts_.size()) phases[i].counts = phase_counts_[i];
+  }
+  return phases;
 }
 
 // The reason as the tracepoint's own print format names it (its

@@ -41,6 +41,11 @@ class KvmExitTrace {
   void Drain();
   // Each vCPU's counts (after a last Drain()).
   std::vector<KernelExitCounts> Counts();
+  // Ends the current phase now (the guest ended console line `line`); any
+  // thread.
+  void EndPhase(const std::string& line);
+  // The phases, in order, the last one unended (after a last Drain()).
+  std::vector<KernelExitPhase> Phases();
 
  private:
   struct Ring {
@@ -50,7 +55,7 @@ class KvmExitTrace {
   };
   KvmExitTrace(tep_handle* tep, tep_event* event, uint32_t cpus);
   void DrainRing(Ring& ring);
-  void Parse(const uint8_t* raw, uint32_t size, KernelExitCounts& counts);
+  void Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, KernelExitCounts& counts);
   const std::string& ReasonName(const uint8_t* raw, uint32_t size, uint64_t isa, uint64_t code);
 
   tep_handle* tep_;
@@ -62,6 +67,12 @@ class KvmExitTrace {
   std::vector<Ring> rings_;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
   std::map<std::pair<uint64_t, uint64_t>, std::string> names_;  // (isa, code) -> name
+  // Phase ends (CLOCK_MONOTONIC ns, the records' clock) and their lines;
+  // phase_counts_[i] is phase i's, the one before boundary i.
+  std::mutex phase_mu_;
+  std::vector<uint64_t> boundaries_;
+  std::vector<std::string> lines_;
+  std::vector<KernelExitCounts> phase_counts_;
 };
 
 }  // namespace minivmm
