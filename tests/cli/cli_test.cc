@@ -159,6 +159,27 @@ TEST(CliTest, CpuFeaturesAreCheckedBeforeTheGuestRuns) {
       << apic.out;
 }
 
+// --kernel-exits where this process may not trace (as the unprivileged user
+// nobody, through setpriv, tracefs's formats cannot be read): one line and
+// the status of a VMM error, before any VM exists. On kvm_pvm its own
+// refusal comes first (docs/hosts.md).
+TEST(CliTest, KernelExitsAreRefusedWithOneLineWithoutTheRightToTrace) {
+  REQUIRE_KVM();
+  Outcome o = Shell("setpriv --reuid=65534 --regid=65534 --clear-groups " MINIVMM_BIN
+                    " run --kernel-exits");
+  EXPECT_EQ(o.status, 125) << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+  std::error_code ec;
+  if (std::filesystem::exists("/sys/module/kvm_pvm", ec)) {
+    EXPECT_EQ(o.out.rfind("minivmm: --kernel-exits: kvm_pvm does not report", 0), 0u) << o.out;
+  } else {
+    EXPECT_EQ(o.out.rfind("minivmm: --kernel-exits: cannot read KVM's tracepoint formats under ",
+                          0),
+              0u)
+        << o.out;
+  }
+}
+
 // Each machine refuses what belongs to the other, before any vCPU runs.
 TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   Outcome workload = Minivmm("run --machine pc --kernel " + PcGuest("pc_entry") + " --workload ctx");
