@@ -79,8 +79,8 @@ absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus) 
   const char* dir = minivmm_tracing_dir();
   if (dir == nullptr)
     return absl::FailedPreconditionError(
-        "--kernel-exits: no tracefs on this host (mount it: mount -t tracefs nodev "
-        "/sys/kernel/tracing)");
+        "--kernel-exits: tracefs is not mounted and this process could not mount it (as root: "
+        "mount -t tracefs nodev /sys/kernel/tracing)");
   tep_handle* tep = minivmm_kvm_event_formats();
   if (tep == nullptr)
     return absl::FailedPreconditionError(absl::StrFormat(
