@@ -22,6 +22,7 @@ struct RunOptions {
   std::string cpu_features;        // --cpu-features "+x2apic,-pcid" (minivmm/cpu_features.h)
   std::string cpu_vendor;          // --cpu-vendor
   bool cpu_enforce = false;        // --cpu-enforce
+  bool kernel_exits = false;       // --kernel-exits: kvm:kvm_exit per vCPU
   std::string kernel;
   bool guest_counters = true;  // --guest-counters on|off: the built-in guest's counted kernel
   uint64_t memory = 64ull << 20;

@@ -286,6 +286,62 @@ void HostCountersSection(std::string& out, const json& record) {
   }
 }
 
+// Every exit KVM made, by hardware reason (--kernel-exits), beside the
+// userspace ones above.
+void KernelExitsSection(std::string& out, const json& record) {
+  if (!record.contains("kernel_exits") || !record["kernel_exits"].is_object()) return;
+  const json& k = record["kernel_exits"];
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n",
+                 "in-kernel exits by reason", "", "exits", "source");
+  for (const auto& [name, n] : k["by_reason"].items()) Row(out, name, nullptr, n, "kvm:kvm_exit");
+  Row(out, "total", nullptr, k["exits"], "kvm:kvm_exit");
+  if (k["lost"].get<uint64_t>() != 0) Row(out, "lost (ring overflow)", nullptr, k["lost"], "perf");
+  // By phase: each console line ends one. Its exits and its three biggest
+  // reasons.
+  if (k.contains("phases") && k["phases"].size() > 1) {
+    fmt::format_to(std::back_inserter(out), "\n  {:<40} {:>8}  {}\n",
+                   "in-kernel exits by phase (its last line)", "exits", "most");
+    for (const json& phase : k["phases"]) {
+      std::vector<std::pair<uint64_t, std::string>> reasons;
+      for (const auto& [name, n] : phase["by_reason"].items())
+        reasons.emplace_back(n.get<uint64_t>(), name);
+      std::sort(reasons.rbegin(), reasons.rend());
+      std::string most;
+      for (size_t i = 0; i < reasons.size() && i < 3; ++i)
+        most += fmt::format("{}{} {}", i ? ", " : "", reasons[i].second, reasons[i].first);
+      std::string line = phase["line"].get<std::string>();
+      if (line.empty()) line = "(to the end)";
+      if (line.size() > 40) line = line.substr(0, 37) + "...";
+      fmt::format_to(std::back_inserter(out), "  {:<40} {:>8}  {}\n", line,
+                     phase["exits"].get<uint64_t>(), most);
+    }
+  }
+  // With --sites: where they come from, most first (the RIP's function and
+  // line; the tracepoint has no stack).
+  if (!k.contains("sites")) return;
+  constexpr size_t kShown = 20;
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12}  {}\n", "in-kernel exit sites",
+                 "exits", "at");
+  size_t shown = 0;
+  for (const json& site : k["sites"]) {
+    if (shown++ == kShown) {
+      fmt::format_to(std::back_inserter(out), "  ... {} more in the record\n",
+                     k["sites"].size() - kShown);
+      break;
+    }
+    std::string at = "?";
+    if (!site["frames"].empty()) {
+      const json& leaf = site["frames"].front();
+      at = leaf.value("function", "");
+      if (at.empty()) at = leaf.value("pc", "?");
+      if (leaf.contains("file"))
+        at += fmt::format(" ({}:{})", leaf["file"].get<std::string>(), leaf.value("line", 0));
+    }
+    fmt::format_to(std::back_inserter(out), "  {:<28} {:>12}  {}\n", site["reason"].get<std::string>(),
+                   site["exits"].get<uint64_t>(), at);
+  }
+}
+
 }  // namespace
 
 std::string RenderExitTable(const json& record) {
@@ -305,6 +361,7 @@ std::string RenderExitTable(const json& record) {
   const json& per_vcpu = record["exits"]["per_vcpu"];
   if (per_vcpu.is_array() && per_vcpu.size() > 1) RenderPerVcpu(out, record);
   HostCountersSection(out, record);
+  KernelExitsSection(out, record);
   out += RenderSitesSection(record);
   return out;
 }

@@ -93,6 +93,7 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.cpu_features = ParseCpuFeatures(o.cpu_features).value_or(std::vector<CpuFeatureChange>{});
   config.cpu_vendor = o.cpu_vendor;
   config.cpu_enforce = o.cpu_enforce;
+  config.kernel_exits = o.kernel_exits;
   config.timer_hz = o.timer_hz;
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
@@ -235,6 +236,9 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
         absl::Status vendor = CheckCpuVendor(value);
         return vendor.ok() ? std::string() : std::string(vendor.message());
       });
+  app.add_flag("--kernel-exits", o.kernel_exits,
+               "Every exit of every vCPU as KVM's kvm:kvm_exit tracepoint reports it, by "
+               "reason, beside those that reach minivmm (needs tracefs and the right to trace)");
   AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));

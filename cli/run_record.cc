@@ -145,6 +145,39 @@ json Causes(const RunResult& r) {
 }
 
 // The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.
+// RunResult::kernel_exits (docs/run-record.md "kernel_exits"); null when
+// the run did not ask for them.
+json KernelExitsJson(const KernelExitCounts& c) {
+  json by_reason = json::object();
+  for (const auto& [name, n] : c.by_reason) by_reason[name] = n;
+  json by_rip = json::array();
+  for (const auto& [key, n] : c.by_reason_rip)
+    by_rip.push_back({{"reason", key.first}, {"rip", key.second}, {"exits", n}});
+  return {{"exits", c.exits}, {"lost", c.lost}, {"by_reason", by_reason}, {"by_rip", by_rip}};
+}
+
+json KernelExits(const RunResult& r) {
+  if (r.kernel_exits.empty()) return nullptr;
+  KernelExitCounts all;
+  json per_vcpu = json::array();
+  for (const KernelExitCounts& c : r.kernel_exits) {
+    all.Add(c);
+    per_vcpu.push_back(KernelExitsJson(c));
+  }
+  json out = KernelExitsJson(all);
+  out["source"] = "kvm:kvm_exit";
+  out["per_vcpu"] = std::move(per_vcpu);
+  json phases = json::array();
+  for (const KernelExitPhase& p : r.kernel_exit_phases) {
+    json one = KernelExitsJson(p.counts);
+    one.erase("lost");
+    one["line"] = p.line;
+    phases.push_back(std::move(one));
+  }
+  out["phases"] = std::move(phases);
+  return out;
+}
+
 json Wasted(const RunResult& r) {
   json out = WastedCounts(r, r.stats);
   if (out.is_null()) return out;
@@ -315,6 +348,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
       {"wasted", Wasted(r)},
       {"host_counters",
        {{"source", "kvm-stats"}, {"host_dependent", true}, {"deltas", host_counters}}},
+      {"kernel_exits", KernelExits(r)},
       {"guest", {{"source", "guest"}, {"reports", reports}}},
   };
 }

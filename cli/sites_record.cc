@@ -99,8 +99,38 @@ std::string FoldedStacks(const json& sites) {
   return out;
 }
 
+// The in-kernel exits' sites (--kernel-exits with --sites): each (reason,
+// guest RIP) with its function and line. The tracepoint gives the RIP only,
+// so a site is one frame deep.
+json KernelExitSites(const RunResult& result, SiteNames& names) {
+  KernelExitCounts all;
+  for (const KernelExitCounts& c : result.kernel_exits) all.Add(c);
+  std::vector<std::pair<std::pair<std::string, uint64_t>, uint64_t>> order(
+      all.by_reason_rip.begin(), all.by_reason_rip.end());
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  json sites = json::array();
+  for (const auto& [key, exits] : order) {
+    json frames = json::array();
+    for (const SourceFrame& f : names.At(key.second, false)) {
+      json one = {{"pc", fmt::format("{:#x}", key.second)}, {"function", f.function}};
+      if (!f.file.empty()) one["file"] = f.file;
+      if (f.line != 0) one["line"] = f.line;
+      if (f.inlined) one["inlined"] = true;
+      frames.push_back(std::move(one));
+    }
+    sites.push_back({{"reason", key.first}, {"exits", exits}, {"frames", std::move(frames)}});
+  }
+  return sites;
+}
+
 void AddSites(json& record, const RunResult& result, const std::string& kernel_path) {
-  if (!result.sites_per_vcpu.empty()) record["sites"] = SitesRecord(result, kernel_path);
+  if (result.sites_per_vcpu.empty()) return;
+  record["sites"] = SitesRecord(result, kernel_path);
+  if (!result.kernel_exits.empty() && record["kernel_exits"].is_object()) {
+    SiteNames names(kernel_path);
+    record["kernel_exits"]["sites"] = KernelExitSites(result, names);
+  }
 }
 
 }  // namespace minivmm::cli

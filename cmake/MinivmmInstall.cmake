@@ -38,7 +38,7 @@ set(MINIVMM_INSTALL_DATADIR share/minivmm)
 # not in any export set"), which is the reminder we want.
 set(MINIVMM_EXPORTED_TARGETS
   minivmm_abi minivmm_core minivmm_kvm minivmm_bus minivmm_elf minivmm_devices
-  minivmm_hypercalls minivmm_vmm minivmm_symbolizer)
+  minivmm_hypercalls minivmm_ktrace minivmm_vmm minivmm_symbolizer)
 foreach(target IN LISTS MINIVMM_EXPORTED_TARGETS)
   string(REPLACE "minivmm_" "" export_name ${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})

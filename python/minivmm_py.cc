@@ -187,6 +187,7 @@ struct PyVmOptions {
   bool pc_testdev = false;
   std::string cpu_features, cpu_vendor;
   bool cpu_enforce = false;
+  bool kernel_exits = false;
   std::string kernel;
   int64_t memory = 64ll << 20;
   std::string backend, pvops, workload, cmdline;
@@ -230,6 +231,7 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   }
   config.cpu_vendor = o.cpu_vendor;
   config.cpu_enforce = o.cpu_enforce;
+  config.kernel_exits = o.kernel_exits;
   if (config.machine != MachineKind::kBuiltin &&
       (!o.backend.empty() || !o.pvops.empty() || !o.workload.empty()))
     RaiseValueError("backend, pvops and workload are the built-in guest's; the " + o.machine +
@@ -622,7 +624,7 @@ Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
    sites=False, cpus=1, probe_host=True, recent_exits=None, machine="builtin",
    initrd=None, pit=False, pc_testdev=False, cpu_features=None, cpu_vendor=None,
-   cpu_enforce=False)
+   cpu_enforce=False, kernel_exits=False)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -646,6 +648,8 @@ and cpu_vendor="GenuineIntel" replaces CPUID's vendor string (`minivmm run
 names), on either machine; a bit asked for that cannot be given is left
 clear with a warning in the record's result.notes, or, with cpu_enforce=True,
 refused.
+kernel_exits=True reads every exit from KVM's kvm:kvm_exit tracepoint
+(`minivmm run --kernel-exits`): the record's "kernel_exits" section.
 recent_exits=N keeps each vCPU's last N exits (`minivmm run --recent-exits
 N`, 0 to 4096): the record's result.recent_exits; None: 16 in a debug
 build of the module, 0 in a release build (docs/design.md "Recent exits").
@@ -657,7 +661,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        bool sites, int64_t cpus, bool probe_host,
                        std::optional<int64_t> recent_exits, std::string machine,
                        py::object initrd, bool pit, bool pc_testdev, py::object cpu_features,
-                       py::object cpu_vendor, bool cpu_enforce) {
+                       py::object cpu_vendor, bool cpu_enforce, bool kernel_exits) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -683,6 +687,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.cpu_features = str(cpu_features);
              o.cpu_vendor = str(cpu_vendor);
              o.cpu_enforce = cpu_enforce;
+             o.kernel_exits = kernel_exits;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -694,7 +699,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("recent_exits") = py::none(), py::arg("machine") = "builtin",
            py::arg("initrd") = py::none(), py::arg("pit") = false,
            py::arg("pc_testdev") = false, py::arg("cpu_features") = py::none(),
-           py::arg("cpu_vendor") = py::none(), py::arg("cpu_enforce") = false)
+           py::arg("cpu_vendor") = py::none(), py::arg("cpu_enforce") = false,
+           py::arg("kernel_exits") = false)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

@@ -88,6 +88,11 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   ASSIGN_OR_RETURN(std::unique_ptr<Machine> machine, MakeMachine(config));
   ASSIGN_OR_RETURN(std::vector<uint8_t> image, ReadFile(config.kernel_path));
 
+  // Before KVM: a host where the exits cannot be read is refused first.
+  std::unique_ptr<KvmExitTrace> kernel_exits;
+  if (config.kernel_exits) {
+    ASSIGN_OR_RETURN(kernel_exits, KvmExitTrace::Open(config.cpus));
+  }
   ASSIGN_OR_RETURN(KvmSystem kvm, KvmSystem::Open(config.kvm_device));
   RETURN_IF_ERROR(kvm.CheckRequiredCapabilities());
   ASSIGN_OR_RETURN(KvmVm kvm_vm, KvmVm::Create(kvm));
@@ -97,6 +102,12 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   auto state = std::make_unique<State>(config, std::move(ram), std::move(machine),
                                        std::move(kvm), std::move(kvm_vm));
   State& s = *state;
+  if (kernel_exits != nullptr) {
+    s.kernel_exits = std::move(kernel_exits);
+    s.console.OnLine([trace = s.kernel_exits.get()](const std::string& line) {
+      trace->EndPhase(line);
+    });
+  }
   RETURN_IF_ERROR(s.machine->Build(s, image));
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
     ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,

@@ -2,6 +2,8 @@
 // thread of its own, starts the timer and the watchdog, runs one loop per
 // vCPU, stops them all when one stops, and collects the result.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -112,6 +114,10 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
       s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
   result.guest_tsc_khz = s.vcpus[0]->TscKhz();
   result.notes = s.machine->notes();
+  if (s.kernel_exits) {
+    result.kernel_exits = s.kernel_exits->Counts();
+    result.kernel_exit_phases = s.kernel_exits->Phases();
+  }
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     for (const std::string& note : runs[cpu].loop->notes())
       result.notes.push_back(cpu == 0 ? note : absl::StrFormat("vCPU %u: %s", cpu, note));
@@ -131,6 +137,7 @@ absl::StatusOr<RunResult> Vm::Run() {
   VmCpus directory(std::move(signals));
   std::vector<VcpuRun> runs = MakeRunLoops(s, directory);
   RETURN_IF_ERROR(s.vcpus[0]->BindToCurrentThread());
+  if (s.kernel_exits) RETURN_IF_ERROR(s.kernel_exits->AttachCurrentThread(0));
   ASSIGN_OR_RETURN(runs[0].host_before, s.vcpus[0]->ReadStats());
 
   // The first vCPU to stop by itself stops the others. A timeout or stop
@@ -161,7 +168,9 @@ absl::StatusOr<RunResult> Vm::Run() {
     threads.emplace_back([&s, &runs, &stopped, cpu] {
       KvmVcpu& vcpu = *s.vcpus[cpu];
       VcpuRun& run = runs[cpu];
-      if (absl::Status bound = vcpu.BindToCurrentThread(); !bound.ok()) {
+      absl::Status bound = vcpu.BindToCurrentThread();
+      if (bound.ok() && s.kernel_exits) bound = s.kernel_exits->AttachCurrentThread(cpu);
+      if (!bound.ok()) {
         run.stop = RunStop{StopReason::kVmmError, bound.ToString()};
       } else {
         run.host_before = vcpu.ReadStats().value_or(HostStats{});
@@ -171,9 +180,23 @@ absl::StatusOr<RunResult> Vm::Run() {
       stopped(cpu);
     });
   }
+  // The tracepoint's rings are read while the run goes on, so that none
+  // overflows (kvm_exit_trace.h), and once more at the end.
+  std::atomic<bool> running{true};
+  std::thread drain;
+  if (s.kernel_exits) {
+    drain = std::thread([&s, &running] {
+      while (running.load(std::memory_order_acquire)) {
+        s.kernel_exits->Drain();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
   runs[0].stop = runs[0].loop->LoopOn(*s.vcpus[0]);
   stopped(0);
   for (std::thread& t : threads) t.join();
+  running.store(false, std::memory_order_release);
+  if (drain.joinable()) drain.join();
   // No timer may kick the thread once it is given back to the caller.
   s.timer.Stop();
   s.vcpus[0]->UnbindFromThread();

@@ -9,6 +9,7 @@
 #include "devices/debug_exit.h"
 #include "devices/uart16550.h"
 #include "hypercalls/dispatcher.h"
+#include "vmm/ktrace/kvm_exit_trace.h"
 #include "vmm/machine/machine.h"
 #include "minivmm/vm.h"
 #include "vmm/bus/bus.h"
@@ -31,6 +32,7 @@ struct Vm::State {
   KvmSystem kvm;
   KvmVm vm;
   std::vector<std::unique_ptr<KvmVcpu>> vcpus;  // indexed by vCPU number
+  std::unique_ptr<KvmExitTrace> kernel_exits;  // VmConfig::kernel_exits
 
   ConsoleTail console;
   GuestReports reports;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "minivmm/kernel_exits.h"
 #include "minivmm/exit_sites.h"
 #include "minivmm/exit_stats.h"
 #include "minivmm/hypercall_env.h"
@@ -102,6 +103,11 @@ struct RunResult {
   std::vector<std::string> mmio_devices;     // names, indexed like stats.mmio_by_device
   std::vector<std::string> hypercall_names;  // indexed by number; "" = unregistered
   std::vector<HostCounter> host_counters;
+  // With VmConfig::kernel_exits, each vCPU's exits as KVM's kvm:kvm_exit
+  // tracepoint reported them; empty without.
+  std::vector<KernelExitCounts> kernel_exits;
+  // With VmConfig::kernel_exits, the run's phases (kernel_exits.h).
+  std::vector<KernelExitPhase> kernel_exit_phases;
   GuestReports reports;
   std::vector<std::string> console_tail;  // the last console lines
   // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).

@@ -74,6 +74,12 @@ struct VmConfig {
   // frame-pointer chain, counted per (cause, stack) in RunResult::sites.
   // Off: the exit path does not pay for it.
   bool record_sites = false;
+  // Every exit of every vCPU as KVM saw it, from its kvm:kvm_exit
+  // tracepoint (include/minivmm/kernel_exits.h), in RunResult::kernel_exits:
+  // the exits KVM handles in the kernel beside those that reach minivmm.
+  // Vm::Create refuses it (FailedPrecondition, one line) where the
+  // tracepoint cannot be read. Off: nothing is opened.
+  bool kernel_exits = false;
   // Each vCPU's last exits, kept in a ring of this many entries
   // (RunResult::recent_exits, docs/design.md "Recent exits"), at most
   // kMaxRecentExits; 0: none, and the exit path does not pay for it. Unset:

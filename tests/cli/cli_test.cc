@@ -159,6 +159,30 @@ TEST(CliTest, CpuFeaturesAreCheckedBeforeTheGuestRuns) {
       << apic.out;
 }
 
+// --kernel-exits where this process may not trace: root without any
+// capability (setpriv empties the bounding set) can neither mount tracefs
+// nor open a tracepoint's raw records. One line, one of the documented
+// forms (which one depends on whether an earlier run here mounted tracefs),
+// and the status of a VMM error, before any VM exists. On kvm_pvm its own
+// refusal comes first (docs/hosts.md).
+TEST(CliTest, KernelExitsAreRefusedWithOneLineWithoutTheRightToTrace) {
+  REQUIRE_KVM();
+  Outcome o = Shell("setpriv --bounding-set=-all --inh-caps=-all " MINIVMM_BIN
+                    " run --kernel-exits");
+  EXPECT_EQ(o.status, 125) << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << o.out;
+  std::error_code ec;
+  std::vector<std::string> forms = {
+      "minivmm: --kernel-exits: tracefs is not mounted and this process could not mount it",
+      "minivmm: --kernel-exits: cannot read KVM's tracepoint formats under ",
+      "minivmm: --kernel-exits: no right to trace kvm:kvm_exit (perf_event_open: "};
+  if (std::filesystem::exists("/sys/module/kvm_pvm", ec))
+    forms = {"minivmm: --kernel-exits: kvm_pvm does not report"};
+  EXPECT_TRUE(std::any_of(forms.begin(), forms.end(),
+                          [&o](const std::string& f) { return o.out.rfind(f, 0) == 0; }))
+      << o.out;
+}
+
 // Each machine refuses what belongs to the other, before any vCPU runs.
 TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   Outcome workload = Minivmm("run --machine pc --kernel " + PcGuest("pc_entry") + " --workload ctx");

@@ -5,6 +5,7 @@
 #define MINIVMM_VMM_RUN_CONSOLE_TAIL_H_
 
 #include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,10 @@ class ConsoleTail final : public ConsoleSink {
   static constexpr size_t kLineBytes = 512;
 
   explicit ConsoleTail(ConsoleSink* next) : next_(next) {}
+
+  // Called with each line as it ends (its '\n' written), on the writing
+  // thread: VmConfig::kernel_exits ends a phase there.
+  void OnLine(std::function<void(const std::string&)> on_line) { on_line_ = std::move(on_line); }
 
   void Write(std::string_view bytes) override {
     if (next_ != nullptr) next_->Write(bytes);
@@ -40,6 +45,7 @@ class ConsoleTail final : public ConsoleSink {
 
  private:
   void PushLine() {
+    if (on_line_) on_line_(current_);
     if (lines_.size() == kLines) lines_.pop_front();
     lines_.push_back(std::move(current_));
     current_.clear();
@@ -48,6 +54,7 @@ class ConsoleTail final : public ConsoleSink {
   ConsoleSink* next_;
   std::deque<std::string> lines_;
   std::string current_;
+  std::function<void(const std::string&)> on_line_;
 };
 
 }  // namespace minivmm
