@@ -3,7 +3,8 @@
 // overflowing images are reachable).
 // Invariants: a refused image leaves RAM byte-for-byte unchanged; an accepted
 // one has the header FindMultibootHeader finds, reports a page-aligned range
-// inside RAM at or above 1 MiB with the entry inside it, and leaves RAM below
+// with the entry inside it, its low part (if any) inside low RAM
+// [kMultibootLowLoadGpa, kMultibootLowRamEnd), and leaves the rest below
 // 1 MiB untouched (poisoned for ASan: any access there is a report).
 #include "vmm/boot/multiboot.h"
 
@@ -27,12 +28,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // One RAM for all runs; restored after an accepted image.
   static std::vector<uint8_t>* ram = [] {
     auto* r = new std::vector<uint8_t>(kRamSize, kFill);
-    ASAN_POISON_MEMORY_REGION(r->data(), minivmm::kMultibootMinLoadGpa);
+    ASAN_POISON_MEMORY_REGION(r->data(), minivmm::kMultibootLowLoadGpa);
+    ASAN_POISON_MEMORY_REGION(r->data() + minivmm::kMultibootLowRamEnd,
+                              minivmm::kMultibootMinLoadGpa - minivmm::kMultibootLowRamEnd);
     return r;
   }();
   static const std::vector<uint8_t>* pristine = new std::vector<uint8_t>(kRamSize, kFill);
   constexpr uint64_t kLow = minivmm::kMultibootMinLoadGpa;
   constexpr uint64_t kLoadable = kRamSize - kLow;
+  // Low RAM an image may also load into.
+  constexpr uint64_t kLowRam = minivmm::kMultibootLowLoadGpa;
+  constexpr uint64_t kLowRamBytes = minivmm::kMultibootLowRamEnd - kLowRam;
   const minivmm::GuestMemory memory(*ram);
   const std::span<const uint8_t> file(data, size);
 
@@ -51,15 +57,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(image.status().code() == absl::StatusCode::kInvalidArgument ||
                image.status().code() == absl::StatusCode::kOutOfRange);
     FUZZ_CHECK(std::memcmp(ram->data() + kLow, pristine->data() + kLow, kLoadable) == 0);
+    FUZZ_CHECK(std::memcmp(ram->data() + kLowRam, pristine->data() + kLowRam, kLowRamBytes) == 0);
     return 0;
   }
   FUZZ_CHECK(header.ok() && header->offset == image->header.offset &&
              header->flags == image->header.flags);
-  FUZZ_CHECK(image->lowest_gpa >= kLow);
+  FUZZ_CHECK(image->lowest_gpa >= kLowRam);
+  FUZZ_CHECK(image->low_end_gpa == 0 ? image->lowest_gpa >= kLow
+                                     : image->low_end_gpa <= ((minivmm::kMultibootLowRamEnd + 4095) &
+                                                              ~uint64_t{4095}));
   FUZZ_CHECK(image->lowest_gpa < image->end_gpa);
   FUZZ_CHECK(image->end_gpa % 4096 == 0);
   FUZZ_CHECK(image->end_gpa <= ((kRamSize + 4095) & ~uint64_t{4095}));
   FUZZ_CHECK(image->entry >= image->lowest_gpa && image->entry < image->end_gpa);
   std::memcpy(ram->data() + kLow, pristine->data() + kLow, kLoadable);
+  std::memcpy(ram->data() + kLowRam, pristine->data() + kLowRam, kLowRamBytes);
   return 0;
 }
