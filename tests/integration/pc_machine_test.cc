@@ -294,6 +294,10 @@ TEST_P(PcSmpTest, ApsStartAndIpi) {
 
 INSTANTIATE_TEST_SUITE_P(Cpus, PcSmpTest, ::testing::Values(1u, 2u, 4u), ValueName);
 
+// The registers pc_cpuid prints, by its keys.
+constexpr const char* kCpuidKeys[] = {"1.ecx",        "7.ebx",        "7.ecx",
+                                      "80000001.ecx", "80000001.edx", "8000000a.edx"};
+
 // pc_cpuid's key for the register that holds `f` ("1.ecx", "80000001.edx").
 std::string CpuidKey(const CpuFeature& f) {
   static constexpr const char* kRegs[] = {"eax", "ebx", "ecx", "edx"};
@@ -334,8 +338,7 @@ TEST(PcMachineTest, CpuFeaturesAndVendorAreWhatTheGuestSees) {
   ASSERT_TRUE(changed.has_value());
   ExpectDoneWith(*changed, 0);
   const std::map<std::string, std::string> now = ConsoleValues(changed->console);
-  for (const char* key :
-       {"1.ecx", "7.ebx", "7.ecx", "80000001.ecx", "80000001.edx", "8000000a.edx"}) {
+  for (const char* key : kCpuidKeys) {
     EXPECT_EQ(Number(now, key, 16), Number(base, key, 16) & ~cleared[key]) << key;
   }
   EXPECT_EQ(now.at("vendor"), config.cpu_vendor);
@@ -356,8 +359,7 @@ TEST(PcMachineTest, CpuFeaturesAndVendorAreWhatTheGuestSees) {
   ASSERT_TRUE(left_clear.has_value());
   ExpectDoneWith(*left_clear, 0);
   const std::map<std::string, std::string> clear = ConsoleValues(left_clear->console);
-  for (const char* key :
-       {"1.ecx", "7.ebx", "7.ecx", "80000001.ecx", "80000001.edx", "8000000a.edx"}) {
+  for (const char* key : kCpuidKeys) {
     EXPECT_EQ(clear.at(key), base.at(key)) << key;
   }
   EXPECT_EQ(left_clear->result.notes, std::vector<std::string>{"warning: " + why + "; left clear"});
