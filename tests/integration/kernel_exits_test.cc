@@ -100,8 +100,8 @@ TEST(KernelExitsTest, PcExitsAreExactByReasonAndAddress) {
   ASSERT_GE(run.result.kernel_exit_phases.size(), 2u);
   const KernelExitPhase& first = run.result.kernel_exit_phases.front();
   EXPECT_EQ(first.line, "n=" + v.at("n"));
-  auto it = first.counts.by_reason_rip.find(
-      {names.cpuid, std::stoull(v.at("cpuid_rip"), nullptr, 16)});
+  auto it =
+      first.counts.by_reason_rip.find({names.cpuid, std::stoull(v.at("cpuid_rip"), nullptr, 16)});
   EXPECT_EQ(it == first.counts.by_reason_rip.end() ? 0 : it->second, n);
   // Its only ports are COM1 and debug-exit, both minivmm's: every port exit
   // KVM made reached minivmm.

@@ -8,13 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_format.h"
-
 #include "vmm/ktrace/tracefs_shim.h"
 
 extern "C" {
@@ -97,10 +96,10 @@ absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus) 
   if (probe < 0) {
     const int error = errno;
     tep_free(tep);
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "--kernel-exits: no right to trace kvm:kvm_exit (perf_event_open: %s; "
-        "kernel.perf_event_paranoid is %s; run as root or with CAP_PERFMON)",
-        std::strerror(error), Paranoid()));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("--kernel-exits: no right to trace kvm:kvm_exit (perf_event_open: %s; "
+                        "kernel.perf_event_paranoid is %s; run as root or with CAP_PERFMON)",
+                        std::strerror(error), Paranoid()));
   }
   close(probe);
   return std::unique_ptr<KvmExitTrace>(new KvmExitTrace(tep, event, cpus));
@@ -128,10 +127,10 @@ absl::Status KvmExitTrace::AttachCurrentThread(uint32_t cpu) {
   Ring& ring = rings_.at(cpu);
   ring.fd = OpenTracepoint(event_->id, CurrentTid());
   if (ring.fd < 0)
-    return absl::InternalError(
-        absl::StrFormat("perf_event_open(kvm:kvm_exit) for vCPU %u: %s", cpu, std::strerror(errno)));
-  void* base = mmap(nullptr, (kRingPages + 1) * PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED,
-                    ring.fd, 0);
+    return absl::InternalError(absl::StrFormat("perf_event_open(kvm:kvm_exit) for vCPU %u: %s", cpu,
+                                               std::strerror(errno)));
+  void* base =
+      mmap(nullptr, (kRingPages + 1) * PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, ring.fd, 0);
   if (base == MAP_FAILED)
     return absl::InternalError(
         absl::StrFormat("mmap(kvm:kvm_exit ring) for vCPU %u: %s", cpu, std::strerror(errno)));

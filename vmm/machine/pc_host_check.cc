@@ -107,9 +107,9 @@ std::string Describe(const VcpuExit& exit) {
 }  // namespace
 
 absl::Status JudgePcEventProbe(const VcpuExit& exit) {
-  if (const auto* out = std::get_if<IoOut>(&exit);
-      out != nullptr && out->port == kPcProbePort && out->size == 1 && out->data.size() == 1 &&
-      out->data[0] == kPcProbeByte) {
+  if (const auto* out = std::get_if<IoOut>(&exit); out != nullptr && out->port == kPcProbePort &&
+                                                   out->size == 1 && out->data.size() == 1 &&
+                                                   out->data[0] == kPcProbeByte) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrFormat(
@@ -132,8 +132,7 @@ absl::Status CheckPcMachineRunsHere(const KvmSystem& kvm, absl::Duration limit) 
   bool done = false;
   std::thread watchdog([&] {
     std::unique_lock lock(mu);
-    if (!cv.wait_for(lock, absl::ToChronoMilliseconds(limit), [&] { return done; }))
-      vcpu->Kick();
+    if (!cv.wait_for(lock, absl::ToChronoMilliseconds(limit), [&] { return done; })) vcpu->Kick();
   });
   const VcpuExit exit = vcpu->Run();
   {
