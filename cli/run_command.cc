@@ -378,10 +378,9 @@ void AddInfoFlags(CLI::App& app, InfoOptions& o) {
 
 int InfoCommand(const InfoOptions& o) {
   if (o.cpu_features) {
-    static constexpr const char* kRegs[] = {"eax", "ebx", "ecx", "edx"};
     for (const CpuFeature& f : kCpuFeatures) {
       const std::string where = fmt::format("CPUID.{:#x}.{}:{}[{}]", f.leaf, f.subleaf,
-                                            kRegs[static_cast<int>(f.reg)], f.bit);
+                                            CpuidRegisterName(f.reg), f.bit);
       fmt::print("{:<14} {:<26} {}\n", f.name, where, f.summary);
     }
     return 0;

@@ -29,16 +29,22 @@ std::string CauseKey(Cause cause) {
   return cause == Cause::kCount ? "none" : std::string(CauseName(cause));
 }
 
+json FramesAt(uint64_t pc, bool return_address, SiteNames& names) {
+  json frames = json::array();
+  for (const SourceFrame& f : names.At(pc, return_address)) {
+    json one = {{"pc", fmt::format("{:#x}", pc)}, {"function", f.function}};
+    if (!f.file.empty()) one["file"] = f.file;
+    if (f.line != 0) one["line"] = f.line;
+    if (f.inlined) one["inlined"] = true;
+    frames.push_back(std::move(one));
+  }
+  return frames;
+}
+
 json SiteFrames(const ExitSite& site, SiteNames& names) {
   json frames = json::array();
   for (size_t i = 0; i < site.depth; ++i) {
-    for (const SourceFrame& f : names.At(site.frames[i], i > 0)) {
-      json one = {{"pc", fmt::format("{:#x}", site.frames[i])}, {"function", f.function}};
-      if (!f.file.empty()) one["file"] = f.file;
-      if (f.line != 0) one["line"] = f.line;
-      if (f.inlined) one["inlined"] = true;
-      frames.push_back(std::move(one));
-    }
+    for (json& one : FramesAt(site.frames[i], i > 0, names)) frames.push_back(std::move(one));
   }
   return frames;
 }

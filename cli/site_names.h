@@ -38,8 +38,11 @@ class SiteNames {
 std::string CauseKey(Cause cause);
 inline std::string SiteCauseName(const ExitSite& site) { return CauseKey(site.cause); }
 
-// The record's `frames` of a site: innermost first, each inlined call its
-// own {"pc", "function", "file", "line", "inlined"}.
+// The record's frames at one code address `pc`: innermost first, each
+// inlined call its own {"pc", "function", "file", "line", "inlined"}.
+nlohmann::json FramesAt(uint64_t pc, bool return_address, SiteNames& names);
+
+// The record's `frames` of a site: FramesAt of each address of its stack.
 nlohmann::json SiteFrames(const ExitSite& site, SiteNames& names);
 
 // A frame as folded stacks and the trace's `stack` name it: its function,

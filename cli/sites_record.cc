@@ -111,15 +111,9 @@ json KernelExitSites(const RunResult& result, SiteNames& names) {
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   json sites = json::array();
   for (const auto& [key, exits] : order) {
-    json frames = json::array();
-    for (const SourceFrame& f : names.At(key.second, false)) {
-      json one = {{"pc", fmt::format("{:#x}", key.second)}, {"function", f.function}};
-      if (!f.file.empty()) one["file"] = f.file;
-      if (f.line != 0) one["line"] = f.line;
-      if (f.inlined) one["inlined"] = true;
-      frames.push_back(std::move(one));
-    }
-    sites.push_back({{"reason", key.first}, {"exits", exits}, {"frames", std::move(frames)}});
+    sites.push_back({{"reason", key.first},
+                     {"exits", exits},
+                     {"frames", FramesAt(key.second, /*return_address=*/false, names)}});
   }
   return sites;
 }

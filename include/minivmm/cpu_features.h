@@ -18,6 +18,9 @@ namespace minivmm {
 
 enum class CpuidRegister { kEax, kEbx, kEcx, kEdx };
 
+// "eax", "ebx", "ecx", "edx".
+std::string_view CpuidRegisterName(CpuidRegister reg);
+
 struct CpuFeature {
   std::string_view name;  // QEMU's name for the bit
   uint32_t leaf;

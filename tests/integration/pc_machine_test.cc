@@ -300,8 +300,7 @@ constexpr const char* kCpuidKeys[] = {"1.ecx",        "7.ebx",        "7.ecx",
 
 // pc_cpuid's key for the register that holds `f` ("1.ecx", "80000001.edx").
 std::string CpuidKey(const CpuFeature& f) {
-  static constexpr const char* kRegs[] = {"eax", "ebx", "ecx", "edx"};
-  return absl::StrFormat("%x.%s", f.leaf, kRegs[static_cast<int>(f.reg)]);
+  return absl::StrFormat("%x.%s", f.leaf, std::string(CpuidRegisterName(f.reg)));
 }
 
 // --cpu-features and --cpu-vendor (include/minivmm/cpu_features.h) as the

@@ -7,6 +7,11 @@
 
 namespace minivmm {
 
+std::string_view CpuidRegisterName(CpuidRegister reg) {
+  static constexpr std::string_view kNames[] = {"eax", "ebx", "ecx", "edx"};
+  return kNames[static_cast<int>(reg)];
+}
+
 const CpuFeature* CpuFeatureNamed(std::string_view name) {
   for (const CpuFeature& f : kCpuFeatures) {
     if (f.name == name) return &f;

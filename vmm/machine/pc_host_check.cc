@@ -3,6 +3,7 @@
 #include <array>
 #include <condition_variable>
 #include <cstring>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/kvm/vcpu.h"
+#include "minivmm/guest_memory.h"
 #include "vmm/memory/mapped_memory.h"
 
 namespace minivmm {
@@ -30,19 +32,9 @@ constexpr uint64_t kMemoryBytes = 64 * 1024;
 constexpr uint16_t kCodeSelector = 0x10;  // the entry's own CS (KvmVcpu::SetProtectedModeBoot)
 constexpr int kUdVector = 6;
 
-void Put32(std::span<uint8_t> memory, uint32_t gpa, uint32_t value) {
-  std::memcpy(memory.data() + gpa, &value, sizeof value);
-}
-
-void Put16(std::span<uint8_t> memory, uint32_t gpa, uint16_t value) {
-  std::memcpy(memory.data() + gpa, &value, sizeof value);
-}
-
-void Put64(std::span<uint8_t> memory, uint32_t gpa, uint64_t value) {
-  std::memcpy(memory.data() + gpa, &value, sizeof value);
-}
-
-void WriteProbe(std::span<uint8_t> memory) {
+// The probe into its 64 KiB (every address below is a constant inside it,
+// so a write can fail only if the memory is smaller: false then).
+bool WriteProbe(const GuestMemory& memory) {
   const std::array<uint8_t, 22> code = {
       0xbc, 0x00, 0x80, 0x00, 0x00,              // mov esp, kStackTop
       0x0f, 0x01, 0x15, 0x00, 0x21, 0x00, 0x00,  // lgdt [kGdtrGpa]
@@ -51,25 +43,29 @@ void WriteProbe(std::span<uint8_t> memory) {
       0xf4,                                      // hlt: only if the #UD was lost
   };
   static_assert(kStackTop == 0x8000 && kGdtrGpa == 0x2100 && kIdtrGpa == 0x2300);
-  std::memcpy(memory.data() + kCodeGpa, code.data(), code.size());
   const std::array<uint8_t, 5> handler = {
       0xb0, kPcProbeByte,  // mov al, kPcProbeByte
       0xe6, kPcProbePort,  // out kPcProbePort, al
       0xf4,                // hlt
   };
   static_assert(kPcProbePort < 0x100, "out imm8");
-  std::memcpy(memory.data() + kHandlerGpa, handler.data(), handler.size());
-  // GDT: 0x10 flat 32-bit code, 0x18 flat data, as the entry's selectors.
-  Put64(memory, kGdtGpa + 0x10, 0x00cf9a000000ffffull);
-  Put64(memory, kGdtGpa + 0x18, 0x00cf92000000ffffull);
-  Put16(memory, kGdtrGpa, 0x20 - 1);
-  Put32(memory, kGdtrGpa + 2, kGdtGpa);
+  // A GDTR or IDTR: its limit, then its 32-bit base.
+  struct __attribute__((packed)) TableRegister {
+    uint16_t limit;
+    uint32_t base;
+  };
   // IDT: vector 6 a present 32-bit interrupt gate, DPL 0, to the handler.
   const uint32_t gate = kIdtGpa + 8 * kUdVector;
-  Put32(memory, gate, (uint32_t{kCodeSelector} << 16) | (kHandlerGpa & 0xffff));
-  Put32(memory, gate + 4, (kHandlerGpa & 0xffff0000u) | 0x8e00);
-  Put16(memory, kIdtrGpa, 8 * 32 - 1);
-  Put32(memory, kIdtrGpa + 2, kIdtGpa);
+  return memory.Write(GuestAddress(kCodeGpa), std::span(code)) &&
+         memory.Write(GuestAddress(kHandlerGpa), std::span(handler)) &&
+         // GDT: 0x10 flat 32-bit code, 0x18 flat data, as the entry's selectors.
+         memory.WriteObj(GuestAddress(kGdtGpa + 0x10), uint64_t{0x00cf9a000000ffff}) &&
+         memory.WriteObj(GuestAddress(kGdtGpa + 0x18), uint64_t{0x00cf92000000ffff}) &&
+         memory.WriteObj(GuestAddress(kGdtrGpa), TableRegister{0x20 - 1, kGdtGpa}) &&
+         memory.WriteObj(GuestAddress(gate),
+                         (uint32_t{kCodeSelector} << 16) | (kHandlerGpa & 0xffff)) &&
+         memory.WriteObj(GuestAddress(gate + 4), (kHandlerGpa & 0xffff0000u) | 0x8e00) &&
+         memory.WriteObj(GuestAddress(kIdtrGpa), TableRegister{8 * 32 - 1, kIdtGpa});
 }
 
 std::string Describe(const VcpuExit& exit) {
@@ -118,7 +114,8 @@ absl::Status JudgePcEventProbe(const VcpuExit& exit) {
 
 absl::Status CheckPcMachineRunsHere(const KvmSystem& kvm, absl::Duration limit) {
   ASSIGN_OR_RETURN(MappedMemory memory, MappedMemory::Create(kMemoryBytes));
-  WriteProbe(memory.span());
+  if (!WriteProbe(GuestMemory(memory.span())))
+    return absl::InternalError("the pc machine's host check: its probe does not fit its memory");
   ASSIGN_OR_RETURN(KvmVm vm, KvmVm::Create(kvm));
   RETURN_IF_ERROR(vm.SetMemoryRegion(0, 0, memory.size(), memory.data(), /*read_only=*/false));
   ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu, vm.CreateVcpu(kvm, 0));
