@@ -3,17 +3,17 @@
 #include <array>
 #include <condition_variable>
 #include <cstring>
-#include <span>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <type_traits>
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "minivmm/guest_memory.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/kvm/vcpu.h"
-#include "minivmm/guest_memory.h"
 #include "vmm/memory/mapped_memory.h"
 
 namespace minivmm {
