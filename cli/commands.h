@@ -66,6 +66,7 @@ int TraceCommand(const TraceOptions& options);
 struct InfoOptions {
   bool json = false;
   bool cpu_features = false;  // --cpu-features: the list, no KVM needed
+  bool limits = false;        // --limits: the VM's size limits, no KVM needed
 };
 void AddInfoFlags(CLI::App& app, InfoOptions& options);
 int InfoCommand(const InfoOptions& options);

@@ -374,9 +374,17 @@ void AddInfoFlags(CLI::App& app, InfoOptions& o) {
   app.add_flag("--json", o.json, "Print the host description as JSON (provenance.host's form)");
   app.add_flag("--cpu-features", o.cpu_features,
                "Print the CPUID bits run --cpu-features can change, one per line (no KVM needed)");
+  app.add_flag("--limits", o.limits,
+               "Print the limits of run --memory (MiB) and --cpus, one `name value` per line (no "
+               "KVM needed)");
 }
 
 int InfoCommand(const InfoOptions& o) {
+  if (o.limits) {
+    fmt::print("memory_min_mib {}\nmemory_max_mib {}\ncpus_max {}\n", MVMM_MEMORY_MIN >> 20,
+               MVMM_MEMORY_MAX >> 20, MVMM_MAX_CPUS);
+    return 0;
+  }
   if (o.cpu_features) {
     for (const CpuFeature& f : kCpuFeatures) {
       const std::string where = fmt::format("CPUID.{:#x}.{}:{}[{}]", f.leaf, f.subleaf,
