@@ -293,15 +293,23 @@ def frame_name(frame):
     return frame.get("function") or frame.get("pc", "?")
 
 
-def flame_tree(sites):
-    """The record's stacks as a tree rooted at their causes: {name: [exits, children]}."""
+def flame_tree(run):
+    """The record's stacks as a tree rooted at their causes: {name: [exits, children]};
+    with --kernel-exits, the exits KVM handled in the kernel too, rooted at
+    "kvm:reason", one frame deep (docs/sites.md "Folded stacks")."""
+    paths = [([stack["cause"]] + [frame_name(f) for f in reversed(stack.get("frames", []))],
+              stack["exits"]) for stack in run["sites"].get("stacks", [])]
+    kernel = run.get("kernel_exits") or {}
+    paths += [(["kvm:" + site["reason"]] + [frame_name(f) for f in site.get("frames", [])],
+               site["exits"] - site.get("to_vmm", 0)) for site in kernel.get("sites", [])]
     root = {}
-    for stack in sites.get("stacks", []):
-        path = [stack["cause"]] + [frame_name(f) for f in reversed(stack.get("frames", []))]
+    for path, exits in paths:
+        if exits == 0:
+            continue
         level = root
         for name in path:
             node = level.setdefault(name, [0, {}])
-            node[0] += stack["exits"]
+            node[0] += exits
             level = node[1]
     return root
 
@@ -313,7 +321,7 @@ def flame_depth(tree):
 def flame_graph(plt, run):
     """A flame graph of the run's exits by stack: the cause at the bottom, the
     exiting function on top, each frame a rectangle as wide as its exits."""
-    tree = flame_tree(run["sites"])
+    tree = flame_tree(run)
     total = sum(n for n, _ in tree.values()) or 1
     depth = flame_depth(tree)
     fig, ax = plt.subplots(figsize=(11, 0.24 * depth + 1.2))

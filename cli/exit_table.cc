@@ -291,16 +291,50 @@ void HostCountersSection(std::string& out, const json& record) {
 void KernelExitsSection(std::string& out, const json& record) {
   if (!record.contains("kernel_exits") || !record["kernel_exits"].is_object()) return;
   const json& k = record["kernel_exits"];
-  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n",
-                 "in-kernel exits by reason", "", "exits", "source");
-  for (const auto& [name, n] : k["by_reason"].items()) Row(out, name, nullptr, n, "kvm:kvm_exit");
-  Row(out, "total", nullptr, k["exits"], "kvm:kvm_exit");
+  // Every exit by reason, and how many of them KVM handled itself and how
+  // many reached minivmm.
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12} {:>12}  {}\n",
+                 "in-kernel exits by reason", "exits", "in kernel", "to minivmm", "source");
+  auto reason_row = [&](std::string_view what, uint64_t exits, uint64_t to_vmm) {
+    fmt::format_to(std::back_inserter(out), "  {:<28} {:>12} {:>12} {:>12}  {}\n", what, exits,
+                   exits - to_vmm, to_vmm, "kvm:kvm_exit");
+  };
+  uint64_t all_to_vmm = 0;
+  for (const auto& [name, n] : k["by_reason"].items()) {
+    const uint64_t to_vmm = k["to_vmm_by_reason"].value(name, uint64_t{0});
+    all_to_vmm += to_vmm;
+    reason_row(name, n.get<uint64_t>(), to_vmm);
+  }
+  reason_row("total", k["exits"].get<uint64_t>(), all_to_vmm);
   if (k["lost"].get<uint64_t>() != 0) Row(out, "lost (ring overflow)", nullptr, k["lost"], "perf");
-  // By phase: each console line ends one. Its exits and its three biggest
-  // reasons.
+  // KVM's count of its returns to minivmm beside minivmm's own.
+  uint64_t returns = 0;
+  for (const auto& [name, n] : k["returns"].items()) returns += n.get<uint64_t>();
+  const uint64_t counted = record["exits"]["total"].get<uint64_t>();
+  fmt::format_to(std::back_inserter(out), "  {:<28} {:>12} {:>12} {:>12}  {}\n",
+                 "returns of KVM_RUN", "", "", returns,
+                 returns == counted
+                     ? "kvm:kvm_userspace_exit, as minivmm counted"
+                     : fmt::format("kvm:kvm_userspace_exit; minivmm counted {}", counted));
+  // What the exits' own tracepoints said of them, most first.
+  if (!k["by_detail"].empty()) {
+    std::vector<std::pair<uint64_t, std::string>> details;
+    for (const json& d : k["by_detail"])
+      details.emplace_back(
+          d["exits"].get<uint64_t>(),
+          fmt::format("{} {}", d["reason"].get<std::string>(), d["detail"].get<std::string>()));
+    std::stable_sort(details.begin(), details.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12}\n", "in-kernel exits by detail",
+                   "exits");
+    for (const auto& [n, what] : details)
+      fmt::format_to(std::back_inserter(out), "  {:<28} {:>12}\n", what, n);
+  }
+  // By phase: each console line (PC) or report (built-in) ends one. Its
+  // exits and its three biggest reasons.
   if (k.contains("phases") && k["phases"].size() > 1) {
     fmt::format_to(std::back_inserter(out), "\n  {:<40} {:>8}  {}\n",
-                   "in-kernel exits by phase (its last line)", "exits", "most");
+                   "in-kernel exits by phase (what ended it)", "exits", "most");
     for (const json& phase : k["phases"]) {
       std::vector<std::pair<uint64_t, std::string>> reasons;
       for (const auto& [name, n] : phase["by_reason"].items())
@@ -320,8 +354,8 @@ void KernelExitsSection(std::string& out, const json& record) {
   // line; the tracepoint has no stack).
   if (!k.contains("sites")) return;
   constexpr size_t kShown = 20;
-  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12}  {}\n", "in-kernel exit sites",
-                 "exits", "at");
+  fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "in-kernel exit sites",
+                 "exits", "in kernel", "at");
   size_t shown = 0;
   for (const json& site : k["sites"]) {
     if (shown++ == kShown) {
@@ -337,8 +371,10 @@ void KernelExitsSection(std::string& out, const json& record) {
       if (leaf.contains("file"))
         at += fmt::format(" ({}:{})", leaf["file"].get<std::string>(), leaf.value("line", 0));
     }
-    fmt::format_to(std::back_inserter(out), "  {:<28} {:>12}  {}\n", site["reason"].get<std::string>(),
-                   site["exits"].get<uint64_t>(), at);
+    const uint64_t exits = site["exits"].get<uint64_t>();
+    fmt::format_to(std::back_inserter(out), "  {:<28} {:>12} {:>12}  {}\n",
+                   site["reason"].get<std::string>(), exits, exits - site["to_vmm"].get<uint64_t>(),
+                   at);
   }
 }
 

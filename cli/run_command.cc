@@ -94,6 +94,8 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.cpu_vendor = o.cpu_vendor;
   config.cpu_enforce = o.cpu_enforce;
   config.kernel_exits = o.kernel_exits;
+  // The trace holds each exit KVM saw (docs/trace.md).
+  config.kernel_exit_events = o.kernel_exits && !o.trace_path.empty();
   config.timer_hz = o.timer_hz;
   config.cpus = o.cpus;
   config.analyse_waste = o.wasted;
@@ -228,8 +230,9 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
         absl::StatusOr<std::vector<CpuFeatureChange>> changes = ParseCpuFeatures(value);
         return changes.ok() ? std::string() : std::string(changes.status().message());
       });
-  app.add_flag("--cpu-enforce", o.cpu_enforce,
-               "Refuse the VM where a --cpu-features +NAME cannot be given (QEMU's -cpu ...,enforce)");
+  app.add_flag(
+      "--cpu-enforce", o.cpu_enforce,
+      "Refuse the VM where a --cpu-features +NAME cannot be given (QEMU's -cpu ...,enforce)");
   app.add_option("--cpu-vendor", o.cpu_vendor,
                  "CPUID's vendor string, 12 characters (GenuineIntel, AuthenticAMD)")
       ->check([](const std::string& value) {
@@ -238,7 +241,8 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
       });
   app.add_flag("--kernel-exits", o.kernel_exits,
                "Every exit of every vCPU as KVM's kvm:kvm_exit tracepoint reports it, by "
-               "reason, beside those that reach minivmm (needs tracefs and the right to trace)");
+               "reason, detail and phase, those KVM handled told from those that reached "
+               "minivmm (needs tracefs and the right to trace)");
   AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));
@@ -339,6 +343,7 @@ int RunCommand(const RunOptions& o) {
     fmt::print(stderr, "minivmm: cannot write the guest console to standard output: {}\n",
                strerror(console_error));
   }
+  if (trace != nullptr && result.ok()) trace->WriteKernelExits(*result);
   const absl::Status trace_status = CommitTrace(trace.get(), result);
   if (!result.ok()) {
     fmt::print(stderr, "minivmm: {}\n", std::string(result.status().message()));
@@ -348,7 +353,7 @@ int RunCommand(const RunOptions& o) {
   const nlohmann::json record =
       RunRecord(o, config, *result, /*with_provenance=*/json_out != nullptr, timeline);
   PrintRun(o, *result, record);
-  if (stacks_out != nullptr) stacks_out->Write(FoldedStacks(record["sites"]));
+  if (stacks_out != nullptr) stacks_out->Write(FoldedStacks(record));
   if (json_out != nullptr) json_out->Write(record.dump(2) + "\n");
   for (OutputFile* out : {stacks_out.get(), json_out.get()}) {
     if (out == nullptr) continue;
@@ -387,8 +392,8 @@ int InfoCommand(const InfoOptions& o) {
   }
   if (o.cpu_features) {
     for (const CpuFeature& f : kCpuFeatures) {
-      const std::string where = fmt::format("CPUID.{:#x}.{}:{}[{}]", f.leaf, f.subleaf,
-                                            CpuidRegisterName(f.reg), f.bit);
+      const std::string where =
+          fmt::format("CPUID.{:#x}.{}:{}[{}]", f.leaf, f.subleaf, CpuidRegisterName(f.reg), f.bit);
       fmt::print("{:<14} {:<26} {}\n", f.name, where, f.summary);
     }
     return 0;

@@ -148,12 +148,29 @@ json Causes(const RunResult& r) {
 // RunResult::kernel_exits (docs/run-record.md "kernel_exits"); null when
 // the run did not ask for them.
 json KernelExitsJson(const KernelExitCounts& c) {
-  json by_reason = json::object();
-  for (const auto& [name, n] : c.by_reason) by_reason[name] = n;
+  auto by_name = [](const std::map<std::string, uint64_t>& counts) {
+    json out = json::object();
+    for (const auto& [name, n] : counts) out[name] = n;
+    return out;
+  };
   json by_rip = json::array();
-  for (const auto& [key, n] : c.by_reason_rip)
-    by_rip.push_back({{"reason", key.first}, {"rip", key.second}, {"exits", n}});
-  return {{"exits", c.exits}, {"lost", c.lost}, {"by_reason", by_reason}, {"by_rip", by_rip}};
+  for (const auto& [key, n] : c.by_reason_rip) {
+    const auto to_vmm = c.to_vmm_by_reason_rip.find(key);
+    by_rip.push_back({{"reason", key.first},
+                      {"rip", key.second},
+                      {"exits", n},
+                      {"to_vmm", to_vmm == c.to_vmm_by_reason_rip.end() ? 0 : to_vmm->second}});
+  }
+  json by_detail = json::array();
+  for (const auto& [key, n] : c.by_reason_detail)
+    by_detail.push_back({{"reason", key.first}, {"detail", key.second}, {"exits", n}});
+  return {{"exits", c.exits},
+          {"lost", c.lost},
+          {"by_reason", by_name(c.by_reason)},
+          {"to_vmm_by_reason", by_name(c.to_vmm_by_reason)},
+          {"returns", by_name(c.returns)},
+          {"by_detail", by_detail},
+          {"by_rip", by_rip}};
 }
 
 json KernelExits(const RunResult& r) {
@@ -270,19 +287,19 @@ json RecentExits(const RunResult& r) {
   for (const std::vector<RecentExit>& exits : r.recent_exits) {
     json one = json::array();
     for (const RecentExit& e : exits) {
-      json entry = {{"sequence", e.sequence},
-                    {"reason", e.reason == ExitReason::kCount
-                                   ? std::string("run_failed")
-                                   : std::string(ExitReasonName(e.reason))},
-                    {"hypercall", e.hypercall},
-                    {"rip", e.rip},
-                    {"rflags", e.rflags},
-                    {"cpl", e.cpl},
-                    {"rax", e.rax},
-                    {"rdi", e.rdi},
-                    {"rsi", e.rsi},
-                    {"injected_vector", e.injected_vector},
-                    {"text", DescribeRecentExit(e, r.hypercall_names)}};
+      json entry = {
+          {"sequence", e.sequence},
+          {"reason", e.reason == ExitReason::kCount ? std::string("run_failed")
+                                                    : std::string(ExitReasonName(e.reason))},
+          {"hypercall", e.hypercall},
+          {"rip", e.rip},
+          {"rflags", e.rflags},
+          {"cpl", e.cpl},
+          {"rax", e.rax},
+          {"rdi", e.rdi},
+          {"rsi", e.rsi},
+          {"injected_vector", e.injected_vector},
+          {"text", DescribeRecentExit(e, r.hypercall_names)}};
       if (e.reason == ExitReason::kIo || e.reason == ExitReason::kMmio) {
         entry["address"] = e.address;
         entry["size"] = e.size;

@@ -55,12 +55,9 @@ json SitesRecord(const RunResult& result, const std::string& kernel_path) {
   json stacks = json::array();
   for (const auto& [site, m] : order) {
     json one = {
-        {"cause", SiteCauseName(*site)},
-        {"reason", std::string(ExitReasonName(site->reason))},
-        {"exits", m->total.exits},
-        {"batchable", m->total.batchable},
-        {"by_vcpu", m->by_vcpu},
-        {"frames", SiteFrames(*site, names)},
+        {"cause", SiteCauseName(*site)}, {"reason", std::string(ExitReasonName(site->reason))},
+        {"exits", m->total.exits},       {"batchable", m->total.batchable},
+        {"by_vcpu", m->by_vcpu},         {"frames", SiteFrames(*site, names)},
     };
     if (site->hypercall >= 0) {
       const size_t nr = static_cast<size_t>(site->hypercall);
@@ -80,19 +77,31 @@ json SitesRecord(const RunResult& result, const std::string& kernel_path) {
   return sites;
 }
 
-std::string FoldedStacks(const json& sites) {
+std::string FoldedStacks(const json& record) {
   // Two stacks that differ only in addresses fold to one line.
   std::vector<std::string> lines;
   absl::flat_hash_map<std::string, uint64_t> counts;
-  for (const json& stack : sites["stacks"]) {
-    std::string line = stack["cause"].get<std::string>();
-    if (stack["cause"] == "none")
-      line = stack.value("hypercall", stack["reason"].get<std::string>());
-    const json& frames = stack["frames"];
+  auto add = [&](std::string line, const json& frames, uint64_t exits) {
+    if (exits == 0) return;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) line += ";" + FrameName(*it);
     auto [at, inserted] = counts.try_emplace(line, 0);
     if (inserted) lines.push_back(line);
-    at->second += stack["exits"].get<uint64_t>();
+    at->second += exits;
+  };
+  for (const json& stack : record["sites"]["stacks"]) {
+    std::string root = stack["cause"].get<std::string>();
+    if (stack["cause"] == "none")
+      root = stack.value("hypercall", stack["reason"].get<std::string>());
+    add(root, stack["frames"], stack["exits"].get<uint64_t>());
+  }
+  // With --kernel-exits, the exits KVM handled in the kernel, rooted at
+  // "kvm:" and their hardware reason (the rest reached minivmm and are
+  // above already).
+  if (record.contains("kernel_exits") && record["kernel_exits"].is_object() &&
+      record["kernel_exits"].contains("sites")) {
+    for (const json& site : record["kernel_exits"]["sites"])
+      add("kvm:" + site["reason"].get<std::string>(), site["frames"],
+          site["exits"].get<uint64_t>() - site["to_vmm"].get<uint64_t>());
   }
   std::string out;
   for (const std::string& line : lines) out += fmt::format("{} {}\n", line, counts[line]);
@@ -111,8 +120,10 @@ json KernelExitSites(const RunResult& result, SiteNames& names) {
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   json sites = json::array();
   for (const auto& [key, exits] : order) {
+    const auto to_vmm = all.to_vmm_by_reason_rip.find(key);
     sites.push_back({{"reason", key.first},
                      {"exits", exits},
+                     {"to_vmm", to_vmm == all.to_vmm_by_reason_rip.end() ? 0 : to_vmm->second},
                      {"frames", FramesAt(key.second, /*return_address=*/false, names)}});
   }
   return sites;

@@ -17,9 +17,11 @@ namespace minivmm::cli {
 // says why). Stacks are sorted by exits, most first.
 nlohmann::json SitesRecord(const RunResult& result, const std::string& kernel_path);
 
-// Folded stacks of a `sites` section: one "cause;root;...;leaf count" line
-// per distinct stack and cause, root first.
-std::string FoldedStacks(const nlohmann::json& sites);
+// Folded stacks of a record's `sites` section: one "cause;root;...;leaf
+// count" line per distinct stack and cause, root first; with --kernel-exits
+// also one "kvm:reason;function count" line per in-kernel site, for the
+// exits KVM handled in the kernel (docs/sites.md).
+std::string FoldedStacks(const nlohmann::json& record);
 
 // Adds record["sites"] when the run recorded sites (`minivmm run --sites`,
 // Python's run(sites=True)).

@@ -163,6 +163,27 @@ class PerfettoOut {
     last_us_ = ts + dur;
   }
 
+  // One exit as KVM's tracepoint saw it (a `kernel_exit` jsonl line), an
+  // instant marker on its vCPU's track.
+  void KernelExit(json line) {
+    const uint32_t vcpu = line.value("vcpu", 0u);
+    NameThread(vcpu);
+    const double ts = line.value("t_ns", int64_t{0}) / 1000.0;
+    line.erase("t_ns");
+    line.erase("vcpu");
+    line.erase(kKernelExitKey);
+    const std::string name = "kvm:" + line["reason"].get<std::string>();
+    Emit({{"ph", "i"},
+          {"s", "t"},
+          {"cat", "kvm"},
+          {"name", name},
+          {"pid", pid_},
+          {"tid", vcpu},
+          {"ts", ts},
+          {"args", line}});
+    last_us_ = std::max(last_us_, ts);
+  }
+
   // At `at_us` (when the run stopped), never before the last slice's end.
   void Stop(const std::string& reason, const std::string& detail, double at_us) {
     Emit({{"ph", "i"},
@@ -215,17 +236,45 @@ void TraceWriter::Write(const ExitEvent& e) {
   out_->Write(text);
 }
 
+void TraceWriter::WriteKernelExits(const RunResult& result) {
+  if (finished_) return;
+  for (const KernelExitEvent& e : result.kernel_exit_events) {
+    ++kernel_exits_;
+    json line = {{kKernelExitKey, true},
+                 {"reason", result.kernel_exit_reasons.at(e.reason)},
+                 {"rip", fmt::format("{:#x}", e.rip)},
+                 {"to_vmm", e.to_vmm},
+                 {"vcpu", e.vcpu},
+                 {"t_ns", static_cast<int64_t>(e.time_ns) - base_ns_}};
+    if (site_names_ != nullptr) {
+      // The function at the RIP: the tracepoint carries no stack.
+      const json frames = FramesAt(e.rip, /*return_address=*/false, *site_names_);
+      if (!frames.empty()) {
+        json site = {{"function", frames.front()["function"]}};
+        if (frames.front().contains("file")) site["file"] = frames.front()["file"];
+        if (frames.front().contains("line")) site["line"] = frames.front()["line"];
+        line["site"] = site;
+      }
+    }
+    if (perfetto_ != nullptr) {
+      perfetto_->KernelExit(std::move(line));
+      continue;
+    }
+    out_->Write(Dump(line) + "\n");
+  }
+}
+
 absl::Status TraceWriter::Commit(const std::string& stop_reason, const std::string& detail) {
   finished_ = true;
   if (perfetto_ != nullptr) {
     perfetto_->Stop(stop_reason, detail, static_cast<double>(ExitClockNs() - base_ns_) / 1000.0);
     perfetto_->Footer();
   } else {
-    out_->Write(Dump({{kTraceEndKey, true},
-                      {"exits", exits_},
-                      {"stop_reason", stop_reason},
-                      {"detail", detail}}) +
-                "\n");
+    json end = {{kTraceEndKey, true}, {"exits", exits_}};
+    if (kernel_exits_ != 0) end["kernel_exits"] = kernel_exits_;
+    end["stop_reason"] = stop_reason;
+    end["detail"] = detail;
+    out_->Write(Dump(end) + "\n");
   }
   return out_->Commit();
 }
@@ -256,6 +305,15 @@ absl::StatusOr<ConvertedTrace> ConvertJsonlTrace(const std::string& in_path, Out
         return not_a_line(std::string(": ") + e.what());
       }
       converted.complete = true;
+      continue;
+    }
+    if (!converted.complete && line.is_object() && line.value(kKernelExitKey, false)) {
+      try {
+        out.KernelExit(std::move(line));
+      } catch (const json::exception& e) {  // a field of the wrong type
+        return not_a_line(std::string(": ") + e.what());
+      }
+      ++converted.kernel_exits;
       continue;
     }
     if (converted.complete || line.is_discarded() || !line.is_object() ||
@@ -301,8 +359,12 @@ int TraceCommand(const TraceOptions& o) {
     // Not a trace: as a usage error; unreadable or unwritable files: 125.
     return absl::IsInvalidArgument(status) ? kExitUsage : kExitVmmError;
   }
-  fmt::print(stderr, "minivmm trace: wrote {} ({} exits{})\n", o.output_path, converted->exits,
-             converted->complete ? "" : "; the trace was cut short: no trace_end line");
+  const std::string kernel =
+      converted->kernel_exits == 0
+          ? ""
+          : fmt::format(", {} as KVM's tracepoint saw them", converted->kernel_exits);
+  fmt::print(stderr, "minivmm trace: wrote {} ({} exits{}{})\n", o.output_path, converted->exits,
+             kernel, converted->complete ? "" : "; the trace was cut short: no trace_end line");
   return 0;
 }
 

@@ -37,6 +37,9 @@ class SiteNames;    // cli/site_names.h
 // one cut short (docs/trace.md): {"trace_end":true,"exits":N,
 // "stop_reason":...,"detail":...}. A file without it was cut.
 inline constexpr char kTraceEndKey[] = "trace_end";
+// An exit as KVM's tracepoint saw it (`--kernel-exits`): {"kernel_exit":true,
+// "reason":"cpuid","rip":"0x...","to_vmm":false,"vcpu":0,"t_ns":...}.
+inline constexpr char kKernelExitKey[] = "kernel_exit";
 
 class TraceWriter {
  public:
@@ -50,6 +53,10 @@ class TraceWriter {
   ~TraceWriter();
 
   void Write(const ExitEvent& event);
+  // After the run, before Commit: the run's exits as KVM's tracepoint saw
+  // them (RunResult::kernel_exit_events, `--kernel-exits`), one line or
+  // instant marker each, `kernel_exit` (docs/trace.md).
+  void WriteKernelExits(const RunResult& result);
   // Ends and commits the file: for jsonl the trace_end line, for perfetto a
   // final "stop" marker with `stop_reason` and `detail` and the closing
   // brackets. Returns OutputFile::Commit's error. Call once.
@@ -64,12 +71,14 @@ class TraceWriter {
   // Each distinct site's `site` value, named once.
   absl::flat_hash_map<ExitSite, nlohmann::json> sites_;
   uint64_t exits_ = 0;
+  uint64_t kernel_exits_ = 0;
   bool finished_ = false;
 };
 
 struct ConvertedTrace {
   uint64_t exits = 0;
-  bool complete = false;  // the input ended with its trace_end line
+  uint64_t kernel_exits = 0;  // kernel_exit lines
+  bool complete = false;      // the input ended with its trace_end line
 };
 
 // Converts a saved --trace jsonl file to the perfetto format into `out`

@@ -33,6 +33,8 @@ absl::Status ValidateConfig(const VmConfig& config) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "memory size %u bytes: must be a multiple of 2 MiB between %u MiB and %u MiB",
         config.memory_bytes, MVMM_MEMORY_MIN >> 20, MVMM_MEMORY_MAX >> 20));
+  if (config.kernel_exit_events && !config.kernel_exits)
+    return absl::InvalidArgumentError("kernel_exit_events needs kernel_exits");
   if (config.timer_hz > kMaxTimerHz)
     return absl::InvalidArgumentError(
         absl::StrFormat("timer rate %u Hz: at most %u", config.timer_hz, kMaxTimerHz));
@@ -45,8 +47,8 @@ absl::Status ValidateConfig(const VmConfig& config) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%u vCPUs: must be between 1 and %u", config.cpus, MVMM_MAX_CPUS));
   if (config.recent_exits.value_or(0) > kMaxRecentExits)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%u recent exits: at most %u per vCPU", *config.recent_exits, kMaxRecentExits));
+    return absl::InvalidArgumentError(absl::StrFormat("%u recent exits: at most %u per vCPU",
+                                                      *config.recent_exits, kMaxRecentExits));
   return absl::OkStatus();
 }
 
@@ -91,7 +93,7 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   // Before KVM: a host where the exits cannot be read is refused first.
   std::unique_ptr<KvmExitTrace> kernel_exits;
   if (config.kernel_exits) {
-    ASSIGN_OR_RETURN(kernel_exits, KvmExitTrace::Open(config.cpus));
+    ASSIGN_OR_RETURN(kernel_exits, KvmExitTrace::Open(config.cpus, config.kernel_exit_events));
   }
   ASSIGN_OR_RETURN(KvmSystem kvm, KvmSystem::Open(config.kvm_device));
   RETURN_IF_ERROR(kvm.CheckRequiredCapabilities());
@@ -99,19 +101,17 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   ASSIGN_OR_RETURN(MappedMemory ram, MappedMemory::Create(config.memory_bytes));
   RETURN_IF_ERROR(kvm_vm.SetMemoryRegion(0, 0, ram.size(), ram.data(), false));
 
-  auto state = std::make_unique<State>(config, std::move(ram), std::move(machine),
-                                       std::move(kvm), std::move(kvm_vm));
+  auto state = std::make_unique<State>(config, std::move(ram), std::move(machine), std::move(kvm),
+                                       std::move(kvm_vm));
   State& s = *state;
   if (kernel_exits != nullptr) {
     s.kernel_exits = std::move(kernel_exits);
-    s.console.OnLine([trace = s.kernel_exits.get()](const std::string& line) {
-      trace->EndPhase(line);
-    });
+    s.machine->EndPhasesWith(
+        s, [trace = s.kernel_exits.get()](const std::string& what) { trace->EndPhase(what); });
   }
   RETURN_IF_ERROR(s.machine->Build(s, image));
   for (uint32_t cpu = 0; cpu < config.cpus; ++cpu) {
-    ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu,
-                     s.vm.CreateVcpu(s.kvm, static_cast<int>(cpu)));
+    ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu, s.vm.CreateVcpu(s.kvm, static_cast<int>(cpu)));
     RETURN_IF_ERROR(s.machine->SetUpVcpu(s, *vcpu, cpu));
     s.signals[cpu]->vcpu.store(vcpu.get(), std::memory_order_release);
     s.vcpus.push_back(std::move(vcpu));

@@ -64,8 +64,7 @@ std::vector<VcpuRun> MakeRunLoops(Vm::State& s, VmCpus& directory) {
     runs[cpu].loop = std::make_unique<RunLoop>(RunLoopParts{
         *s.vcpus[cpu], s.pio_bus, s.mmio_bus, *s.signals[cpu],
         [&s](uint32_t vcpu) { return s.timer.CanFire(vcpu); },
-        HypercallParts{s.dispatcher, s.memory, s.machine->gdt(), &s.console, &s.timer,
-                       &s.reports},
+        HypercallParts{s.dispatcher, s.memory, s.machine->gdt(), &s.console, &s.timer, &s.reports},
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
         s.config.record_sites, s.machine->Identity(cpu), RecentExitsKept(s.config),
         s.machine->own_interrupts()});
@@ -109,6 +108,7 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
   for (uint32_t nr = 0; nr < MVMM_HC_MAX; ++nr)
     result.hypercall_names.emplace_back(s.dispatcher.Name(nr));
   result.reports = s.reports;
+  result.reports.on_record = nullptr;  // the VM's own hook, not the result's
   result.console_tail = s.console.Lines();
   result.registers =
       s.vcpus[result.stopped_by_vcpu < 0 ? 0 : result.stopped_by_vcpu]->DumpRegisters();
@@ -117,6 +117,8 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
   if (s.kernel_exits) {
     result.kernel_exits = s.kernel_exits->Counts();
     result.kernel_exit_phases = s.kernel_exits->Phases();
+    result.kernel_exit_events = s.kernel_exits->Events();
+    result.kernel_exit_reasons = s.kernel_exits->ReasonNames();
   }
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     for (const std::string& note : runs[cpu].loop->notes())

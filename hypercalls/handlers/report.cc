@@ -40,6 +40,7 @@ HypercallResult report(HypercallEnv& env, const HypercallArgs& raw) {
   }
   for (const ReportEntry& e : parsed.entries) store.entries.emplace_back(e.key, e.value);
   store.bytes += bytes;
+  if (store.on_record && !parsed.entries.empty()) store.on_record(parsed.entries.front().key);
   return Done(parsed.entries.size());
 }
 

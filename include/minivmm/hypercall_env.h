@@ -6,8 +6,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,9 @@ struct GuestReports {
   static constexpr size_t kEntryOverheadBytes = 2 * sizeof(std::string) + 16;
   std::vector<std::pair<std::string, std::string>> entries;
   size_t bytes = 0;
+  // Called with a record's first key once the record is stored (not for an
+  // empty or refused one), on the reporting vCPU's thread; may be empty.
+  std::function<void(std::string_view first_key)> on_record;
 };
 
 struct HypercallEnv {

@@ -1,6 +1,7 @@
 // The exits KVM handles in the kernel, as its kvm:kvm_exit tracepoint
 // reports each of them (VmConfig::kernel_exits, `minivmm run
-// --kernel-exits`, docs/kernel-exits.md). Part of the public API.
+// --kernel-exits`, docs/design.md "In-kernel exits"). Part of the public
+// API.
 #ifndef MINIVMM_KERNEL_EXITS_H_
 #define MINIVMM_KERNEL_EXITS_H_
 
@@ -25,16 +26,45 @@ struct KernelExitCounts {
   std::map<std::string, uint64_t> by_reason;
   // By (reason, guest RIP at the exit).
   std::map<std::pair<std::string, uint64_t>, uint64_t> by_reason_rip;
+  // Of those, the exits after which KVM_RUN returned to minivmm (the last
+  // exit of each KVM_RUN, kvm:kvm_userspace_exit); the rest KVM handled in
+  // the kernel.
+  std::map<std::string, uint64_t> to_vmm_by_reason;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> to_vmm_by_reason_rip;
+  // By (reason, detail): what KVM's own tracepoint for the exit's work said
+  // of it, for the exits that have one: "rdmsr 0x10", "wrmsr 0x6e0"
+  // (kvm:kvm_msr), "cr0 write", "cr8 read" (kvm:kvm_cr), "in 0x70",
+  // "out 0x3f8" (kvm:kvm_pio), "hypercall 12" (kvm:kvm_hypercall).
+  std::map<std::pair<std::string, std::string>, uint64_t> by_reason_detail;
+  // KVM_RUN's returns to minivmm (kvm:kvm_userspace_exit), by minivmm's
+  // name for each (ExitReasonName: "io", "hlt", "intr", ...; "failed" for
+  // an error other than EINTR and EAGAIN): KVM's own count of the exits
+  // RunResult::per_vcpu counts, and equal to it.
+  std::map<std::string, uint64_t> returns;
 
   void Add(const KernelExitCounts& other);
 };
 
 // The exits of one phase of the run, every vCPU's: a phase ends where the
-// guest ends a console line (kvm-unit-tests' `vmexit` prints one line per
-// sub-test), and the last one at the end of the run.
+// guest says it finished something (Machine::EndPhasesWith): on the PC
+// machine where it ends a console line (kvm-unit-tests' `vmexit` prints
+// one line per sub-test), on the built-in machine where it sends a report
+// record; the last one at the end of the run.
 struct KernelExitPhase {
-  std::string line;  // the line that ended it ("" for the last phase)
+  // What ended it: the console line, or the report record's name (its
+  // first key up to the dot: "config", "ctx", "kernel"); "" for the last.
+  std::string line;
   KernelExitCounts counts;
+};
+
+// One exit as KVM's tracepoint reported it (VmConfig::kernel_exit_events,
+// RunResult::kernel_exit_events; `minivmm run --kernel-exits --trace`).
+struct KernelExitEvent {
+  uint64_t time_ns;  // CLOCK_MONOTONIC, the clock of ExitClockNs()
+  uint64_t rip;      // the guest RIP at the exit
+  uint32_t vcpu;
+  uint16_t reason;  // index into RunResult::kernel_exit_reasons
+  bool to_vmm;      // KVM_RUN returned to minivmm after it
 };
 
 }  // namespace minivmm

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "minivmm/kernel_exits.h"
 #include "minivmm/exit_sites.h"
 #include "minivmm/exit_stats.h"
 #include "minivmm/hypercall_env.h"
+#include "minivmm/kernel_exits.h"
 
 namespace minivmm {
 
@@ -108,6 +108,10 @@ struct RunResult {
   std::vector<KernelExitCounts> kernel_exits;
   // With VmConfig::kernel_exits, the run's phases (kernel_exits.h).
   std::vector<KernelExitPhase> kernel_exit_phases;
+  // With VmConfig::kernel_exit_events, every vCPU's exits one by one, in
+  // time order, and the names their `reason` indexes.
+  std::vector<KernelExitEvent> kernel_exit_events;
+  std::vector<std::string> kernel_exit_reasons;
   GuestReports reports;
   std::vector<std::string> console_tail;  // the last console lines
   // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).

@@ -59,8 +59,8 @@ struct VmConfig {
   // where this host's KVM or the machine cannot give it, it is left clear
   // with a warning in RunResult::notes, as QEMU's -cpu does, or, with
   // cpu_enforce (QEMU's `enforce`), Vm::Create refuses. A vendor string (12
-  // characters; empty: KVM's) replaces leaf 0's and 0x80000000's. Empty: every vCPU's CPUID is KVM's supported one with
-  // the machine's own corrections (docs/design.md "CPUID").
+  // characters; empty: KVM's) replaces leaf 0's and 0x80000000's. Empty: every vCPU's CPUID is
+  // KVM's supported one with the machine's own corrections (docs/design.md "CPUID").
   std::vector<CpuFeatureChange> cpu_features;
   std::string cpu_vendor;
   bool cpu_enforce = false;
@@ -80,6 +80,11 @@ struct VmConfig {
   // Vm::Create refuses it (FailedPrecondition, one line) where the
   // tracepoint cannot be read. Off: nothing is opened.
   bool kernel_exits = false;
+  // With kernel_exits, also each exit on its own, in time order, in
+  // RunResult::kernel_exit_events: 24 bytes of memory per exit, kept until
+  // the run ends (what `minivmm run --kernel-exits --trace` writes). Without
+  // kernel_exits, Vm::Create refuses it (InvalidArgument).
+  bool kernel_exit_events = false;
   // Each vCPU's last exits, kept in a ring of this many entries
   // (RunResult::recent_exits, docs/design.md "Recent exits"), at most
   // kMaxRecentExits; 0: none, and the exit path does not pay for it. Unset:

@@ -3,6 +3,7 @@
 // add up to the run's exits exactly.
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/common/command.h"
+#include "tests/common/pc_host.h"
 
 // A namespace of the file's own: the test binaries are unity builds.
 namespace sites_cli_test {
@@ -107,6 +109,115 @@ json RecordOf(const std::string& path) {
   json record = json::parse(Slurp(path), nullptr, false);
   EXPECT_FALSE(record.is_discarded()) << path;
   return record;
+}
+
+// --kernel-exits with --sites on the PC machine's pc_exits guest (N CPUIDs,
+// N reads of one MSR, N HLTs at known functions): the table's in-kernel
+// rows, KVM's returns beside minivmm's count, the MSR's detail, and the
+// folded stacks' "kvm:" lines for the exits KVM kept, all from one run.
+TEST(SitesCliTest, InKernelExitsInTheTableRecordAndFoldedStacks) {
+  REQUIRE_KVM();
+  const Outcome o = Minivmm(
+      "run --machine pc --kernel " MINIVMM_PC_GUEST_DIR "/pc_exits.elf --kernel-exits --stacks " +
+      Path("kvm.folded") + " --json " + Path("kvm.json") + " --trace " + Path("kvm.jsonl"));
+  std::error_code ec;
+  if (std::filesystem::exists("/sys/module/kvm_pvm", ec)) {  // docs/hosts.md
+    EXPECT_EQ(o.status, 125) << o.out;
+    EXPECT_EQ(o.out.rfind("minivmm: --kernel-exits: kvm_pvm does not report", 0), 0u) << o.out;
+    return;
+  }
+  if (::minivmm::testing::PcRefusedHere(o.out)) {
+    EXPECT_EQ(o.status, 125) << o.out;
+    return;
+  }
+  ASSERT_EQ(o.status, 1) << o.out;  // guest_done(): debug-exit 0
+  const json record = RecordOf(Path("kvm.json"));
+  const json& k = record["kernel_exits"];
+  ASSERT_TRUE(k.is_object()) << record.dump(2);
+  const uint64_t n = 64;  // tests/pc_guests/pc_exits.c
+  EXPECT_NE(o.out.find("n=64\n"), std::string::npos) << o.out;
+  // KVM's returns of KVM_RUN, as minivmm counted them.
+  uint64_t returns = 0;
+  for (const auto& [name, count] : k["returns"].items()) {
+    returns += count.get<uint64_t>();
+    EXPECT_EQ(count, record["exits"]["by_reason"][name]) << name;
+  }
+  EXPECT_EQ(returns, record["exits"]["total"].get<uint64_t>());
+  EXPECT_NE(o.out.find("as minivmm counted"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("in-kernel exits by detail"), std::string::npos) << o.out;
+  // The MSR's reads, detailed (the N and the one before them).
+  const bool vmx = std::filesystem::exists("/sys/module/kvm_intel", ec);
+  const std::string cpuid = vmx ? "CPUID" : "cpuid", msr = vmx ? "MSR_READ" : "msr";
+  uint64_t apic_base_reads = 0;
+  for (const json& d : k["by_detail"])
+    if (d["reason"] == msr && d["detail"] == "rdmsr 0x1b") apic_base_reads = d["exits"];
+  EXPECT_EQ(apic_base_reads, n + 1) << k["by_detail"].dump();
+  // The sites: each loop's exits at its function; KVM kept them all but any
+  // after which a kick returned KVM_RUN (an `intr` return).
+  std::map<std::string, uint64_t> at, in_kernel;
+  for (const json& site : k["sites"]) {
+    if (site["frames"].empty() || !site["frames"][0].contains("function")) continue;
+    const std::string key =
+        site["reason"].get<std::string>() + " " + site["frames"][0]["function"].get<std::string>();
+    at[key] += site["exits"].get<uint64_t>();
+    in_kernel[key] += site["exits"].get<uint64_t>() - site["to_vmm"].get<uint64_t>();
+  }
+  EXPECT_EQ(at[cpuid + " cpuid_loop"], n) << k["sites"].dump();
+  EXPECT_EQ(at[msr + " rdmsr_loop"], n) << k["sites"].dump();
+  const uint64_t kicks = k["returns"].value("intr", uint64_t{0});
+  EXPECT_GE(in_kernel[cpuid + " cpuid_loop"] + kicks, n);
+  EXPECT_GE(in_kernel[msr + " rdmsr_loop"] + kicks, n);
+  // Folded: the same, rooted at "kvm:<reason>"; every exit of the run once
+  // (minivmm's own under their causes, KVM's under kvm:).
+  std::istringstream folded(Slurp(Path("kvm.folded")));
+  std::map<std::string, uint64_t> lines;
+  uint64_t folded_exits = 0;
+  for (std::string line; std::getline(folded, line);) {
+    const size_t space = line.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    lines[line.substr(0, space)] += std::stoull(line.substr(space + 1));
+    folded_exits += std::stoull(line.substr(space + 1));
+  }
+  EXPECT_EQ(lines["kvm:" + cpuid + ";cpuid_loop"], in_kernel[cpuid + " cpuid_loop"]);
+  EXPECT_EQ(lines["kvm:" + msr + ";rdmsr_loop"], in_kernel[msr + " rdmsr_loop"]);
+  uint64_t to_vmm = 0;
+  for (const auto& [name, count] : k["to_vmm_by_reason"].items()) to_vmm += count.get<uint64_t>();
+  EXPECT_EQ(folded_exits, k["exits"].get<uint64_t>() - to_vmm + returns);
+  // The trace: every exit KVM saw, one kernel_exit line each, with its
+  // site; the exit lines are minivmm's as before.
+  std::map<std::string, uint64_t> traced;
+  uint64_t kernel_lines = 0, exit_lines = 0, traced_to_vmm = 0;
+  json end;
+  std::istringstream trace(Slurp(Path("kvm.jsonl")));
+  for (std::string text; std::getline(trace, text);) {
+    const json line = json::parse(text, nullptr, false);
+    ASSERT_TRUE(line.is_object()) << text;
+    if (line.contains("trace_end")) {
+      end = line;
+    } else if (line.value("kernel_exit", false)) {
+      ++kernel_lines;
+      traced_to_vmm += line["to_vmm"].get<bool>() ? 1 : 0;
+      if (line.contains("site"))
+        ++traced[line["reason"].get<std::string>() + " " +
+                 line["site"]["function"].get<std::string>()];
+    } else {
+      ++exit_lines;
+    }
+  }
+  EXPECT_EQ(kernel_lines, k["exits"].get<uint64_t>());
+  EXPECT_EQ(traced_to_vmm, to_vmm);
+  EXPECT_EQ(exit_lines, returns);
+  EXPECT_EQ(traced[cpuid + " cpuid_loop"], n);
+  EXPECT_EQ(traced[msr + " rdmsr_loop"], n);
+  EXPECT_EQ(end.value("kernel_exits", uint64_t{0}), kernel_lines) << end;
+  // Its perfetto form: one kvm marker each.
+  const Outcome converted =
+      Minivmm("trace " + Path("kvm.jsonl") + " -o " + Path("kvm.perfetto.json"));
+  ASSERT_EQ(converted.status, 0) << converted.out;
+  const json timeline = RecordOf(Path("kvm.perfetto.json"));
+  uint64_t markers = 0;
+  for (const json& event : timeline["traceEvents"]) markers += event.value("cat", "") == "kvm";
+  EXPECT_EQ(markers, kernel_lines);
 }
 
 TEST(SitesCliTest, EveryExitOfTheJsonlTraceCarriesItsSite) {

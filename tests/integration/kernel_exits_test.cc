@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "minivmm/machine.h"
@@ -95,6 +96,17 @@ TEST(KernelExitsTest, PcExitsAreExactByReasonAndAddress) {
   EXPECT_EQ(at(names.cpuid, "cpuid_rip"), n);
   EXPECT_EQ(at(names.msr, "rdmsr_rip"), n);
   EXPECT_EQ(at(names.hlt, "hlt_rip"), n);
+  // kvm:kvm_msr's detail of each: the N reads of IA32_APIC_BASE and the
+  // one before them that enables x2APIC, all KVM's.
+  auto detail = k.by_reason_detail.find({names.msr, "rdmsr 0x1b"});
+  EXPECT_EQ(detail == k.by_reason_detail.end() ? 0 : detail->second, n + 1);
+  // None of them reached minivmm, unless a kick returned KVM_RUN right
+  // after one (an `intr` return).
+  auto to_vmm =
+      k.to_vmm_by_reason_rip.find({names.msr, std::stoull(v.at("rdmsr_rip"), nullptr, 16)});
+  auto kicks = k.returns.find("intr");
+  EXPECT_LE(to_vmm == k.to_vmm_by_reason_rip.end() ? 0 : to_vmm->second,
+            kicks == k.returns.end() ? 0 : kicks->second);
   // The loops ran before the guest's first line, "n=N": all in the phase
   // that line ends.
   ASSERT_GE(run.result.kernel_exit_phases.size(), 2u);
@@ -109,9 +121,10 @@ TEST(KernelExitsTest, PcExitsAreExactByReasonAndAddress) {
             run.result.stats.by_reason[static_cast<int>(ExitReason::kIo)]);
 }
 
-// The built-in guest, on 1 and 2 vCPUs: each vCPU's tracepoint exits are
-// KVM's `exits` statistic exactly, none lost, and the port exits at least
-// those that reached minivmm (some ports are KVM's own).
+// The built-in guest, on 1 and 2 vCPUs: the vCPUs' tracepoint exits are
+// KVM's `exits` statistic exactly, none lost; each vCPU's returns of
+// KVM_RUN are minivmm's own count of its exits, reason by reason; the
+// guest's reports end its phases.
 TEST(KernelExitsTest, EachVcpusExitsAreKvmsStatisticExactly) {
   REQUIRE_KVM();
   for (uint32_t cpus : {1u, 2u}) {
@@ -131,13 +144,40 @@ TEST(KernelExitsTest, EachVcpusExitsAreKvmsStatisticExactly) {
       for (const auto& [name, n] : k.by_reason) by_reason += n;
       EXPECT_EQ(by_reason, k.exits) << cpu;
       total += k.exits;
+      // KVM's returns to minivmm (kvm:kvm_userspace_exit) are the exits
+      // minivmm counted on this vCPU, reason by reason.
+      const ExitStats& own = run.result.per_vcpu[cpu];
+      uint64_t returns = 0;
+      for (int r = 0; r < static_cast<int>(ExitReason::kCount); ++r) {
+        const std::string name(ExitReasonName(static_cast<ExitReason>(r)));
+        auto it = k.returns.find(name);
+        EXPECT_EQ(it == k.returns.end() ? 0 : it->second, own.by_reason[r]) << cpu << " " << name;
+        returns += own.by_reason[r];
+      }
+      EXPECT_EQ(k.returns.count("failed"), 0u) << cpu;
+      // Each return follows at most one exit (none when KVM_RUN returned
+      // before entering the guest, a kick already pending), and every
+      // exit not followed by one KVM handled itself.
+      uint64_t to_vmm = 0;
+      for (const auto& [name, n] : k.to_vmm_by_reason) {
+        EXPECT_LE(n, k.by_reason.at(name)) << cpu << " " << name;
+        to_vmm += n;
+      }
+      EXPECT_LE(to_vmm, returns) << cpu;
     }
     // KVM's statistic is the sum over the vCPUs' stats files.
     EXPECT_EQ(total, HostDelta(run.result, "exits")) << cpus << " vCPUs";
     // Phases: every exit in exactly one.
     uint64_t in_phases = 0;
-    for (const KernelExitPhase& p : run.result.kernel_exit_phases) in_phases += p.counts.exits;
+    std::vector<std::string> ended;
+    for (const KernelExitPhase& p : run.result.kernel_exit_phases) {
+      in_phases += p.counts.exits;
+      if (!p.line.empty()) ended.push_back(p.line);
+    }
     EXPECT_EQ(in_phases, total);
+    // The built-in guest's reports end its phases: its configuration, the
+    // workload's record, the kernel's final record.
+    EXPECT_EQ(ended, (std::vector<std::string>{"config", "ctx", "kernel"})) << cpus << " vCPUs";
   }
 }
 

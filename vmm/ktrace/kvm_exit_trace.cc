@@ -1,5 +1,6 @@
 #include "vmm/ktrace/kvm_exit_trace.h"
 
+#include <linux/kvm.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -12,8 +13,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/str_format.h"
+#include "minivmm/exit_stats.h"
 #include "vmm/ktrace/tracefs_shim.h"
 
 extern "C" {
@@ -23,11 +26,24 @@ extern "C" {
 
 namespace minivmm {
 
+namespace {
+
+template <typename Map>
+void AddMap(Map& into, const Map& from) {
+  for (const auto& [key, n] : from) into[key] += n;
+}
+
+}  // namespace
+
 void KernelExitCounts::Add(const KernelExitCounts& other) {
   exits += other.exits;
   lost += other.lost;
-  for (const auto& [name, n] : other.by_reason) by_reason[name] += n;
-  for (const auto& [key, n] : other.by_reason_rip) by_reason_rip[key] += n;
+  AddMap(by_reason, other.by_reason);
+  AddMap(by_reason_rip, other.by_reason_rip);
+  AddMap(to_vmm_by_reason, other.to_vmm_by_reason);
+  AddMap(to_vmm_by_reason_rip, other.to_vmm_by_reason_rip);
+  AddMap(by_reason_detail, other.by_reason_detail);
+  AddMap(returns, other.returns);
 }
 
 namespace {
@@ -62,9 +78,31 @@ std::string Paranoid() {
 
 pid_t CurrentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
+// How KVM_RUN returned, named as minivmm counts it (ExitReasonName), as
+// KvmVcpu::Run decodes kvm_run's exit_reason (vmm/kvm/vcpu.h): -EINTR and
+// -EAGAIN are kicks (ExitReason::kIntr), any other error a failed run.
+std::string ReturnName(uint64_t kvm_exit_reason, int64_t error) {
+  if (error < 0)
+    return error == -EINTR || error == -EAGAIN ? std::string(ExitReasonName(ExitReason::kIntr))
+                                               : "failed";
+  static constexpr std::pair<uint32_t, ExitReason> kDecoded[] = {
+      {KVM_EXIT_IO, ExitReason::kIo},
+      {KVM_EXIT_MMIO, ExitReason::kMmio},
+      {KVM_EXIT_HLT, ExitReason::kHlt},
+      {KVM_EXIT_IRQ_WINDOW_OPEN, ExitReason::kIrqWindowOpen},
+      {KVM_EXIT_INTR, ExitReason::kIntr},
+      {KVM_EXIT_SHUTDOWN, ExitReason::kShutdown},
+      {KVM_EXIT_FAIL_ENTRY, ExitReason::kFailEntry},
+      {KVM_EXIT_INTERNAL_ERROR, ExitReason::kInternalError},
+      {KVM_EXIT_SYSTEM_EVENT, ExitReason::kSystemEvent}};
+  for (const auto& [code, reason] : kDecoded)
+    if (code == kvm_exit_reason) return std::string(ExitReasonName(reason));
+  return std::string(ExitReasonName(ExitReason::kUnknown));
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus) {
+absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus, bool keep_events) {
   // kvm_pvm, by its source, records kvm:kvm_exit only for guest code that
   // ran on the CPU in its PVM mode, while KVM's `exits` statistic also
   // counts each batch of the guest code it emulates (all of guest ring 0
@@ -86,10 +124,20 @@ absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus) 
         "--kernel-exits: cannot read KVM's tracepoint formats under %s/events/kvm (%s)", dir,
         std::strerror(errno)));
   tep_event* event = tep_find_event_by_name(tep, "kvm", "kvm_exit");
-  if (event == nullptr) {
+  tep_event* returns = tep_find_event_by_name(tep, "kvm", "kvm_userspace_exit");
+  if (event == nullptr || returns == nullptr) {
     tep_free(tep);
     return absl::FailedPreconditionError(
-        "--kernel-exits: this host's KVM has no kvm:kvm_exit tracepoint");
+        absl::StrFormat("--kernel-exits: this host's KVM has no kvm:%s tracepoint",
+                        event == nullptr ? "kvm_exit" : "kvm_userspace_exit"));
+  }
+  std::vector<Source> sources = {{Kind::kExit, event}, {Kind::kUserspaceExit, returns}};
+  // The details, where this KVM has them.
+  for (const auto& [kind, name] :
+       {std::pair{Kind::kMsr, "kvm_msr"}, std::pair{Kind::kCr, "kvm_cr"},
+        std::pair{Kind::kPio, "kvm_pio"}, std::pair{Kind::kHypercall, "kvm_hypercall"}}) {
+    if (tep_event* detail = tep_find_event_by_name(tep, "kvm", name))
+      sources.push_back({kind, detail});
   }
   // The right to open it, asked of this thread before any vCPU runs.
   const int probe = OpenTracepoint(event->id, CurrentTid());
@@ -102,22 +150,21 @@ absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus) 
                         std::strerror(error), Paranoid()));
   }
   close(probe);
-  return std::unique_ptr<KvmExitTrace>(new KvmExitTrace(tep, event, cpus));
+  return std::unique_ptr<KvmExitTrace>(
+      new KvmExitTrace(tep, std::move(sources), cpus, keep_events));
 }
 
-KvmExitTrace::KvmExitTrace(tep_handle* tep, tep_event* event, uint32_t cpus)
-    : tep_(tep),
-      event_(event),
-      reason_field_(tep_find_field(event, "exit_reason")),
-      rip_field_(tep_find_field(event, "guest_rip")),
-      isa_field_(tep_find_field(event, "isa")),
-      rings_(cpus) {}
+KvmExitTrace::KvmExitTrace(tep_handle* tep, std::vector<Source> sources, uint32_t cpus,
+                           bool keep_events)
+    : tep_(tep), sources_(std::move(sources)), rings_(cpus), keep_events_(keep_events) {
+  for (size_t i = 0; i < sources_.size(); ++i) source_of_id_[sources_[i].event->id] = i;
+}
 
 KvmExitTrace::~KvmExitTrace() {
   const size_t bytes = (kRingPages + 1) * PageSize();
   for (Ring& ring : rings_) {
     if (ring.base != nullptr) munmap(ring.base, bytes);
-    if (ring.fd >= 0) close(ring.fd);
+    for (int fd : ring.fds) close(fd);
   }
   tep_free(tep_);
 }
@@ -125,16 +172,26 @@ KvmExitTrace::~KvmExitTrace() {
 absl::Status KvmExitTrace::AttachCurrentThread(uint32_t cpu) {
   std::lock_guard lock(mu_);
   Ring& ring = rings_.at(cpu);
-  ring.fd = OpenTracepoint(event_->id, CurrentTid());
-  if (ring.fd < 0)
-    return absl::InternalError(absl::StrFormat("perf_event_open(kvm:kvm_exit) for vCPU %u: %s", cpu,
-                                               std::strerror(errno)));
-  void* base =
-      mmap(nullptr, (kRingPages + 1) * PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, ring.fd, 0);
-  if (base == MAP_FAILED)
-    return absl::InternalError(
-        absl::StrFormat("mmap(kvm:kvm_exit ring) for vCPU %u: %s", cpu, std::strerror(errno)));
-  ring.base = static_cast<uint8_t*>(base);
+  const pid_t tid = CurrentTid();
+  for (const Source& source : sources_) {
+    const int fd = OpenTracepoint(source.event->id, tid);
+    if (fd < 0)
+      return absl::InternalError(absl::StrFormat("perf_event_open(kvm:%s) for vCPU %u: %s",
+                                                 source.event->name, cpu, std::strerror(errno)));
+    ring.fds.push_back(fd);
+    if (ring.fds.size() == 1) {
+      void* base =
+          mmap(nullptr, (kRingPages + 1) * PageSize(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (base == MAP_FAILED)
+        return absl::InternalError(
+            absl::StrFormat("mmap(kvm:kvm_exit ring) for vCPU %u: %s", cpu, std::strerror(errno)));
+      ring.base = static_cast<uint8_t*>(base);
+    } else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring.fds[0]) < 0) {
+      return absl::InternalError(
+          absl::StrFormat("PERF_EVENT_IOC_SET_OUTPUT(kvm:%s) for vCPU %u: %s", source.event->name,
+                          cpu, std::strerror(errno)));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -180,7 +237,7 @@ void KvmExitTrace::DrainRing(Ring& ring) {
       std::memcpy(&time_ns, record + sizeof header, 8);
       std::memcpy(&raw_size, record + sizeof header + 8, 4);
       if (sizeof header + 12 + raw_size <= header.size)
-        Parse(time_ns, record + sizeof header + 12, raw_size, ring.counts);
+        Parse(time_ns, record + sizeof header + 12, raw_size, ring);
     } else if (header.type == PERF_RECORD_LOST && header.size >= sizeof header + 16) {
       uint64_t lost;
       std::memcpy(&lost, record + sizeof header + 8, 8);
@@ -191,25 +248,92 @@ void KvmExitTrace::DrainRing(Ring& ring) {
   __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size,
-                         KernelExitCounts& counts) {
-  unsigned long long code = 0, rip = 0, isa = 0;
-  if (tep_read_number_field(reason_field_, raw, &code) != 0) return;
-  tep_read_number_field(rip_field_, raw, &rip);
-  if (isa_field_ != nullptr) tep_read_number_field(isa_field_, raw, &isa);
-  const std::string& name = ReasonName(raw, size, isa, code);
-  ++counts.exits;
-  ++counts.by_reason[name];
-  ++counts.by_reason_rip[{name, rip}];
+template <typename F>
+void KvmExitTrace::Count(uint64_t time_ns, Ring& ring, F f) {
+  f(ring.counts);
   // Its phase: the first whose end is after it (or the open one).
   std::lock_guard lock(phase_mu_);
   const size_t phase =
       std::upper_bound(boundaries_.begin(), boundaries_.end(), time_ns) - boundaries_.begin();
   if (phase_counts_.size() <= phase) phase_counts_.resize(phase + 1);
-  KernelExitCounts& in_phase = phase_counts_[phase];
-  ++in_phase.exits;
-  ++in_phase.by_reason[name];
-  ++in_phase.by_reason_rip[{name, rip}];
+  f(phase_counts_[phase]);
+}
+
+uint64_t KvmExitTrace::Field(tep_event* event, const char* name, const uint8_t* raw) {
+  unsigned long long value = 0;
+  if (tep_format_field* field = tep_find_field(event, name))
+    tep_read_number_field(field, raw, &value);
+  return value;
+}
+
+std::string KvmExitTrace::Detail(Kind kind, tep_event* event, const uint8_t* raw) {
+  switch (kind) {
+    case Kind::kMsr:
+      return absl::StrFormat("%s %#x", Field(event, "write", raw) ? "wrmsr" : "rdmsr",
+                             Field(event, "ecx", raw));
+    case Kind::kCr:
+      return absl::StrFormat("cr%u %s", Field(event, "cr", raw),
+                             Field(event, "rw", raw) ? "write" : "read");
+    case Kind::kPio:
+      return absl::StrFormat("%s %#x", Field(event, "rw", raw) ? "out" : "in",
+                             Field(event, "port", raw));
+    case Kind::kHypercall:
+      return absl::StrFormat("hypercall %u", Field(event, "nr", raw));
+    case Kind::kExit:
+    case Kind::kUserspaceExit:
+      break;
+  }
+  return "";
+}
+
+void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ring& ring) {
+  tep_record record{};
+  record.data = const_cast<uint8_t*>(raw);
+  record.size = static_cast<int>(size);
+  const auto source = source_of_id_.find(tep_data_type(tep_, &record));
+  if (source == source_of_id_.end()) return;
+  const Kind kind = sources_[source->second].kind;
+  tep_event* event = sources_[source->second].event;
+  if (kind == Kind::kExit) {
+    const uint64_t code = Field(event, "exit_reason", raw);
+    const uint64_t rip = Field(event, "guest_rip", raw);
+    const uint16_t reason = Reason(raw, size, Field(event, "isa", raw), code);
+    const std::string& name = reason_names_[reason];
+    ring.last_reason = &name;
+    if (keep_events_) {
+      ring.events.push_back({time_ns, rip, static_cast<uint32_t>(&ring - rings_.data()), reason,
+                             /*to_vmm=*/false});
+    }
+    ring.last_rip = rip;
+    ring.detailed = false;
+    Count(time_ns, ring, [&](KernelExitCounts& c) {
+      ++c.exits;
+      ++c.by_reason[name];
+      ++c.by_reason_rip[{name, rip}];
+    });
+  } else if (kind == Kind::kUserspaceExit) {
+    // The errno field is an int: sign-extend what libtraceevent read.
+    const auto error = static_cast<int32_t>(Field(event, "errno", raw));
+    const std::string returned = ReturnName(Field(event, "reason", raw), error);
+    const std::string* reason = ring.last_reason;
+    const uint64_t rip = ring.last_rip;
+    ring.last_reason = nullptr;
+    if (reason != nullptr && keep_events_) ring.events.back().to_vmm = true;
+    Count(time_ns, ring, [&](KernelExitCounts& c) {
+      ++c.returns[returned];
+      if (reason != nullptr) {
+        ++c.to_vmm_by_reason[*reason];
+        ++c.to_vmm_by_reason_rip[{*reason, rip}];
+      }
+    });
+  } else if (ring.last_reason != nullptr && !ring.detailed) {
+    // The first detail after an exit is its own (an instruction KVM
+    // emulates may do more, e.g. a string I/O's further ports).
+    ring.detailed = true;
+    const std::string detail = Detail(kind, event, raw);
+    const std::string& reason = *ring.last_reason;
+    Count(time_ns, ring, [&](KernelExitCounts& c) { ++c.by_reason_detail[{reason, detail}]; });
+  }
 }
 
 void KvmExitTrace::EndPhase(const std::string& line) {
@@ -232,12 +356,27 @@ std::vector<KernelExitPhase> KvmExitTrace::Phases() {
   return phases;
 }
 
+std::vector<KernelExitEvent> KvmExitTrace::Events() {
+  Drain();
+  std::lock_guard lock(mu_);
+  std::vector<KernelExitEvent> events;
+  for (const Ring& ring : rings_)
+    events.insert(events.end(), ring.events.begin(), ring.events.end());
+  std::stable_sort(events.begin(), events.end(),
+                   [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
+  return events;
+}
+
+std::vector<std::string> KvmExitTrace::ReasonNames() {
+  std::lock_guard lock(mu_);
+  return {reason_names_.begin(), reason_names_.end()};
+}
+
 // The reason as the tracepoint's own print format names it (its
 // __print_symbolic tables, one per vendor), rendered once per (isa, code)
 // by libtraceevent and kept.
-const std::string& KvmExitTrace::ReasonName(const uint8_t* raw, uint32_t size, uint64_t isa,
-                                            uint64_t code) {
-  auto [it, inserted] = names_.try_emplace({isa, code});
+uint16_t KvmExitTrace::Reason(const uint8_t* raw, uint32_t size, uint64_t isa, uint64_t code) {
+  auto [it, inserted] = names_.try_emplace({isa, code}, 0);
   if (!inserted) return it->second;
   tep_record record{};
   record.data = const_cast<uint8_t*>(raw);
@@ -253,8 +392,14 @@ const std::string& KvmExitTrace::ReasonName(const uint8_t* raw, uint32_t size, u
   const size_t at = info.find(" reason ");
   const size_t start = at == std::string::npos ? std::string::npos : at + 8;
   const size_t end = start == std::string::npos ? start : info.find(" rip ", start);
-  it->second = end == std::string::npos ? absl::StrFormat("reason_%#x", code)
-                                        : info.substr(start, end - start);
+  std::string name = end == std::string::npos ? absl::StrFormat("reason_%#x", code)
+                                              : info.substr(start, end - start);
+  // Two codes of one name (never in KVM's tables) share its index.
+  for (size_t i = 0; i < reason_names_.size(); ++i) {
+    if (reason_names_[i] == name) return it->second = static_cast<uint16_t>(i);
+  }
+  it->second = static_cast<uint16_t>(reason_names_.size());
+  reason_names_.push_back(std::move(name));
   return it->second;
 }
 

@@ -1,12 +1,18 @@
 // KVM's kvm:kvm_exit tracepoint, read per vCPU thread through
 // perf_event_open and its ring buffer, as perf does, and parsed with
 // libtraceevent from the event's own format (found by libtracefs):
-// VmConfig::kernel_exits. Nothing of it is on the exit path: the kernel
-// writes the records, and Drain() reads them from another thread.
+// VmConfig::kernel_exits. Beside it, into the same ring so that the records
+// stay in the order KVM wrote them: kvm:kvm_userspace_exit (each return of
+// KVM_RUN, which tells the exits that reached minivmm from the rest) and
+// the tracepoints that detail an exit's work (kvm:kvm_msr, kvm:kvm_cr,
+// kvm:kvm_pio, kvm:kvm_hypercall), each credited to the exit before it.
+// Nothing of it is on the exit path: the kernel writes the records, and
+// Drain() reads them from another thread.
 #ifndef MINIVMM_VMM_KTRACE_KVM_EXIT_TRACE_H_
 #define MINIVMM_VMM_KTRACE_KVM_EXIT_TRACE_H_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,7 +35,9 @@ class KvmExitTrace {
   // Finds tracefs and kvm:kvm_exit's format and checks that this process
   // may open the tracepoint. FailedPrecondition, one line naming what is
   // missing: no tracefs, no such tracepoint, no right to trace.
-  static absl::StatusOr<std::unique_ptr<KvmExitTrace>> Open(uint32_t cpus);
+  // With `keep_events`, each exit is also kept (Events()).
+  static absl::StatusOr<std::unique_ptr<KvmExitTrace>> Open(uint32_t cpus,
+                                                            bool keep_events = false);
   ~KvmExitTrace();
   KvmExitTrace(const KvmExitTrace&) = delete;
   KvmExitTrace& operator=(const KvmExitTrace&) = delete;
@@ -46,27 +54,49 @@ class KvmExitTrace {
   void EndPhase(const std::string& line);
   // The phases, in order, the last one unended (after a last Drain()).
   std::vector<KernelExitPhase> Phases();
+  // With keep_events, every vCPU's exits in time order (after a last
+  // Drain()); their `reason` indexes ReasonNames().
+  std::vector<KernelExitEvent> Events();
+  std::vector<std::string> ReasonNames();
 
  private:
+  // The tracepoints read, kvm:kvm_exit first (its fd owns the ring).
+  enum class Kind { kExit, kUserspaceExit, kMsr, kCr, kPio, kHypercall };
+  struct Source {
+    Kind kind;
+    tep_event* event;
+  };
   struct Ring {
-    int fd = -1;
+    std::vector<int> fds;  // one per source; fds[0] owns the ring
     uint8_t* base = nullptr;
     KernelExitCounts counts;
+    std::vector<KernelExitEvent> events;  // with keep_events_
+    // Since the last return of KVM_RUN: its last exit (reason, RIP), and
+    // whether a detail was credited to it yet.
+    const std::string* last_reason = nullptr;
+    uint64_t last_rip = 0;
+    bool detailed = false;
   };
-  KvmExitTrace(tep_handle* tep, tep_event* event, uint32_t cpus);
+  KvmExitTrace(tep_handle* tep, std::vector<Source> sources, uint32_t cpus, bool keep_events);
   void DrainRing(Ring& ring);
-  void Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, KernelExitCounts& counts);
-  const std::string& ReasonName(const uint8_t* raw, uint32_t size, uint64_t isa, uint64_t code);
+  void Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ring& ring);
+  // f applied to the ring's counts and to those of the phase `time_ns` is in.
+  template <typename F>
+  void Count(uint64_t time_ns, Ring& ring, F f);
+  uint64_t Field(tep_event* event, const char* name, const uint8_t* raw);
+  std::string Detail(Kind kind, tep_event* event, const uint8_t* raw);
+  // The reason's index in reason_names_.
+  uint16_t Reason(const uint8_t* raw, uint32_t size, uint64_t isa, uint64_t code);
 
   tep_handle* tep_;
-  tep_event* event_;
-  tep_format_field* reason_field_;
-  tep_format_field* rip_field_;
-  tep_format_field* isa_field_;
+  std::vector<Source> sources_;
+  std::map<int, size_t> source_of_id_;  // event id -> sources_ index
   std::mutex mu_;
   std::vector<Ring> rings_;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
-  std::map<std::pair<uint64_t, uint64_t>, std::string> names_;  // (isa, code) -> name
+  bool keep_events_;
+  std::map<std::pair<uint64_t, uint64_t>, uint16_t> names_;  // (isa, code) -> reason_names_ index
+  std::deque<std::string> reason_names_;  // a deque: Ring::last_reason points into it
   // Phase ends (CLOCK_MONOTONIC ns, the records' clock) and their lines;
   // phase_counts_[i] is phase i's, the one before boundary i.
   std::mutex phase_mu_;

@@ -26,6 +26,13 @@ class BuiltinMachine final : public Machine {
   std::span<uint8_t> gdt() override { return gdt_page_->span(); }
   std::optional<VcpuIdentity> Identity(uint32_t cpu) const override { return BootIdentity(cpu); }
   bool own_interrupts() const override { return true; }
+  // The built-in guest's reports: each record (a workload's results, its
+  // configuration) ends a phase named by the record's first key's prefix.
+  void EndPhasesWith(Vm::State& s, std::function<void(const std::string&)> end_phase) override {
+    s.reports.on_record = [end_phase = std::move(end_phase)](std::string_view first_key) {
+      end_phase(std::string(first_key.substr(0, first_key.find('.'))));
+    };
+  }
   std::vector<std::string> notes() const override {
     std::vector<std::string> notes;
     for (const std::string& line : cpu_not_given_) notes.push_back("warning: " + line);

@@ -8,6 +8,7 @@
 #define MINIVMM_VMM_MACHINE_MACHINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,6 +44,10 @@ class Machine {
   virtual bool own_interrupts() const = 0;
   // What the machine's devices noted during the run (RunResult::notes).
   virtual std::vector<std::string> notes() const { return {}; }
+  // Calls `end_phase` (on the guest's thread) wherever this machine's guest
+  // says it finished something, naming it: VmConfig::kernel_exits' phases
+  // (docs/run-record.md "kernel_exits").
+  virtual void EndPhasesWith(Vm::State& s, std::function<void(const std::string&)> end_phase) = 0;
 };
 
 // The machine `config.machine` names, once its fields that concern one

@@ -4,6 +4,8 @@
 // starts them with INIT/SIPI; the Multiboot information, ACPI tables, fw_cfg,
 // the ACPI PM timer, COM1 and the debug-exit port. No hypercall port and no
 // GDT trap: an access to their addresses is an unclaimed one.
+#include "vmm/machine/pc_machine.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -21,7 +23,6 @@
 #include "vmm/elf/elf_loader.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/pc_host_check.h"
-#include "vmm/machine/pc_machine.h"
 #include "vmm/vm_state.h"
 
 namespace minivmm {
@@ -44,6 +45,11 @@ class PcMachine final : public Machine, public IrqLines {
   absl::Status SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) override;
   bool own_interrupts() const override { return false; }
   std::vector<std::string> notes() const override;
+  // A PC guest's console lines: kvm-unit-tests' `vmexit` prints one per
+  // sub-test.
+  void EndPhasesWith(Vm::State& s, std::function<void(const std::string&)> end_phase) override {
+    s.console.OnLine(std::move(end_phase));
+  }
 
   // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc), for pc-testdev.
   void SetLevel(uint32_t irq, bool high) override;
@@ -119,10 +125,9 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
     RETURN_IF_ERROR(
         s.pio_bus.Register(PcTestdevIrq::kPortBase, PcTestdevIrq::kIoSize, &testdev_->irq)
             .status());
-    RETURN_IF_ERROR(s.mmio_bus
-                        .Register(PcTestdevIomem::kMmioBase, PcTestdevIomem::kIoSize,
-                                  &testdev_->iomem)
-                        .status());
+    RETURN_IF_ERROR(
+        s.mmio_bus.Register(PcTestdevIomem::kMmioBase, PcTestdevIomem::kIoSize, &testdev_->iomem)
+            .status());
   }
   return absl::OkStatus();
 }
@@ -152,8 +157,7 @@ absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
                                 cpu == 0 ? &cpu_not_given_ : nullptr));
   // The others stay as KVM made them: in reset, waiting for INIT/SIPI.
   if (cpu != 0) return absl::OkStatus();
-  return vcpu.SetProtectedModeBoot(
-      {.eip = entry_, .eax = kMultibootBootMagic, .ebx = info_gpa_});
+  return vcpu.SetProtectedModeBoot({.eip = entry_, .eax = kMultibootBootMagic, .ebx = info_gpa_});
 }
 
 }  // namespace
@@ -168,9 +172,8 @@ absl::StatusOr<std::unique_ptr<Machine>> MakePcMachine(VmConfig& config) {
         "own local APIC timers or PIT",
         config.timer_hz));
   if (config.cpus > kAcpiMaxCpus)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%u vCPUs: the pc machine's MADT holds at most %u", config.cpus,
-                        kAcpiMaxCpus));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%u vCPUs: the pc machine's MADT holds at most %u", config.cpus, kAcpiMaxCpus));
   return std::make_unique<PcMachine>(config);
 }
 
