@@ -46,9 +46,11 @@ class PcMachine final : public Machine, public IrqLines {
   bool own_interrupts() const override { return false; }
   std::vector<std::string> notes() const override;
   // A PC guest's console lines: kvm-unit-tests' `vmexit` prints one per
-  // sub-test.
+  // sub-test, ending it "\r\n"; the phase is named without the "\r".
   void EndPhasesWith(Vm::State& s, std::function<void(const std::string&)> end_phase) override {
-    s.console.OnLine(std::move(end_phase));
+    s.console.OnLine([end_phase = std::move(end_phase)](const std::string& line) {
+      end_phase(line.ends_with('\r') ? line.substr(0, line.size() - 1) : line);
+    });
   }
 
   // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc), for pc-testdev.
