@@ -17,6 +17,7 @@
 #include "minivmm/machine.h"
 #include "tests/common/pc_host.h"
 #include "tests/integration/vm_test_util.h"
+#include "vmm/boot/bios_state.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/machine/pc_host_check.h"
 #include "vmm/machine/pc_machine.h"
@@ -259,6 +260,53 @@ TEST(PcMachineTest, PmTimerIsMonotonicAndCountsAt3579545Hz) {
   const double measured = static_cast<double>(tsc_ticks) / pm_ticks;
   EXPECT_NEAR(measured, expected, expected * 0.10)
       << tsc_ticks << " TSC ticks over " << pm_ticks << " PM ticks";
+}
+
+// What a BIOS would have left (vmm/boot/bios_state.h), seen by pc_bios
+// from the inside.
+void ExpectBiosVectorsAndPics(const std::map<std::string, std::string>& v) {
+  EXPECT_EQ(v.at("ivt_irq0"), Hex(uint32_t{kBiosSegment} << 16 | kBiosMasterIrqOffset));
+  EXPECT_EQ(v.at("ivt_irq8"), Hex(uint32_t{kBiosSegment} << 16 | kBiosSlaveIrqOffset));
+  EXPECT_EQ(v.at("ivt_other"), Hex(uint32_t{kBiosSegment} << 16 | kBiosIretOffset));
+  EXPECT_EQ(v.at("ivt_mismatches"), "0");
+  EXPECT_EQ(v.at("pic_master_mask"), Hex(kBiosPicMaster.mask));
+  EXPECT_EQ(v.at("pic_slave_mask"), Hex(kBiosPicSlave.mask));
+}
+
+// With a PIT, channel 0 runs as the BIOS programs it, and a real-mode
+// sti; hlt is woken through the vector table by a handler that leaves
+// nothing in service: kvm-unit-tests' realmode waits so.
+TEST(PcMachineTest, BiosStateWakesARealModeHaltThroughTheVectorTable) {
+  REQUIRE_KVM();
+  VmConfig config = PcConfig("pc_bios", "trip");
+  config.pit = true;
+  std::optional<GuestRun> ran = RunPc(config);
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  ExpectBiosVectorsAndPics(v);
+  // The read-back status: OUT (bit 7, either), lo/hi access, the mode, binary.
+  EXPECT_EQ(Number(v, "pit_status", 16) & 0x7F, (3u << 4) | (kBiosPitMode << 1)) << run.console;
+  EXPECT_EQ(v["real_mode_woken"], "1");
+  EXPECT_EQ(v["pic_master_isr"], "0x0");
+  EXPECT_EQ(v["pic_slave_isr"], "0x0");
+  EXPECT_EQ(run.result.stats.pio_unclaimed, 0u);
+}
+
+// Without one, the same vectors and PICs; the PIT's ports are unclaimed
+// (a write of the read-back command, a read of all ones).
+TEST(PcMachineTest, WithoutAPitTheBiosStateHasNoTimer) {
+  REQUIRE_KVM();
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_bios", ""));
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  ExpectBiosVectorsAndPics(v);
+  EXPECT_EQ(v["pit_status"], "0xff");
+  EXPECT_EQ(v.count("real_mode_woken"), 0u);
+  EXPECT_EQ(run.result.stats.pio_unclaimed, 2u);
 }
 
 class PcSmpTest : public ::testing::TestWithParam<uint32_t> {};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include <cstring>
+#include <utility>
 
 #include "vmm/core/status_macros.h"
 #include "vmm/kvm/flex_ioctls.h"
@@ -142,6 +143,42 @@ absl::Status KvmVm::CreatePit() {
   RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_PIT2, "KVM_CAP_PIT2", "an in-kernel PIT"));
   kvm_pit_config config{};
   if (ioctl(fd_.get(), KVM_CREATE_PIT2, &config) < 0) return KvmError("KVM_CREATE_PIT2");
+  return absl::OkStatus();
+}
+
+absl::Status KvmVm::ProgramPics(KvmPicProgram master, KvmPicProgram slave) {
+  for (const auto& [id, program] : {std::pair{KVM_IRQCHIP_PIC_MASTER, master},
+                                    std::pair{KVM_IRQCHIP_PIC_SLAVE, slave}}) {
+    kvm_irqchip chip{};
+    chip.chip_id = id;
+    if (ioctl(fd_.get(), KVM_GET_IRQCHIP, &chip) < 0) return KvmError("KVM_GET_IRQCHIP");
+    kvm_pic_state& pic = chip.chip.pic;
+    pic.irq_base = program.vector_base;  // ICW2
+    pic.init4 = 1;                       // ICW1 0x11 announced ICW4 (8086 mode)
+    pic.init_state = 0;                  // the sequence is complete
+    pic.imr = program.mask;              // OCW1
+    pic.irr = pic.isr = pic.last_irr = 0;
+    pic.read_reg_select = 0;  // OCW3 reads IRR
+    pic.auto_eoi = pic.rotate_on_auto_eoi = pic.special_fully_nested_mode = 0;
+    pic.priority_add = pic.special_mask = pic.poll = 0;
+    if (ioctl(fd_.get(), KVM_SET_IRQCHIP, &chip) < 0) return KvmError("KVM_SET_IRQCHIP");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvmVm::ProgramPitChannel0(uint8_t mode, uint16_t count) {
+  kvm_pit_state2 pit{};
+  if (ioctl(fd_.get(), KVM_GET_PIT2, &pit) < 0) return KvmError("KVM_GET_PIT2");
+  kvm_pit_channel_state& channel = pit.channels[0];
+  // The control word: lo/hi access (KVM's RW_STATE_WORD0 = 3), binary.
+  constexpr uint8_t kLoHi = 3;
+  channel.mode = mode;
+  channel.bcd = 0;
+  channel.rw_mode = channel.read_state = channel.write_state = kLoHi;
+  channel.count_latched = channel.status_latched = 0;
+  channel.gate = 1;
+  channel.count = count;  // KVM loads 0 as 65536, and starts channel 0 on it
+  if (ioctl(fd_.get(), KVM_SET_PIT2, &pit) < 0) return KvmError("KVM_SET_PIT2");
   return absl::OkStatus();
 }
 

@@ -15,6 +15,14 @@
 
 namespace minivmm {
 
+// What a PIC's initialisation words leave it as (KvmVm::ProgramPics): the
+// vector of its IRQ 0 (ICW2) and its mask (OCW1); cascaded on IRQ 2, 8086
+// mode, edge-triggered, normal EOI.
+struct KvmPicProgram {
+  uint8_t vector_base = 0;
+  uint8_t mask = 0xFF;
+};
+
 struct KvmCapability {
   std::string name;  // e.g. "KVM_CAP_SYNC_REGS"
   int value;         // KVM_CHECK_EXTENSION result; 0 = absent
@@ -64,6 +72,14 @@ class KvmVm {
   // KVM_CREATE_PIT2: the 8254 on ports 0x40-0x43 (after CreateIrqchip).
   // FailedPrecondition when this KVM has no KVM_CAP_PIT2.
   absl::Status CreatePit();
+  // The in-kernel PICs (after CreateIrqchip) as the ICW1-ICW4 and OCW1
+  // sequence a BIOS writes would leave them: KVM_GET_IRQCHIP, the fields
+  // that sequence sets, KVM_SET_IRQCHIP.
+  absl::Status ProgramPics(KvmPicProgram master, KvmPicProgram slave);
+  // The in-kernel PIT's channel 0 (after CreatePit) as a control word for
+  // `mode` with lo/hi access and then `count` (0: 65536) leave it:
+  // KVM_GET_PIT2, channel 0, KVM_SET_PIT2, which starts it counting.
+  absl::Status ProgramPitChannel0(uint8_t mode, uint16_t count);
   // Whether a local APIC in the kernel can run the TSC-deadline timer
   // (KVM_CAP_TSC_DEADLINE_TIMER).
   bool HasTscDeadlineTimer() const;

@@ -18,6 +18,7 @@
 #include "devices/pm_timer.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/acpi_tables.h"
+#include "vmm/boot/bios_state.h"
 #include "vmm/boot/multiboot.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/elf/elf_loader.h"
@@ -87,6 +88,9 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   tsc_deadline_timer_ = s.vm.HasTscDeadlineTimer();
 
   const GuestMemory& memory = s.memory;
+  // What firmware would have left (bios_state.h), before the image, which
+  // may load over the vector table as over a BIOS's.
+  RETURN_IF_ERROR(SetBiosState(s.vm, memory, config.pit));
   absl::StatusOr<MultibootImage> loaded = LoadMultiboot(image, memory);
   if (!loaded.ok()) return About(config.kernel_path, loaded.status());
   entry_ = loaded->entry;
