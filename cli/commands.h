@@ -19,6 +19,7 @@ struct RunOptions {
   std::string initrd;               // --initrd: the pc machine's Multiboot module
   bool pit = false;                 // --pit: the pc machine's in-kernel PIT
   bool pc_testdev = false;          // --pc-testdev
+  bool hyperv = false;              // --hyperv
   std::string cpu_features;        // --cpu-features "+x2apic,-pcid" (minivmm/cpu_features.h)
   std::string cpu_vendor;          // --cpu-vendor
   bool cpu_enforce = false;        // --cpu-enforce

@@ -341,6 +341,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"initrd", config.initrd_path},
         {"pit", config.pit},
         {"pc_testdev", config.pc_testdev},
+        {"hyperv", config.hyperv},
         {"cpu_features", CpuFeaturesText(config.cpu_features)},
         {"cpu_vendor", config.cpu_vendor},
         {"cpu_enforce", config.cpu_enforce},

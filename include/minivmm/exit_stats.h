@@ -23,6 +23,7 @@ enum class ExitReason : uint8_t {
   kFailEntry,
   kInternalError,
   kSystemEvent,
+  kHyperv,
   kUnknown,
   kCount
 };

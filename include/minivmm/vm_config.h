@@ -39,6 +39,12 @@ struct VmConfig {
   // 0xe0-0xeb and 0x2000-0x2017, 64 KiB of MMIO at 0xff000000), which
   // kvm-unit-tests' emulator and eventinj tests use.
   bool pc_testdev = false;
+  // The PC machine only: Hyper-V's enlightenments as KVM offers them, as
+  // QEMU's -cpu host,hv_passthrough (docs/machines.md): KVM's Hyper-V CPUID
+  // leaves at 0x40000000 (KVM's own at 0x40000100) and SynIC on every vCPU;
+  // the reference TSC page, SynIC and its synthetic timers are KVM's, in the
+  // kernel. Refused with FailedPrecondition where KVM lacks them.
+  bool hyperv = false;
   // vCPU 0's periodic timer interrupts per second (vector 0x20); 0 = off,
   // which keeps runs deterministic. At most 10000. Other vCPUs have no
   // periodic timer until the guest sets one (vcpu_op(set_periodic_timer)).

@@ -194,6 +194,10 @@ TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   Outcome pit = Minivmm("run --pit");
   EXPECT_EQ(pit.status, 125) << pit.out;
   EXPECT_NE(pit.out.find("a PIT is for the pc machine"), std::string::npos) << pit.out;
+  Outcome hyperv = Minivmm("run --hyperv");
+  EXPECT_EQ(hyperv.status, 125) << hyperv.out;
+  EXPECT_NE(hyperv.out.find("Hyper-V's enlightenments is for the pc machine"), std::string::npos)
+      << hyperv.out;
   Outcome timer = Minivmm("run --machine pc --timer-hz 100 --kernel " + PcGuest("pc_entry"));
   EXPECT_EQ(timer.status, 125) << timer.out;
   EXPECT_NE(timer.out.find("is the builtin machine's"), std::string::npos) << timer.out;

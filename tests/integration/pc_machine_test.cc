@@ -309,6 +309,57 @@ TEST(PcMachineTest, WithoutAPitTheBiosStateHasNoTimer) {
   EXPECT_EQ(run.result.stats.pio_unclaimed, 2u);
 }
 
+// Hyper-V's enlightenments (VmConfig::hyperv): Hyper-V's leaves where a
+// Hyper-V guest looks and KVM's 0x100 above; the reference counter; SynIC's
+// three control writes, each a KVM_EXIT_HYPERV that minivmm counts under
+// "hyperv", exactly as many as the guest made. Where KVM has no Hyper-V,
+// the one refusal line.
+TEST(PcMachineTest, HypervLeavesAndSynicControlExits) {
+  REQUIRE_KVM();
+  VmConfig config = PcConfig("pc_hyperv", "");
+  config.hyperv = true;
+  absl::StatusOr<KvmSystem> kvm = KvmSystem::Open();
+  ASSERT_TRUE(kvm.ok()) << kvm.status();
+  if (absl::Status hv = kvm->NeedHyperv(); !hv.ok()) {
+    absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+    ASSERT_FALSE(vm.ok());
+    EXPECT_EQ(vm.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(vm.status().message(), "no Hyper-V enlightenments here: " + std::string(hv.message()));
+    return;
+  }
+  std::optional<GuestRun> ran = RunPc(config);
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["vendor_40000000"], "Linux KVM Hv");
+  EXPECT_GE(Number(v, "max_40000000", 16), 0x40000005u);
+  EXPECT_EQ(v["vendor_40000100"], "KVMKVMKVM");
+  EXPECT_EQ(v["max_40000100"], "0x40000101");
+  EXPECT_EQ(v["synic_available"], "1");
+  EXPECT_EQ(v["ref_count_available"], "1");
+  EXPECT_EQ(v["ref_count_monotonic"], "1");
+  EXPECT_EQ(v["scontrol"], "0x1");
+  const uint64_t writes = Number(v, "synic_control_writes");
+  EXPECT_EQ(writes, 3u);
+  EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHyperv)], writes);
+}
+
+// Without them, KVM's own leaves at 0x40000000 and nothing at 0x40000100;
+// no hyperv exit.
+TEST(PcMachineTest, WithoutHypervKvmsLeavesComeFirst) {
+  REQUIRE_KVM();
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_hyperv", ""));
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["vendor_40000000"], "KVMKVMKVM");
+  EXPECT_EQ(v["max_40000000"], "0x40000001");
+  EXPECT_EQ(v.count("synic_control_writes"), 0u);
+  EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHyperv)], 0u);
+}
+
 class PcSmpTest : public ::testing::TestWithParam<uint32_t> {};
 
 TEST_P(PcSmpTest, ApsStartAndIpi) {

@@ -282,6 +282,13 @@ def test_enforce_is_passed(env):
     assert argv[-3:] == ["--cpu-features", "+pcid", "--cpu-enforce"]
 
 
+def test_hv_passthrough_is_hyperv(env):
+    # hyperv_clock, hyperv_stimer: qemu_params = -cpu host,hv_passthrough.
+    argv = minivmm_argv(env, ["-enable-kvm", "-cpu", "host,hv_passthrough", "-kernel",
+                              "x86/smptest.flat"])
+    assert argv[-1] == "--hyperv" and "--cpu-features" not in argv
+
+
 def test_host_and_max_alone_change_nothing(env):
     for model in ("host", "max"):
         argv = minivmm_argv(env, ["-enable-kvm", "-cpu", model, "-kernel", "x86/smptest.flat"])
@@ -290,7 +297,7 @@ def test_host_and_max_alone_change_nothing(env):
 
 @pytest.mark.parametrize("cpu,named", [
     ("max,+vmx-mbec", "'vmx-mbec' is not a CPU feature minivmm can change"),
-    ("host,hv_passthrough", "'hv_passthrough' is not a CPU feature minivmm can change"),
+    ("host,hv_vapic", "'hv_vapic' is not a CPU feature minivmm can change"),
     ("IvyBridge,phys-bits=36", "phys-bits=36 is not a CPU feature minivmm can set"),
 ])
 def test_cpu_features_it_cannot_change_are_refused_before_the_kernel(env, cpu, named):

@@ -86,5 +86,34 @@ TEST(CpuidTest, TheInitialApicIdIsTheLowByteAndTheX2apicIdTheWholeNumber) {
   EXPECT_EQ(entries[3].edx, 0x123u);
 }
 
+TEST(CpuidTest, HypervLeavesComeFirstAndKvmsMoveUpBy0x100) {
+  std::vector<kvm_cpuid_entry2> entries = Supported();
+  entries.push_back(Entry(0x40000000, 0, 0x40000001));  // KVM's signature leaf: its maximum
+  const std::vector<kvm_cpuid_entry2> hv = {Entry(0x40000000, 0, 0x4000000a),
+                                            Entry(0x40000003, 0, 0x7fff)};
+  AddHypervLeaves(entries, hv);
+  auto find = [&entries](uint32_t leaf) -> const kvm_cpuid_entry2* {
+    const kvm_cpuid_entry2* found = nullptr;
+    for (const kvm_cpuid_entry2& e : entries)
+      if (e.function == leaf) {
+        EXPECT_EQ(found, nullptr) << "leaf " << std::hex << leaf << " twice";
+        found = &e;
+      }
+    return found;
+  };
+  ASSERT_NE(find(0x40000000), nullptr);
+  EXPECT_EQ(find(0x40000000)->eax, 0x4000000au);
+  ASSERT_NE(find(0x40000003), nullptr);
+  EXPECT_EQ(find(0x40000003)->eax, 0x7fffu);
+  ASSERT_NE(find(0x40000100), nullptr);
+  EXPECT_EQ(find(0x40000100)->eax, 0x40000101u);
+  ASSERT_NE(find(0x40000101), nullptr);
+  EXPECT_EQ(find(0x40000101)->eax, 0xffffffffu);
+  EXPECT_EQ(find(0x40000001), nullptr);
+  EXPECT_EQ(entries.size(), Supported().size() + 1 + hv.size());
+  ASSERT_NE(find(1), nullptr);
+  EXPECT_EQ(find(1)->eax, 0xffffffffu);  // the rest untouched
+}
+
 }  // namespace
 }  // namespace minivmm

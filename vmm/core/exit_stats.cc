@@ -36,6 +36,8 @@ std::string_view ExitReasonName(ExitReason reason) {
       return "internal_error";
     case ExitReason::kSystemEvent:
       return "system_event";
+    case ExitReason::kHyperv:
+      return "hyperv";
     case ExitReason::kUnknown:
       return "unknown";
     case ExitReason::kCount:

@@ -64,6 +64,16 @@ struct SystemEvent {
   static constexpr ExitReason kReason = ExitReason::kSystemEvent;
   uint32_t type;
 };
+// KVM_EXIT_HYPERV, with Hyper-V's enlightenments (VmConfig::hyperv): a
+// SynIC control MSR written (type 1), a hypercall KVM leaves to the VMM
+// (type 2: `hcall_result` points at the status the guest gets, `hcall_input`
+// is its input value), a synthetic debugger MSR (type 3).
+struct HypervExit {
+  static constexpr ExitReason kReason = ExitReason::kHyperv;
+  uint32_t type;
+  uint64_t hcall_input = 0;
+  uint64_t* hcall_result = nullptr;
+};
 struct UnknownExit {
   static constexpr ExitReason kReason = ExitReason::kUnknown;
   uint32_t kvm_reason;
@@ -75,7 +85,7 @@ struct RunFailed {
 
 using VcpuExit =
     std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOpen, Interrupted, Shutdown,
-                 FailEntry, InternalError, SystemEvent, UnknownExit, RunFailed>;
+                 FailEntry, InternalError, SystemEvent, HypervExit, UnknownExit, RunFailed>;
 
 // The reason `exit` is counted under; not for RunFailed.
 inline ExitReason ReasonOf(const VcpuExit& exit) {

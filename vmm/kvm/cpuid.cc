@@ -28,6 +28,16 @@ void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machin
   }
 }
 
+void AddHypervLeaves(std::vector<kvm_cpuid_entry2>& entries, std::span<const kvm_cpuid_entry2> hv) {
+  constexpr uint32_t kShift = kCpuidKvmBaseBesideHyperv - kCpuidHypervisorBase;
+  for (kvm_cpuid_entry2& e : entries) {
+    if (e.function < kCpuidHypervisorBase || e.function >= kCpuidKvmBaseBesideHyperv) continue;
+    if (e.function == kCpuidHypervisorBase) e.eax += kShift;  // its maximum leaf
+    e.function += kShift;
+  }
+  entries.insert(entries.end(), hv.begin(), hv.end());
+}
+
 namespace {
 
 kvm_cpuid_entry2* FindEntry(std::span<kvm_cpuid_entry2> entries, uint32_t leaf, uint32_t subleaf) {

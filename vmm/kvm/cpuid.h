@@ -33,6 +33,10 @@ struct CpuidMachine {
   // A "+name" that cannot be given refuses the VM (QEMU's `enforce`);
   // otherwise it is left clear and said, as QEMU warns.
   bool enforce = false;
+  // Hyper-V's enlightenments (VmConfig::hyperv): KVM's Hyper-V leaves
+  // (KVM_GET_SUPPORTED_HV_CPUID) from 0x40000000, KVM's own moved up by
+  // 0x100 (AddHypervLeaves).
+  bool hyperv = false;
 };
 
 // CPUID.1:EBX[31:24] initial APIC ID, CPUID.1:ECX and :EDX feature bits,
@@ -66,6 +70,17 @@ void AdjustCpuid(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machin
 // bad vendor.
 absl::Status ApplyCpuChoices(std::span<kvm_cpuid_entry2> entries, const CpuidMachine& machine,
                              std::vector<std::string>* not_given = nullptr);
+
+// The hypervisor leaves with Hyper-V's enlightenments, as QEMU's
+// hv_passthrough lays them out: `hv` (KVM_GET_SUPPORTED_HV_CPUID's leaves,
+// 0x40000000 up: the "Linux KVM Hv" vendor, Hyper-V's features, its
+// recommendations and limits) where a Hyper-V guest looks, and KVM's own
+// leaves (its signature "KVMKVMKVM" and paravirtual features) moved from
+// 0x40000000 to 0x40000100, their maximum leaf with them, where KVM and Linux
+// look next.
+inline constexpr uint32_t kCpuidHypervisorBase = 0x40000000;
+inline constexpr uint32_t kCpuidKvmBaseBesideHyperv = 0x40000100;
+void AddHypervLeaves(std::vector<kvm_cpuid_entry2>& entries, std::span<const kvm_cpuid_entry2> hv);
 
 }  // namespace minivmm
 

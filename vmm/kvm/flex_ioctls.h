@@ -20,6 +20,8 @@ inline constexpr unsigned long kKvmSetGsiRouting =
     _IOC(_IOC_WRITE, KVMIO, 0x6a, kKvmIrqRoutingHeaderBytes);
 inline constexpr unsigned long kKvmGetSupportedCpuid =
     _IOC(_IOC_READ | _IOC_WRITE, KVMIO, 0x05, kKvmCpuid2HeaderBytes);
+inline constexpr unsigned long kKvmGetSupportedHvCpuid =
+    _IOC(_IOC_READ | _IOC_WRITE, KVMIO, 0xc1, kKvmCpuid2HeaderBytes);
 inline constexpr unsigned long kKvmSetCpuid2 = _IOC(_IOC_WRITE, KVMIO, 0x90, kKvmCpuid2HeaderBytes);
 inline constexpr unsigned long kKvmSetMsrs = _IOC(_IOC_WRITE, KVMIO, 0x89, kKvmMsrsHeaderBytes);
 inline constexpr unsigned long kKvmSetSignalMask =

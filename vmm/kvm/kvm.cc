@@ -104,6 +104,13 @@ absl::Status NeedExtension(int vm_fd, long cap, const char* name, const char* wh
 
 }  // namespace
 
+absl::Status KvmSystem::NeedHyperv() const {
+  RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_SYS_HYPERV_CPUID, "KVM_CAP_SYS_HYPERV_CPUID",
+                                "Hyper-V's CPUID leaves"));
+  return NeedExtension(fd_.get(), KVM_CAP_HYPERV_SYNIC2, "KVM_CAP_HYPERV_SYNIC2",
+                       "Hyper-V's SynIC");
+}
+
 absl::Status KvmVm::CreateIrqchip() {
   RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP",
                                 "an in-kernel local APIC, IOAPIC and PIC"));

@@ -40,6 +40,11 @@ class KvmSystem {
 
   // The capabilities minivmm uses, each with KVM_CHECK_EXTENSION's answer.
   std::vector<KvmCapability> Capabilities() const;
+  // OK where this KVM offers what VmConfig::hyperv needs (its Hyper-V leaves
+  // from the system fd, KVM_CAP_SYS_HYPERV_CPUID, and SynIC,
+  // KVM_CAP_HYPERV_SYNIC2); otherwise FailedPrecondition naming the first
+  // one missing.
+  absl::Status NeedHyperv() const;
   // FailedPrecondition naming the first missing required capability.
   absl::Status CheckRequiredCapabilities() const;
 

@@ -92,25 +92,59 @@ absl::StatusOr<std::unique_ptr<KvmVcpu>> KvmVcpu::Create(int kvm_fd, int vcpu_fd
 
 KvmVcpu::~KvmVcpu() { munmap(run_, run_size_); }
 
-absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine,
-                              std::vector<std::string>* not_given) {
-  constexpr int kMaxEntries = 256;
+namespace {
+
+constexpr int kMaxCpuidEntries = 256;
+
+// KVM_GET_SUPPORTED_CPUID or KVM_GET_SUPPORTED_HV_CPUID on the system fd.
+absl::StatusOr<std::vector<kvm_cpuid_entry2>> SupportedCpuid(int kvm_fd, unsigned long request,
+                                                             const char* name) {
   // kvm_cpuid2 laid out by hand: see flex_ioctls.h.
-  std::vector<uint8_t> buffer(kKvmCpuid2HeaderBytes + kMaxEntries * sizeof(kvm_cpuid_entry2));
-  uint32_t nent = kMaxEntries;
+  std::vector<uint8_t> buffer(kKvmCpuid2HeaderBytes + kMaxCpuidEntries * sizeof(kvm_cpuid_entry2));
+  uint32_t nent = kMaxCpuidEntries;
   std::memcpy(buffer.data(), &nent, sizeof(nent));
-  if (ioctl(kvm_fd, kKvmGetSupportedCpuid, buffer.data()) < 0)
-    return KvmError("KVM_GET_SUPPORTED_CPUID");
+  if (ioctl(kvm_fd, request, buffer.data()) < 0) return KvmError(name);
   std::memcpy(&nent, buffer.data(), sizeof(nent));
-  std::vector<kvm_cpuid_entry2> entries(std::min<uint32_t>(nent, kMaxEntries));
+  std::vector<kvm_cpuid_entry2> entries(std::min<uint32_t>(nent, kMaxCpuidEntries));
   std::memcpy(entries.data(), buffer.data() + kKvmCpuid2HeaderBytes,
               entries.size() * sizeof(kvm_cpuid_entry2));
+  return entries;
+}
+
+}  // namespace
+
+absl::Status KvmVcpu::SetCpuid(int kvm_fd, const CpuidMachine& machine,
+                              std::vector<std::string>* not_given) {
+  absl::StatusOr<std::vector<kvm_cpuid_entry2>> supported =
+      SupportedCpuid(kvm_fd, kKvmGetSupportedCpuid, "KVM_GET_SUPPORTED_CPUID");
+  if (!supported.ok()) return supported.status();
+  std::vector<kvm_cpuid_entry2>& entries = *supported;
   AdjustCpuid(entries, machine);
   if (absl::Status choices = ApplyCpuChoices(entries, machine, not_given); !choices.ok())
     return choices;
+  if (machine.hyperv) {
+    absl::StatusOr<std::vector<kvm_cpuid_entry2>> hv =
+        SupportedCpuid(kvm_fd, kKvmGetSupportedHvCpuid, "KVM_GET_SUPPORTED_HV_CPUID");
+    if (!hv.ok()) return hv.status();
+    AddHypervLeaves(entries, *hv);
+    if (entries.size() > kMaxCpuidEntries)
+      return absl::InternalError("KVM_SET_CPUID2: more than 256 leaves with Hyper-V's");
+  }
+  std::vector<uint8_t> buffer(kKvmCpuid2HeaderBytes + entries.size() * sizeof(kvm_cpuid_entry2));
+  const uint32_t nent = static_cast<uint32_t>(entries.size());
+  std::memcpy(buffer.data(), &nent, sizeof(nent));
   std::memcpy(buffer.data() + kKvmCpuid2HeaderBytes, entries.data(),
               entries.size() * sizeof(kvm_cpuid_entry2));
   if (ioctl(fd_.get(), kKvmSetCpuid2, buffer.data()) < 0) return KvmError("KVM_SET_CPUID2");
+  if (machine.hyperv) {
+    // SynIC (and with it the synthetic timers): KVM handles its MSRs and
+    // delivers its interrupts through the local APIC, and tells the VMM of
+    // each SynIC control write with KVM_EXIT_HYPERV.
+    kvm_enable_cap cap{};
+    cap.cap = KVM_CAP_HYPERV_SYNIC2;
+    if (ioctl(fd_.get(), KVM_ENABLE_CAP, &cap) < 0)
+      return KvmError("KVM_ENABLE_CAP(KVM_CAP_HYPERV_SYNIC2)");
+  }
   if (machine.local_apic_in_kernel) return absl::OkStatus();
   // No local APIC: IA32_APIC_BASE disabled. KVM enables it at reset, with or
   // without an APIC in the kernel, and keeps CPUID.1:EDX.APIC equal to its

@@ -201,6 +201,10 @@ inline long KvmRunSyscall(int vcpu_fd) {
       return InternalError{r->internal.suberror};
     case KVM_EXIT_SYSTEM_EVENT:
       return SystemEvent{r->system_event.type};
+    case KVM_EXIT_HYPERV:
+      if (r->hyperv.type == KVM_EXIT_HYPERV_HCALL)
+        return HypervExit{r->hyperv.type, r->hyperv.u.hcall.input, reinterpret_cast<uint64_t*>(&r->hyperv.u.hcall.result)};
+      return HypervExit{r->hyperv.type};
     default:
       return UnknownExit{r->exit_reason};
   }

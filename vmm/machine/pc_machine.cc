@@ -86,6 +86,11 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
       return absl::Status(pit.code(), absl::StrFormat("no PIT here: %s", pit.message()));
   }
   tsc_deadline_timer_ = s.vm.HasTscDeadlineTimer();
+  if (config.hyperv) {
+    if (absl::Status hv = s.kvm.NeedHyperv(); !hv.ok())
+      return absl::Status(hv.code(), absl::StrFormat("no Hyper-V enlightenments here: %s",
+                                                     hv.message()));
+  }
 
   const GuestMemory& memory = s.memory;
   // What firmware would have left (bios_state.h), before the image, which
@@ -159,7 +164,8 @@ absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
                                              .tsc_deadline_timer = tsc_deadline_timer_,
                                              .features = s.config.cpu_features,
                                              .vendor = s.config.cpu_vendor,
-                                             .enforce = s.config.cpu_enforce},
+                                             .enforce = s.config.cpu_enforce,
+                                             .hyperv = s.config.hyperv},
                                 cpu == 0 ? &cpu_not_given_ : nullptr));
   // The others stay as KVM made them: in reset, waiting for INIT/SIPI.
   if (cpu != 0) return absl::OkStatus();

@@ -30,7 +30,8 @@ std::string DescribeRecentExit(const RecentExit& e,
     if ((e.reason == ExitReason::kIo || e.reason == ExitReason::kMmio) && e.write) {
       absl::StrAppendFormat(&what, " data=0x%x", e.detail);
     } else if (e.reason == ExitReason::kFailEntry || e.reason == ExitReason::kInternalError ||
-               e.reason == ExitReason::kSystemEvent || e.reason == ExitReason::kUnknown) {
+               e.reason == ExitReason::kSystemEvent || e.reason == ExitReason::kHyperv ||
+               e.reason == ExitReason::kUnknown) {
       absl::StrAppendFormat(&what, " detail=0x%x", e.detail);
     }
   }

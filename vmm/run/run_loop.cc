@@ -240,6 +240,15 @@ MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
             return StopWith(StopReason::kVmmError,
                             absl::StrFormat("unexpected KVM system event %u", e.type));
           },
+          [&](const HypervExit& h) -> MaybeStop {
+            // SynIC and the synthetic debugger live in the kernel: a control
+            // write needs nothing of the VMM. A hypercall KVM did not handle
+            // is one no device here serves: HV_STATUS_INVALID_HYPERCALL_CODE,
+            // as QEMU answers without a device for it.
+            constexpr uint64_t kHvStatusInvalidHypercallCode = 2;
+            if (h.hcall_result != nullptr) *h.hcall_result = kHvStatusInvalidHypercallCode;
+            return std::nullopt;
+          },
           [&](const UnknownExit& u) {
             return StopWith(StopReason::kVmmError,
                             absl::StrFormat("unexpected KVM exit reason %u", u.kvm_reason));
