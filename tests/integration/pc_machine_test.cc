@@ -218,7 +218,9 @@ TEST_P(PcAcpiTest, TablesDescribeEveryCpuAndThePmTimer) {
   EXPECT_EQ(v["table0"], "FACP,116");
   // Header and flags (44), a local APIC each (8), the IOAPIC (12), one override (10).
   EXPECT_EQ(v["table1"], "APIC," + std::to_string(44 + 8 * cpus + 12 + 10));
-  EXPECT_EQ(v["dsdt.length"], "36");
+  EXPECT_EQ(v["dsdt.length"], "60");  // the header, \_S3 and \_S5
+  EXPECT_EQ(v["fadt.pm1a_evt_blk"], absl::StrFormat("%#x", kPcPm1EventPort));
+  EXPECT_EQ(v["fadt.pm1a_cnt_blk"], absl::StrFormat("%#x", kPcPm1ControlPort));
   EXPECT_EQ(v["fadt.pm_tmr_blk"], absl::StrFormat("%#x", kPcPmTimerPort));
   EXPECT_EQ(v["fadt.pm_tmr_len"], "4");
   EXPECT_EQ(v["fadt.tmr_val_ext"], "0");
@@ -358,6 +360,81 @@ TEST(PcMachineTest, WithoutHypervKvmsLeavesComeFirst) {
   EXPECT_EQ(v["max_40000000"], "0x40000001");
   EXPECT_EQ(v.count("synic_control_writes"), 0u);
   EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHyperv)], 0u);
+}
+
+// ACPI S3 as kvm-unit-tests' s3 enters it (pc_s3): the FADT's PM1 blocks,
+// the RTC (valid, UIP once a second, today's date in BCD), then S3 with the
+// RTC's alarm as the wake event: the vCPU stops at the PM1_CNT write and
+// comes back in real mode at the FACS's waking vector, with WAK_STS and
+// RTC_STS set, and its resume code exits with code 0 (pc_s3's own checks).
+TEST(PcMachineTest, S3SleepsUntilTheRtcAlarmAndResumesAtTheWakingVector) {
+  REQUIRE_KVM();
+  const absl::Time before = absl::Now();
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_s3", ""));
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  EXPECT_EQ(run.result.exit_code, 1) << run.console;  // code 0: (0 << 1) | 1
+  EXPECT_NE(run.console.find("sleeping\nresumed\n"), std::string::npos) << run.console;
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["pm1_evt"], absl::StrFormat("%#x", kPcPm1EventPort));
+  EXPECT_EQ(v["pm1_cnt"], absl::StrFormat("%#x", kPcPm1ControlPort));
+  EXPECT_EQ(v["pm1_cnt_value"], "0x1");  // SCI_EN: ACPI always on
+  EXPECT_EQ(v["rtc_reg_d"], "0x80");
+  EXPECT_EQ(v["rtc_reg_b"], "0x2");
+  EXPECT_EQ(v["rtc_uip_seen"], "1");
+  // The date in BCD (century, year, month, day) is today's, UTC, or the
+  // next day's where the run crossed midnight.
+  auto bcd_date = [](absl::Time t) {
+    return "0x" + absl::FormatTime("%Y", t, absl::UTCTimeZone()).substr(0, 2) + "0x" +
+           absl::FormatTime("%y", t, absl::UTCTimeZone()) + "0x" +
+           absl::FormatTime("%m", t, absl::UTCTimeZone()) + "0x" +
+           absl::FormatTime("%d", t, absl::UTCTimeZone());
+  };
+  // put_hex drops leading zeros: 0x05 prints as 0x5.
+  auto unpadded = [](std::string s) {
+    for (size_t at = 0; (at = s.find("0x0", at)) != std::string::npos && at + 3 < s.size() &&
+                        s[at + 3] != 'x';)
+      s.erase(at + 2, 1);
+    return s;
+  };
+  const std::string date = v["rtc_date"];
+  EXPECT_TRUE(date == unpadded(bcd_date(before)) || date == unpadded(bcd_date(absl::Now())))
+      << date << " vs " << bcd_date(before);
+}
+
+// Without RTC_EN in PM1_EN nothing can wake the machine: the run stops as
+// halted forever, saying why, before the resume code could run.
+TEST(PcMachineTest, S3WithNoWakeEventStopsAsHaltedForever) {
+  REQUIRE_KVM();
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_s3", "nowake"));
+  if (!ran) return;
+  EXPECT_EQ(ran->result.reason, StopReason::kHaltedForever) << ran->result.detail;
+  EXPECT_NE(ran->result.detail.find("ACPI S3 with no wake event enabled"), std::string::npos)
+      << ran->result.detail;
+  EXPECT_EQ(ran->console.find("resumed"), std::string::npos);
+}
+
+// S5 is the DSDT's soft off: the run ends with status 0, as QEMU exits.
+TEST(PcMachineTest, S5PowersOff) {
+  REQUIRE_KVM();
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_s3", "s5"));
+  if (!ran) return;
+  EXPECT_EQ(ran->result.reason, StopReason::kGuestShutdown) << ran->result.detail;
+  EXPECT_EQ(ran->result.exit_code, 0);
+  EXPECT_NE(ran->console.find("sleeping\n"), std::string::npos);
+}
+
+// S3 with two vCPUs is not modelled: the run stops with that said.
+TEST(PcMachineTest, S3WithTwoVcpusIsRefusedAtTheSleep) {
+  REQUIRE_KVM();
+  std::optional<GuestRun> ran = RunPc(PcConfig("pc_s3", "", /*cpus=*/2));
+  if (!ran) return;
+  EXPECT_EQ(ran->result.reason, StopReason::kVmmError) << ran->result.detail;
+  EXPECT_NE(ran->result.detail.find("in ACPI S3 with 2 vCPUs: minivmm suspends a one-vCPU "
+                                    "machine only"),
+            std::string::npos)
+      << ran->result.detail;
 }
 
 class PcSmpTest : public ::testing::TestWithParam<uint32_t> {};

@@ -26,6 +26,8 @@ static void print_fadt(const struct acpi_header *fadt) {
   const struct acpi_header *dsdt = (const struct acpi_header *)*(const uint32_t *)(f + FADT_OFF_DSDT);
   check_table(dsdt);
   kv_dec("dsdt.length", dsdt->length);
+  kv_hex("fadt.pm1a_evt_blk", *(const uint32_t *)(f + FADT_OFF_PM1A_EVT_BLK));
+  kv_hex("fadt.pm1a_cnt_blk", *(const uint32_t *)(f + FADT_OFF_PM1A_CNT_BLK));
   kv_hex("fadt.pm_tmr_blk", *(const uint32_t *)(f + FADT_OFF_PM_TMR_BLK));
   kv_dec("fadt.pm_tmr_len", f[FADT_OFF_PM_TMR_LEN]);
   kv_dec("fadt.tmr_val_ext", (*(const uint32_t *)(f + FADT_OFF_FLAGS) >> 8) & 1);

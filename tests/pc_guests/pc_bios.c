@@ -39,14 +39,6 @@ static uint8_t pic_isr(uint16_t port) {
   return isr;
 }
 
-static int has_word(const char *s, const char *word) {
-  uint32_t n = str_len(word);
-  for (const char *p = s; *p; ++p) {
-    if ((p == s || p[-1] == ' ') && mem_eq(p, word, n) && (p[n] == ' ' || p[n] == 0)) return 1;
-  }
-  return 0;
-}
-
 void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   (void)magic;
   const uint32_t irq0 = ivt()[0x08], irq8 = ivt()[0x70];

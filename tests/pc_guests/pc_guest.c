@@ -151,3 +151,11 @@ uint16_t acpi_pm_timer_port(void) {
   if (fadt == 0) return 0;
   return (uint16_t)*(const uint32_t *)((const uint8_t *)fadt + FADT_OFF_PM_TMR_BLK);
 }
+
+int has_word(const char *s, const char *word) {
+  uint32_t n = str_len(word);
+  for (const char *p = s; *p; ++p) {
+    if ((p == s || p[-1] == ' ') && mem_eq(p, word, n) && (p[n] == ' ' || p[n] == 0)) return 1;
+  }
+  return 0;
+}

@@ -47,6 +47,11 @@ static inline uint8_t inb(uint16_t port) {
   __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
   return v;
 }
+static inline uint16_t inw(uint16_t port) {
+  uint16_t v;
+  __asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+  return v;
+}
 static inline uint32_t inl(uint16_t port) {
   uint32_t v;
   __asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
@@ -104,6 +109,8 @@ int str_eq(const char *a, const char *b);
 int mem_eq(const void *a, const void *b, uint32_t n);
 void mem_copy(void *dst, const void *src, uint32_t n);
 uint32_t str_len(const char *s);
+/* Whether `word` is one of the space-separated words of `s`. */
+int has_word(const char *s, const char *word);
 
 /* fw_cfg through its legacy ports (0x510 selector, 0x511 data): selects
    `key`, reads `len` bytes into `buf`. Returns the port accesses it made:
@@ -131,6 +138,8 @@ const struct acpi_header *acpi_find_table(uint32_t rsdp, const char sig[4]);
 uint16_t acpi_pm_timer_port(void);
 
 #define FADT_OFF_DSDT 40
+#define FADT_OFF_PM1A_EVT_BLK 56
+#define FADT_OFF_PM1A_CNT_BLK 64
 #define FADT_OFF_PM_TMR_BLK 76
 #define FADT_OFF_PM_TMR_LEN 91
 #define FADT_OFF_FLAGS 112

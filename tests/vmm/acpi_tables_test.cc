@@ -25,6 +25,8 @@ AcpiMachine PcMachine(uint32_t cpus) {
           .ioapic_id = static_cast<uint8_t>(cpus),
           .local_apic_address = 0xFEE00000,
           .pm_timer_port = 0xB008,
+          .pm1_event_port = 0xB000,
+          .pm1_control_port = 0xB004,
           .sci_irq = 9};
 }
 
@@ -112,6 +114,10 @@ TEST(AcpiTablesTest, FadtGivesThePmTimerTheSciAndTheFacsAndDsdt) {
   EXPECT_EQ(guest.U16(fadt + 46), 9u);               // SCI_INT
   EXPECT_EQ(guest.U32(fadt + 76), 0xB008u);          // PM_TMR_BLK
   EXPECT_EQ(guest.U8(fadt + 91), 4u);                // PM_TMR_LEN
+  EXPECT_EQ(guest.U32(fadt + 56), 0xB000u);          // PM1a_EVT_BLK
+  EXPECT_EQ(guest.U8(fadt + 88), 4u);                // PM1_EVT_LEN
+  EXPECT_EQ(guest.U32(fadt + 64), 0xB004u);          // PM1a_CNT_BLK
+  EXPECT_EQ(guest.U8(fadt + 89), 2u);                // PM1_CNT_LEN
   EXPECT_EQ(guest.U32(fadt + 112) & (1u << 8), 0u);  // TMR_VAL_EXT clear: 24 bits
 
   const uint64_t facs = guest.U32(fadt + 36);  // FIRMWARE_CTRL
@@ -123,8 +129,29 @@ TEST(AcpiTablesTest, FadtGivesThePmTimerTheSciAndTheFacsAndDsdt) {
 
   const uint64_t dsdt = guest.U32(fadt + 40);
   guest.CheckTable(dsdt, "DSDT");
-  EXPECT_EQ(guest.U32(dsdt + 4), 36u);
+  EXPECT_EQ(guest.U32(dsdt + 4), 60u);
   EXPECT_EQ(dsdt % 16, 0u);
+  // Name (_S3_, Package () {1, 1, 0, 0}), Name (_S5_, Package () {0, 0, 0, 0}).
+  const std::vector<uint8_t> aml(ram.begin() + dsdt + 36, ram.begin() + dsdt + 60);
+  EXPECT_EQ(aml, (std::vector<uint8_t>{0x08, '_', 'S', '3', '_', 0x12, 6, 4, 1, 1, 0, 0,
+                                       0x08, '_', 'S', '5', '_', 0x12, 6, 4, 0, 0, 0, 0}));
+}
+
+TEST(AcpiTablesTest, WithoutPm1BlocksTheDsdtIsAHeader) {
+  std::vector<uint8_t> ram(kAcpiTestRamSize, 0);
+  GuestMemory memory(ram);
+  AcpiMachine machine = PcMachine(1);
+  machine.pm1_event_port = machine.pm1_control_port = 0;
+  const uint64_t rsdp = WriteAcpiTables(machine, memory).value();
+  const GuestView guest(ram);
+  const uint64_t fadt = guest.TablesFromRsdt(guest.U32(rsdp + 16)).at("FACP");
+  EXPECT_EQ(guest.U32(fadt + 56), 0u);
+  EXPECT_EQ(guest.U8(fadt + 88), 0u);
+  EXPECT_EQ(guest.U32(fadt + 64), 0u);
+  EXPECT_EQ(guest.U8(fadt + 89), 0u);
+  const uint64_t dsdt = guest.U32(fadt + 40);
+  guest.CheckTable(dsdt, "DSDT");
+  EXPECT_EQ(guest.U32(dsdt + 4), 36u);
 }
 
 // One enabled local APIC per CPU with processor ID = APIC ID = its index,

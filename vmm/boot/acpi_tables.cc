@@ -1,5 +1,7 @@
 #include "vmm/boot/acpi_tables.h"
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <span>
@@ -103,6 +105,19 @@ static_assert(sizeof(MadtInterruptOverride) == 10);
 constexpr uint8_t kFadtIntModelApic = 1;  // ACPI 1.0's INT_MODEL: multiple APICs
 constexpr uint32_t kFadtWbinvd = 1;       // WBINVD flushes every cache, as on any x86
 constexpr uint8_t kPmTimerLen = 4;
+constexpr uint8_t kPm1EventLen = 4;    // PM1_STS and PM1_EN, two bytes each
+constexpr uint8_t kPm1ControlLen = 2;  // PM1_CNT
+
+// AML (ACPI 6.5, 20.2): Name (_Sx_, Package () {SLP_TYPa, SLP_TYPb, 0, 0}),
+// with SLP_TYP 0 or 1, ZeroOp or OneOp.
+constexpr uint8_t kAmlNameOp = 0x08, kAmlPackageOp = 0x12, kAmlZeroOp = 0x00, kAmlOneOp = 0x01;
+std::array<uint8_t, 12> SleepStatePackage(char state, uint8_t slp_typ) {
+  const uint8_t typ = slp_typ == 0 ? kAmlZeroOp : kAmlOneOp;
+  return {kAmlNameOp, '_', 'S', static_cast<uint8_t>(state), '_', kAmlPackageOp,
+          /*PkgLength: itself, NumElements, four elements*/ 6, /*NumElements*/ 4, typ, typ,
+          kAmlZeroOp, kAmlZeroOp};
+}
+static_assert(kAcpiSleepTypeS3 <= 1 && kAcpiSleepTypeS5 <= 1, "ZeroOp or OneOp");
 constexpr uint8_t kIsaBus = 0, kTimerIrq = 0, kTimerGsi = 2;
 constexpr uint16_t kOverrideConformsToBus = 0;  // polarity and trigger those of ISA
 
@@ -164,6 +179,10 @@ void PutFadt(AcpiImage& image, const AcpiMachine& machine) {
   fadt.int_model = kFadtIntModelApic;
   fadt.sci_int = machine.sci_irq;
   // SMI_CMD 0: no SMI command port, ACPI is always enabled.
+  fadt.pm1a_evt_blk = machine.pm1_event_port;
+  fadt.pm1_evt_len = machine.pm1_event_port != 0 ? kPm1EventLen : 0;
+  fadt.pm1a_cnt_blk = machine.pm1_control_port;
+  fadt.pm1_cnt_len = machine.pm1_control_port != 0 ? kPm1ControlLen : 0;
   fadt.pm_tmr_blk = machine.pm_timer_port;
   fadt.pm_tmr_len = kPmTimerLen;
   fadt.flags = kFadtWbinvd;  // TMR_VAL_EXT (bit 8) clear: the PM timer counts 24 bits
@@ -226,8 +245,19 @@ absl::StatusOr<uint64_t> WriteAcpiTables(const AcpiMachine& machine, const Guest
   SetChars(facs.signature, kAcpiFacsSignature);
   facs.length = sizeof(AcpiFacs);
   PutAcpi(image, kAcpiFacsGpa, facs);
-  // An empty DSDT: no AML, no devices described. Revision 1: 32-bit integers.
-  PutSealedAcpi(image, kAcpiDsdtGpa, MakeAcpiHeader(kAcpiDsdtSignature, sizeof(AcpiHeader), 1));
+  // The DSDT: no devices described; with a PM1 control block, the sleeping
+  // states it can enter. Revision 1: 32-bit integers.
+  std::vector<uint8_t> aml;
+  if (machine.pm1_control_port != 0) {
+    for (const auto& package :
+         {SleepStatePackage('3', kAcpiSleepTypeS3), SleepStatePackage('5', kAcpiSleepTypeS5)})
+      aml.insert(aml.end(), package.begin(), package.end());
+  }
+  const auto dsdt_length = static_cast<uint32_t>(sizeof(AcpiHeader) + aml.size());
+  static_assert(kAcpiDsdtGpa + sizeof(AcpiHeader) + 24 <= kAcpiMadtGpa);
+  PutAcpi(image, kAcpiDsdtGpa, MakeAcpiHeader(kAcpiDsdtSignature, dsdt_length, 1));
+  std::copy(aml.begin(), aml.end(), image.begin() + (kAcpiDsdtGpa + sizeof(AcpiHeader) - kAcpiAreaStart));
+  SealAcpi(image, kAcpiDsdtGpa, dsdt_length, kHeaderChecksumOffset);
   PutMadt(image, machine);
 
   // RAM holds the whole BIOS area, checked above, so this store is not refused.

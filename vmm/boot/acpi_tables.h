@@ -24,7 +24,7 @@ inline constexpr uint64_t kAcpiRsdpGpa = 0xE0000;  // 20 bytes
 inline constexpr uint64_t kAcpiRsdtGpa = 0xE0040;  // 44 bytes: two entries
 inline constexpr uint64_t kAcpiFadtGpa = 0xE0080;  // 116 bytes
 inline constexpr uint64_t kAcpiFacsGpa = 0xE0100;  // 64 bytes
-inline constexpr uint64_t kAcpiDsdtGpa = 0xE0140;  // 36 bytes: a header only
+inline constexpr uint64_t kAcpiDsdtGpa = 0xE0140;  // 36 bytes, 60 with the sleep states
 inline constexpr uint64_t kAcpiMadtGpa = 0xE0200;
 inline constexpr uint64_t kAcpiMadtEnd = 0xE1000;
 
@@ -51,6 +51,16 @@ inline constexpr uint8_t kMadtTypeInterruptOverride = 2;
 inline constexpr uint32_t kMadtPcatCompat = 1;  // the MADT's flags: dual 8259s too
 inline constexpr uint32_t kMadtLocalApicEnabled = 1;
 
+// The FACS's FIRMWARE_WAKING_VECTOR (a 32-bit real-mode address the OS
+// writes before sleeping; ACPI 1.0's FACS has no 64-bit one).
+inline constexpr uint64_t kAcpiFacsWakingVectorOffset = 12;
+
+// The sleeping states the DSDT names, as \_S3 and \_S5 packages: their
+// SLP_TYP value for PM1_CNT (QEMU's PIIX4 values, which kvm-unit-tests' s3
+// writes without reading the DSDT).
+inline constexpr uint8_t kAcpiSleepTypeS3 = 1;
+inline constexpr uint8_t kAcpiSleepTypeS5 = 0;
+
 // At most this many CPUs: one byte of processor ID and APIC ID each.
 inline constexpr uint32_t kAcpiMaxCpus = 255;
 
@@ -65,13 +75,19 @@ struct AcpiMachine {
   uint32_t local_apic_address = 0xFEE00000;
   // The FADT's PM_TMR_BLK (PM_TMR_LEN 4); TMR_VAL_EXT clear: a 24-bit timer.
   uint16_t pm_timer_port = 0;
+  // The FADT's PM1a_EVT_BLK (PM1_EVT_LEN 4: status and enable) and
+  // PM1a_CNT_BLK (PM1_CNT_LEN 2); 0: none, and then the DSDT names no
+  // sleeping state.
+  uint16_t pm1_event_port = 0;
+  uint16_t pm1_control_port = 0;
   // The FADT's SCI_INT, an ISA IRQ.
   uint16_t sci_irq = 9;
 };
 
 // Writes every table at its address above: the RSDP (revision 0, 20 bytes,
 // pointing at the RSDT), the RSDT (the FADT, then the MADT), the FADT
-// (revision 1, FIRMWARE_CTRL the FACS, DSDT the DSDT), the FACS, the DSDT and
+// (revision 1, FIRMWARE_CTRL the FACS, DSDT the DSDT), the FACS, the DSDT (with
+// PM1 blocks, the \_S3 and \_S5 packages: kAcpiSleepTypeS3/S5) and
 // the MADT (flags PCAT_COMPAT; a local APIC per CPU, the IOAPIC, and an
 // interrupt source override ISA IRQ 0 -> GSI 2). Every table's bytes sum to 0
 // mod 256 (the RSDP's first 20). Returns the RSDP's address.

@@ -239,6 +239,43 @@ absl::Status KvmVcpu::SetProtectedModeBoot(const ProtectedModeBoot& boot) {
   return SetPowerOnState(sregs, regs);
 }
 
+absl::Status KvmVcpu::EnterRealMode(uint16_t segment, uint16_t offset) {
+  __atomic_store_n(&run_->immediate_exit, 1, __ATOMIC_SEQ_CST);
+  const int rc = ioctl(fd_.get(), KVM_RUN, 0);
+  const int error = errno;
+  ClearKick();
+  if (rc == 0 || error != EINTR)
+    return absl::InternalError(absl::StrFormat(
+        "KVM_RUN with immediate_exit, to complete the exit before real mode, returned %d (%s)",
+        rc, rc == 0 ? "an exit" : strerror(error)));
+  kvm_sregs sregs{};
+  if (ioctl(fd_.get(), KVM_GET_SREGS, &sregs) < 0) return KvmError("KVM_GET_SREGS");
+  auto real = [](uint16_t selector, uint8_t type) {
+    kvm_segment s{};
+    s.base = uint64_t{selector} << 4;
+    s.limit = 0xffff;
+    s.selector = selector;
+    s.type = type;
+    s.present = 1;
+    s.s = 1;
+    return s;
+  };
+  sregs.cr0 = kCr0Et;
+  sregs.cr3 = 0;
+  sregs.cr4 = 0;
+  sregs.efer = 0;
+  sregs.cs = real(segment, 0xb);
+  sregs.ds = sregs.es = sregs.ss = sregs.fs = sregs.gs = real(0, 0x3);
+  sregs.gdt = {};
+  sregs.idt = {};
+  sregs.idt.limit = 0x3ff;
+  std::memset(sregs.interrupt_bitmap, 0, sizeof(sregs.interrupt_bitmap));
+  kvm_regs regs{};
+  regs.rip = offset;
+  regs.rflags = 0x2;
+  return SetPowerOnState(sregs, regs);
+}
+
 absl::Status KvmVcpu::BindToCurrentThread() {
   if (absl::Status s = PrepareKickSignal(fd_.get()); !s.ok()) return s;
   thread_ = pthread_self();

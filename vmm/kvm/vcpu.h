@@ -74,6 +74,14 @@ class KvmVcpu final : public Vcpu {
                         std::vector<std::string>* not_given = nullptr);
   absl::Status SetLongModeBoot(const LongModeBoot& boot);
   absl::Status SetProtectedModeBoot(const ProtectedModeBoot& boot);
+  // Real mode at segment:offset, as a BIOS's resume path jumps to the
+  // FACS's waking vector: CR0.PE and paging off, CR4 and EFER 0, every data
+  // segment 0, the IDT the vector table at 0, the general registers 0 and
+  // RFLAGS 0x2. The exit under way is completed first (KVM finishes an OUT
+  // on the next KVM_RUN, moving RIP past it: a KVM_RUN with immediate_exit
+  // does that and nothing else), so that nothing moves what is set here.
+  // On the vCPU's own thread, between exits.
+  absl::Status EnterRealMode(uint16_t segment, uint16_t offset);
 
   // Makes the calling thread this vCPU's thread: Kick() signals it, and the
   // kick signal is blocked outside KVM_RUN (see kick.h). Call before Run().

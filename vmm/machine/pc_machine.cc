@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "devices/acpi_pm1.h"
 #include "devices/fw_cfg.h"
 #include "devices/irq_lines.h"
 #include "devices/pc_testdev.h"
 #include "devices/pm_timer.h"
+#include "devices/rtc_cmos.h"
 #include "minivmm_abi/boot.h"
 #include "vmm/boot/acpi_tables.h"
 #include "vmm/boot/bios_state.h"
@@ -34,11 +36,37 @@ absl::Status About(const std::string& path, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrFormat("%s: %s", path, status.message()));
 }
 
-class PcMachine final : public Machine, public IrqLines {
+// The CMOS bytes a PC's firmware reads, as QEMU's pc_cmos_init sets them:
+// base memory 640 KiB (0x15-0x16), the KiB above 1 MiB up to 65535 (0x17-0x18
+// and again 0x30-0x31), the 64 KiB units above 16 MiB below 4 GiB up to
+// 0xFFFF (0x34-0x35), those above 4 GiB (0x5B-0x5D: none, RAM ends below
+// 3 GiB), and the CPUs less one (0x5F).
+std::array<uint8_t, RtcCmos::kBytes> PcCmosRam(const VmConfig& config) {
+  std::array<uint8_t, RtcCmos::kBytes> ram{};
+  auto put16 = [&ram](size_t at, uint64_t value) {
+    ram[at] = static_cast<uint8_t>(value);
+    ram[at + 1] = static_cast<uint8_t>(value >> 8);
+  };
+  constexpr uint64_t kKiB = 1024, kMiB = 1024 * kKiB;
+  put16(0x15, 640);
+  const uint64_t above_1m = config.memory_bytes > kMiB ? (config.memory_bytes - kMiB) / kKiB : 0;
+  put16(0x17, std::min<uint64_t>(above_1m, 0xFFFF));
+  put16(0x30, std::min<uint64_t>(above_1m, 0xFFFF));
+  const uint64_t above_16m =
+      config.memory_bytes > 16 * kMiB ? (config.memory_bytes - 16 * kMiB) / (64 * kKiB) : 0;
+  put16(0x34, std::min<uint64_t>(above_16m, 0xFFFF));
+  ram[0x5F] = static_cast<uint8_t>(config.cpus - 1);
+  return ram;
+}
+
+class PcMachine final : public Machine, public IrqLines, public AcpiSleeper {
  public:
   explicit PcMachine(const VmConfig& config)
       : fw_cfg_(FwCfgConfig{.cpus = static_cast<uint16_t>(config.cpus),
-                            .ram_bytes = config.memory_bytes}) {
+                            .ram_bytes = config.memory_bytes}),
+        rtc_(RtcCmos::Config{.wall_seconds = RtcCmos::WallSeconds(),
+                             .ram = PcCmosRam(config)}),
+        pm1_(this) {
     if (config.pc_testdev) testdev_.emplace(this);
   }
 
@@ -56,11 +84,27 @@ class PcMachine final : public Machine, public IrqLines {
 
   // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc), for pc-testdev.
   void SetLevel(uint32_t irq, bool high) override;
+  // A PM1_CNT write with SLP_EN: S5 powers off (the run ends with status 0,
+  // as QEMU exits); S3 suspends the vCPU until the RTC's alarm where PM1_EN
+  // enables it as a wake event, then Resume; any other SLP_TYP names no
+  // state the DSDT offers and is ignored, said in the notes.
+  void Sleep(uint8_t slp_typ, ExitContext& ctx) override;
 
  private:
+  // The firmware's resume path from S3, on vCPU `cpu`'s thread: the RTC's
+  // alarm and PM1's WAK_STS and RTC_STS set, the PICs as a BIOS sets them up,
+  // and the vCPU in real mode at the FACS's waking vector. The guest's
+  // vector is untrusted: 0 or beyond 1 MiB stops the run, saying so.
+  absl::Status Resume(uint32_t cpu);
+
   KvmVm* vm_ = nullptr;
+  const GuestMemory* memory_ = nullptr;
+  std::vector<KvmVcpu*> vcpus_;
   FwCfg fw_cfg_;
   PmTimer pm_timer_;
+  RtcCmos rtc_;
+  AcpiPm1 pm1_;
+  uint64_t sleeps_ignored_ = 0;
   std::optional<PcTestdev> testdev_;
   uint64_t irq_line_failures_ = 0;
   uint32_t entry_ = 0;
@@ -93,6 +137,7 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   }
 
   const GuestMemory& memory = s.memory;
+  memory_ = &memory;
   // What firmware would have left (bios_state.h), before the image, which
   // may load over the vector table as over a BIOS's.
   RETURN_IF_ERROR(SetBiosState(s.vm, memory, config.pit));
@@ -120,7 +165,9 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
                                    .ioapic_address = kPcIoapicGpa,
                                    .ioapic_id = kPcIoapicId,
                                    .local_apic_address = kPcLocalApicGpa,
-                                   .pm_timer_port = kPcPmTimerPort},
+                                   .pm_timer_port = kPcPmTimerPort,
+                                   .pm1_event_port = kPcPm1EventPort,
+                                   .pm1_control_port = kPcPm1ControlPort},
                                   memory)
                       .status());
 
@@ -129,6 +176,11 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
       s.pio_bus.Register(MVMM_DEBUG_EXIT_PORT, DebugExit::kIoSize, &s.debug_exit).status());
   RETURN_IF_ERROR(s.pio_bus.Register(FwCfg::kPortBase, FwCfg::kIoSize, &fw_cfg_).status());
   RETURN_IF_ERROR(s.pio_bus.Register(kPcPmTimerPort, PmTimer::kIoSize, &pm_timer_).status());
+  RETURN_IF_ERROR(
+      s.pio_bus.Register(kPcPm1EventPort, AcpiPm1Events::kIoSize, &pm1_.events).status());
+  RETURN_IF_ERROR(
+      s.pio_bus.Register(kPcPm1ControlPort, AcpiPm1Control::kIoSize, &pm1_.control).status());
+  RETURN_IF_ERROR(s.pio_bus.Register(RtcCmos::kPortBase, RtcCmos::kIoSize, &rtc_).status());
   if (testdev_) {
     RETURN_IF_ERROR(
         s.pio_bus.Register(PcTestdevPorts::kPortBase, PcTestdevPorts::kIoSize, &testdev_->ports)
@@ -147,8 +199,48 @@ void PcMachine::SetLevel(uint32_t irq, bool high) {
   if (!vm_->SetIrqLine(irq, high).ok()) ++irq_line_failures_;
 }
 
+void PcMachine::Sleep(uint8_t slp_typ, ExitContext& ctx) {
+  if (slp_typ == kAcpiSleepTypeS5) {
+    ctx.control.Shutdown(0);
+    return;
+  }
+  if (slp_typ != kAcpiSleepTypeS3) {
+    ++sleeps_ignored_;
+    return;
+  }
+  std::optional<uint64_t> wake_at;
+  if (pm1_.rtc_wake_enabled()) wake_at = rtc_.NextAlarmNs();
+  const uint32_t cpu = ctx.vcpu_id;
+  ctx.control.Suspend(wake_at, [this, cpu] { return Resume(cpu); });
+}
+
+absl::Status PcMachine::Resume(uint32_t cpu) {
+  rtc_.RaiseAlarm();
+  pm1_.Wake(/*by_rtc=*/true);
+  const std::optional<uint32_t> vector =
+      memory_->ReadObj<uint32_t>(GuestAddress(kAcpiFacsGpa + kAcpiFacsWakingVectorOffset));
+  if (!vector || *vector == 0)
+    return absl::FailedPreconditionError(
+        "the guest woke from ACPI S3 with no waking vector in the FACS");
+  constexpr uint32_t kRealModeEnd = 0x100000;
+  if (*vector >= kRealModeEnd)
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the guest woke from ACPI S3 with the FACS's waking vector 0x%x, beyond real mode's 1 MiB",
+        *vector));
+  if (cpu >= vcpus_.size() || vcpus_[cpu] == nullptr)
+    return absl::InternalError(absl::StrFormat("no vCPU %u to resume", cpu));
+  RETURN_IF_ERROR(vm_->ProgramPics(kBiosPicMaster, kBiosPicSlave));
+  return vcpus_[cpu]->EnterRealMode(static_cast<uint16_t>(*vector >> 4),
+                                    static_cast<uint16_t>(*vector & 0xF));
+}
+
 std::vector<std::string> PcMachine::notes() const {
   std::vector<std::string> notes;
+  if (sleeps_ignored_ != 0)
+    notes.push_back(absl::StrFormat(
+        "the guest asked for a sleeping state the DSDT does not name %u times (PM1_CNT.SLP_TYP "
+        "other than S3's %u and S5's %u); ignored",
+        sleeps_ignored_, kAcpiSleepTypeS3, kAcpiSleepTypeS5));
   for (const std::string& line : cpu_not_given_) notes.push_back("warning: " + line);
   if (irq_line_failures_ != 0)
     notes.push_back(absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
@@ -157,6 +249,8 @@ std::vector<std::string> PcMachine::notes() const {
 }
 
 absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
+  if (vcpus_.size() <= cpu) vcpus_.resize(cpu + 1, nullptr);
+  vcpus_[cpu] = &vcpu;
   // What vCPU 0 could not be given, said once (every vCPU's CPUID is alike).
   RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(),
                                 CpuidMachine{.apic_id = cpu,

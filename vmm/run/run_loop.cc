@@ -299,6 +299,8 @@ MaybeStop RunLoop::HonourRequest() {
       return Block(/*from_hlt=*/false);
     case VcpuRequest::kLockWait:
       return LockWait();
+    case VcpuRequest::kSuspend:
+      return Suspend();
     case VcpuRequest::kNone:
       break;
   }
@@ -353,6 +355,47 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
   }
   if (has_runstate && !p_.hypercalls.memory.WriteObj(runstate, uint32_t{MVMM_RUNSTATE_RUNNING}))
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
+  return std::nullopt;
+}
+
+// ACPI S3 (VcpuRequest::kSuspend, the PC machine's PM1 control): the vCPU
+// sleeps, without the big lock, until the machine's wake event is due or the
+// run stops; then the machine's resume path brings it back (vmm/machine/
+// pc_machine.cc). A one-vCPU machine only: suspending several would need
+// every other vCPU stopped and put back in reset, which minivmm does not
+// model; the run stops with that said. No wake event enabled: the machine
+// would sleep forever, so the run stops as halted forever.
+MaybeStop RunLoop::Suspend() {
+  const std::optional<uint64_t> wake_at = control_.wake_at_ns;
+  std::function<absl::Status()> resume = std::move(control_.resume);
+  control_.wake_at_ns.reset();
+  control_.resume = nullptr;
+  if (cpus_->count() > 1)
+    return StopWith(StopReason::kVmmError,
+                    absl::StrFormat("vCPU %u put the machine in ACPI S3 with %u vCPUs: minivmm "
+                                    "suspends a one-vCPU machine only",
+                                    p_.vcpu_id, cpus_->count()));
+  if (!wake_at || !resume)
+    return StopWith(StopReason::kHaltedForever,
+                    "the guest entered ACPI S3 with no wake event enabled (PM1_EN.RTC_EN and "
+                    "the RTC's alarm, register B's AIE)");
+  VmSignals& s = p_.signals;
+  const auto due = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(*wake_at));
+  if (p_.big_lock != nullptr) p_.big_lock->unlock();
+  {
+    std::unique_lock lock(s.mu);
+    // As Block: RequestStop() does not take the lock, so poll its bit too.
+    while ((s.Raised() & VmSignals::kAnyStop) == 0 && std::chrono::steady_clock::now() < due)
+      s.cv.wait_until(lock, std::min(due, std::chrono::steady_clock::now() +
+                                              std::chrono::milliseconds(50)));
+  }
+  if (p_.big_lock != nullptr) p_.big_lock->lock();
+  if (s.Raised() & VmSignals::kAnyStop) {
+    idle_at_stop_ = true;
+    return std::nullopt;  // the loop stops before the next entry
+  }
+  if (absl::Status resumed = resume(); !resumed.ok())
+    return StopWith(StopReason::kVmmError, std::string(resumed.message()));
   return std::nullopt;
 }
 

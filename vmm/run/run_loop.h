@@ -143,6 +143,7 @@ class RunLoop {
   std::optional<RunStop> HonourRequest();
   std::optional<RunStop> Block(bool from_hlt, bool lock_wait = false);
   std::optional<RunStop> LockWait();
+  std::optional<RunStop> Suspend();
   std::string HaltedForeverDetail(bool from_hlt, bool halted, bool lock_wait) const;
   static void Describe(const VcpuExit& exit, ExitEvent& event);
 
