@@ -1,6 +1,6 @@
 // Where the PC machine may be refused by its host check
-// (vmm/machine/pc_host_check.h): only on kvm_pvm, which by its source cannot
-// deliver an exception to a guest in protected mode (docs/hosts.md). There a
+// (vmm/machine/pc_host_check.h): only on kvm_pvm, whose emulator cannot
+// return from an exception with a protected-mode iret (docs/hosts.md). There a
 // test of the machine asserts the refusal line and nothing else; on every
 // other KVM the refusal fails the test, and where the check passes on kvm_pvm
 // the test asserts everything it asserts elsewhere.
@@ -29,7 +29,8 @@ inline bool PcRefusedHere(std::string_view text) {
   if (at == std::string_view::npos) return false;
   EXPECT_TRUE(PcRefusalAllowedHere())
       << "the pc machine was refused on a KVM that must run it: " << text;
-  EXPECT_NE(text.find(" (a #UD through the guest's IDT ended in ", at), std::string_view::npos)
+  EXPECT_NE(text.find(" (a #UD through the guest's IDT and its handler's iret ended in ", at),
+            std::string_view::npos)
       << text;
   return true;
 }

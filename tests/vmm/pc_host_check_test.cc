@@ -12,7 +12,7 @@ namespace minivmm {
 namespace {
 
 std::string Refusal(const std::string& how) {
-  return std::string(kPcNoProtectedModeEvents) + " (a #UD through the guest's IDT ended in " + how +
+  return std::string(kPcNoProtectedModeEvents) + " (a #UD through the guest's IDT and its handler's iret ended in " + how +
          ")";
 }
 
@@ -34,9 +34,9 @@ TEST(PcHostCheckJudgeTest, OnlyTheHandlersByteOnItsPortPasses) {
 }
 
 TEST(PcHostCheckJudgeTest, EveryOtherEndIsNamedInTheRefusal) {
-  // kvm_pvm's, by its source: the emulator gives up on the exception.
+  // kvm_pvm's (seen): its emulator gives up on the handler's iret.
   ExpectRefused(InternalError{1}, "KVM_EXIT_INTERNAL_ERROR, suberror 1");
-  ExpectRefused(Hlt{}, "the HLT after ud2 (the #UD was lost)");
+  ExpectRefused(Hlt{}, "a HLT");
   ExpectRefused(Shutdown{}, "a triple fault (KVM_EXIT_SHUTDOWN)");
   ExpectRefused(Interrupted{}, "no exit within the time limit");
   ExpectRefused(FailEntry{0x80000021}, "KVM_EXIT_FAIL_ENTRY, reason 0x80000021");

@@ -35,18 +35,19 @@ constexpr int kUdVector = 6;
 // The probe into its 64 KiB (every address below is a constant inside it,
 // so a write can fail only if the memory is smaller: false then).
 bool WriteProbe(const GuestMemory& memory) {
-  const std::array<uint8_t, 22> code = {
+  const std::array<uint8_t, 26> code = {
       0xbc, 0x00, 0x80, 0x00, 0x00,              // mov esp, kStackTop
       0x0f, 0x01, 0x15, 0x00, 0x21, 0x00, 0x00,  // lgdt [kGdtrGpa]
       0x0f, 0x01, 0x1d, 0x00, 0x23, 0x00, 0x00,  // lidt [kIdtrGpa]
       0x0f, 0x0b,                                // ud2
-      0xf4,                                      // hlt: only if the #UD was lost
+      0xb0, kPcProbeByte,                        // mov al, kPcProbeByte: after the iret
+      0xe6, kPcProbePort,                        // out kPcProbePort, al
+      0xf4,                                      // hlt
   };
   static_assert(kStackTop == 0x8000 && kGdtrGpa == 0x2100 && kIdtrGpa == 0x2300);
   const std::array<uint8_t, 5> handler = {
-      0xb0, kPcProbeByte,  // mov al, kPcProbeByte
-      0xe6, kPcProbePort,  // out kPcProbePort, al
-      0xf4,                // hlt
+      0x83, 0x04, 0x24, 0x02,  // add dword [esp], 2: return past the ud2
+      0xcf,                    // iret
   };
   static_assert(kPcProbePort < 0x100, "out imm8");
   // A GDTR or IDTR: its limit, then its 32-bit base.
@@ -78,7 +79,7 @@ std::string Describe(const VcpuExit& exit) {
         } else if constexpr (std::is_same_v<T, MmioRead> || std::is_same_v<T, MmioWrite>) {
           return absl::StrFormat("an MMIO access at 0x%x", e.address);
         } else if constexpr (std::is_same_v<T, Hlt>) {
-          return "the HLT after ud2 (the #UD was lost)";
+          return "a HLT";
         } else if constexpr (std::is_same_v<T, Interrupted>) {
           return "no exit within the time limit";
         } else if constexpr (std::is_same_v<T, Shutdown>) {
@@ -109,7 +110,8 @@ absl::Status JudgePcEventProbe(const VcpuExit& exit) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrFormat(
-      "%s (a #UD through the guest's IDT ended in %s)", kPcNoProtectedModeEvents, Describe(exit)));
+      "%s (a #UD through the guest's IDT and its handler's iret ended in %s)",
+      kPcNoProtectedModeEvents, Describe(exit)));
 }
 
 absl::Status CheckPcMachineRunsHere(const KvmSystem& kvm, absl::Duration limit) {

@@ -1,13 +1,14 @@
 // Whether this host's KVM can run the PC machine at all, found out before the
 // machine's own VM is built: a throwaway VM of 64 KiB with one vCPU entered in
 // 32-bit protected mode (as a Multiboot image is) executes `ud2` with an IDT
-// of its own, and the #UD must reach its handler, which writes a byte to a
-// port. Every PC guest takes exceptions and interrupts in protected mode
-// (kvm-unit-tests from its first instruction on), so a KVM that cannot
-// deliver one there cannot run the machine. kvm_pvm, by its source, is such a
-// KVM: it runs a guest outside its 64-bit PVM mode in KVM's instruction
-// emulator, which ends with an internal error on an exception
-// (docs/hosts.md, docs/machines.md "cannot run").
+// of its own; the #UD must reach its handler, whose `iret` must return past
+// the ud2, where the probe writes a byte to a port. Every PC guest takes
+// exceptions and interrupts in protected mode and returns from them
+// (kvm-unit-tests from its first instruction on), so a KVM that cannot do
+// both there cannot run the machine. kvm_pvm is such a KVM: it runs a guest
+// outside its 64-bit PVM mode in KVM's instruction emulator, which delivers
+// the #UD but cannot emulate a protected-mode `iret` (an internal error;
+// seen on kvm_pvm, docs/hosts.md, docs/machines.md "cannot run").
 #ifndef MINIVMM_VMM_MACHINE_PC_HOST_CHECK_H_
 #define MINIVMM_VMM_MACHINE_PC_HOST_CHECK_H_
 
@@ -24,15 +25,16 @@ namespace minivmm {
 // The refusal's first words; the rest says how the probe's run ended.
 inline constexpr std::string_view kPcNoProtectedModeEvents =
     "the pc machine cannot run here: this host's KVM does not deliver an exception to a guest "
-    "in 32-bit protected mode";
+    "in 32-bit protected mode and return from it";
 
 // What the probe's handler writes, and where.
 inline constexpr uint16_t kPcProbePort = 0x80;
 inline constexpr uint8_t kPcProbeByte = 0x5a;
 
 // The probe's verdict on the first exit its run ended with: OK for the
-// handler's write; otherwise FailedPrecondition, "<kPcNoProtectedModeEvents>
-// (a #UD through the guest's IDT ended in <what happened>)".
+// write after the handler's iret; otherwise FailedPrecondition,
+// "<kPcNoProtectedModeEvents> (a #UD through the guest's IDT and its
+// handler's iret ended in <what happened>)".
 absl::Status JudgePcEventProbe(const VcpuExit& exit);
 
 // Runs the probe (a few milliseconds; `limit` bounds a vCPU that never comes
