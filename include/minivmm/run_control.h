@@ -1,6 +1,6 @@
 // What a device or hypercall handler asks the run loop to do after the exit
-// it is handling. Data (and a machine's resume path), one per vCPU, read by the run loop after every
-// handled exit.
+// it is handling. Data (and a machine's resume path), one per vCPU, read by
+// the run loop after every handled exit.
 #ifndef MINIVMM_RUN_CONTROL_H_
 #define MINIVMM_RUN_CONTROL_H_
 

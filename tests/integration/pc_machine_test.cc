@@ -331,7 +331,8 @@ TEST(PcMachineTest, HypervLeavesAndSynicControlExits) {
     absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
     ASSERT_FALSE(vm.ok());
     EXPECT_EQ(vm.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_EQ(vm.status().message(), "no Hyper-V enlightenments here: " + std::string(hv.message()));
+    EXPECT_EQ(vm.status().message(),
+              "no Hyper-V enlightenments here: " + std::string(hv.message()));
     return;
   }
   std::optional<GuestRun> ran = RunPc(config);
