@@ -189,6 +189,7 @@ struct PyVmOptions {
   std::string cpu_features, cpu_vendor;
   bool cpu_enforce = false;
   bool kernel_exits = false;
+  bool kernel_exit_events = false;
   std::string kernel;
   int64_t memory = 64ll << 20;
   std::string backend, pvops, workload, cmdline;
@@ -234,6 +235,9 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   config.cpu_vendor = o.cpu_vendor;
   config.cpu_enforce = o.cpu_enforce;
   config.kernel_exits = o.kernel_exits;
+  if (o.kernel_exit_events && !o.kernel_exits)
+    RaiseValueError("kernel_exit_events needs kernel_exits=True");
+  config.kernel_exit_events = o.kernel_exit_events;
   if (config.machine != MachineKind::kBuiltin &&
       (!o.backend.empty() || !o.pvops.empty() || !o.workload.empty()))
     RaiseValueError("backend, pvops and workload are the built-in guest's; the " + o.machine +
@@ -363,6 +367,20 @@ class PyVm {
     out.attr("status") = cli::ExitStatusFor(*result, SIGINT);  // as `minivmm run` would exit
     out.attr("console") = py::bytes(console_.Take()).attr("decode")("utf-8", "replace");
     out.attr("console_tail") = result->console_tail;
+    if (config_.kernel_exit_events) {
+      // Every exit KVM's tracepoint saw, one dict each, in time order.
+      py::list events;
+      for (const KernelExitEvent& e : result->kernel_exit_events) {
+        py::dict event;
+        event["vcpu"] = e.vcpu;
+        event["time_ns"] = e.time_ns;
+        event["reason"] = result->kernel_exit_reasons.at(e.reason);
+        event["rip"] = e.rip;
+        event["to_vmm"] = e.to_vmm;
+        events.append(std::move(event));
+      }
+      out.attr("kernel_exit_events") = events;
+    }
     return out;
   }
 
@@ -464,9 +482,13 @@ class RunRecord(dict):
     ok (the guest shut down with 0 and no self-check failed), failure (why
     not, or ""), status (the exit status `minivmm run` would return),
     console (the guest's output, up to 1 MiB) and console_tail (its last
-    lines); with sites=True, sites (minivmm.sites(record)), else None."""
+    lines); with sites=True, sites (minivmm.sites(record)), else None;
+    with kernel_exit_events=True, kernel_exit_events (every exit KVM's
+    tracepoint saw, in time order: dicts of vcpu, time_ns (CLOCK_MONOTONIC),
+    reason, rip and to_vmm), else None."""
 
     sites = None
+    kernel_exit_events = None
 
 
 def sites(record):
@@ -626,7 +648,7 @@ Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    cmdline=None, timer_hz=0, timeout=None, kvm_device="/dev/kvm", wasted=False,
    sites=False, cpus=1, probe_host=True, recent_exits=None, machine="builtin",
    initrd=None, pit=False, pc_testdev=False, cpu_features=None, cpu_vendor=None,
-   cpu_enforce=False, kernel_exits=False, hyperv=False)
+   cpu_enforce=False, kernel_exits=False, hyperv=False, kernel_exit_events=False)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -652,7 +674,9 @@ names), on either machine; a bit asked for that cannot be given is left
 clear with a warning in the record's result.notes, or, with cpu_enforce=True,
 refused.
 kernel_exits=True reads every exit from KVM's kvm:kvm_exit tracepoint
-(`minivmm run --kernel-exits`): the record's "kernel_exits" section.
+(`minivmm run --kernel-exits`): the record's "kernel_exits" section; with
+kernel_exit_events=True too, the RunRecord's kernel_exit_events lists every
+one of them (what `minivmm run --kernel-exits --trace` writes).
 recent_exits=N keeps each vCPU's last N exits (`minivmm run --recent-exits
 N`, 0 to 4096): the record's result.recent_exits; None: 16 in a debug
 build of the module, 0 in a release build (docs/design.md "Recent exits").
@@ -664,7 +688,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        bool sites, int64_t cpus, bool probe_host,
                        std::optional<int64_t> recent_exits, std::string machine,
                        py::object initrd, bool pit, bool pc_testdev, py::object cpu_features,
-                       py::object cpu_vendor, bool cpu_enforce, bool kernel_exits, bool hyperv) {
+                       py::object cpu_vendor, bool cpu_enforce, bool kernel_exits, bool hyperv,
+                       bool kernel_exit_events) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -692,6 +717,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.cpu_enforce = cpu_enforce;
              o.kernel_exits = kernel_exits;
              o.hyperv = hyperv;
+             o.kernel_exit_events = kernel_exit_events;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -704,7 +730,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("initrd") = py::none(), py::arg("pit") = false,
            py::arg("pc_testdev") = false, py::arg("cpu_features") = py::none(),
            py::arg("cpu_vendor") = py::none(), py::arg("cpu_enforce") = false,
-           py::arg("kernel_exits") = false, py::arg("hyperv") = false)
+           py::arg("kernel_exits") = false, py::arg("hyperv") = false,
+           py::arg("kernel_exit_events") = false)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

@@ -82,6 +82,12 @@ static inline uint32_t read_cr0(void) {
 static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
 static inline void irq_disable(void) { __asm__ volatile("cli" ::: "memory"); }
 static inline void irq_enable(void) { __asm__ volatile("sti" ::: "memory"); }
+/* Masks every input of both 8259 PICs (OCW1), as an OS does before it
+   enables interrupts on a PC whose BIOS left the timer unmasked. */
+static inline void pic_mask_all(void) {
+  outb(0x21, 0xff);
+  outb(0xa1, 0xff);
+}
 /* sti's one-instruction shadow: no interrupt is taken between the two, so a
    wake-up checked with interrupts off cannot be lost. */
 static inline void irq_enable_and_halt(void) { __asm__ volatile("sti; hlt" ::: "memory"); }

@@ -194,6 +194,10 @@ void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   x2apic_mode = (int)x2apic_supported;
   kv_dec("x2apic_mode", x2apic_mode);
 
+  /* The machine's firmware state leaves the PICs at vector 0x08 with the
+     PIT's IRQ 0 unmasked (vmm/boot/bios_state.h): masked before interrupts
+     are enabled, as kvm-unit-tests' start-up masks them. */
+  pic_mask_all();
   idt_init();
   idt_load();
   apic_enable();

@@ -741,3 +741,43 @@ def test_pc_machine_runs_a_multiboot_guest():
         minivmm.Vm(machine="pc", kernel=guest, cpu_features="pcid")
     with pytest.raises(ValueError, match="12 printable"):
         minivmm.Vm(machine="pc", kernel=guest, cpu_vendor="Intel")
+
+
+def test_kernel_exit_events_are_the_records_kernel_exits_one_by_one():
+    """kernel_exit_events=True (with kernel_exits=True): every exit KVM's
+    tracepoint saw, as dicts; they add up to the record's kernel_exits
+    section reason by reason and vCPU by vCPU, and those that returned to
+    minivmm to its `returns`. kvm_pvm refuses --kernel-exits by name
+    (docs/hosts.md); that is its one line."""
+    try:
+        r = minivmm.Vm(workload="ctx", cpus=2, kernel_exits=True, kernel_exit_events=True,
+                       probe_host=False).run()
+    except RuntimeError as e:
+        assert os.path.exists("/sys/module/kvm_pvm"), e
+        assert "--kernel-exits: kvm_pvm does not report the guest code it emulates" in str(e), e
+        return
+    assert r.ok, r.failure
+    k = r["kernel_exits"]
+    events = r.kernel_exit_events
+    assert k["lost"] == 0
+    assert len(events) == k["exits"] > 0
+    by_reason, to_vmm, by_vcpu = {}, {}, {}
+    for e in events:
+        assert set(e) == {"vcpu", "time_ns", "reason", "rip", "to_vmm"}
+        by_reason[e["reason"]] = by_reason.get(e["reason"], 0) + 1
+        by_vcpu[e["vcpu"]] = by_vcpu.get(e["vcpu"], 0) + 1
+        if e["to_vmm"]:
+            to_vmm[e["reason"]] = to_vmm.get(e["reason"], 0) + 1
+    assert by_reason == k["by_reason"]
+    assert to_vmm == k["to_vmm_by_reason"]
+    assert by_vcpu == {v: c["exits"] for v, c in enumerate(k["per_vcpu"]) if c["exits"]}
+    for v in by_vcpu:
+        times = [e["time_ns"] for e in events if e["vcpu"] == v]
+        assert times == sorted(times)
+
+
+def test_kernel_exit_events_need_kernel_exits():
+    with pytest.raises(ValueError, match="kernel_exit_events needs kernel_exits=True"):
+        minivmm.Vm(kernel_exit_events=True)
+    r = minivmm.run(workload="none", probe_host=False)
+    assert r.kernel_exit_events is None
