@@ -21,12 +21,8 @@
 
 extern char bios_trip_start[], bios_trip_end[];
 
-/* The table at 0: a pointer the compiler cannot see is null. */
-static const volatile uint32_t *ivt(void) {
-  const volatile uint32_t *p;
-  __asm__("" : "=r"(p) : "0"(0));
-  return p;
-}
+/* The table at 0. */
+static const volatile uint32_t *ivt(void) { return phys32(0); }
 
 static uint32_t far_pointer(uint16_t segment, uint16_t offset) {
   return ((uint32_t)segment << 16) | offset;

@@ -82,6 +82,14 @@ static inline uint32_t read_cr0(void) {
 static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
 static inline void irq_disable(void) { __asm__ volatile("cli" ::: "memory"); }
 static inline void irq_enable(void) { __asm__ volatile("sti" ::: "memory"); }
+/* The 32-bit word at low physical `address` (0 included) through a pointer
+   the compiler cannot see is constant, so that it neither folds nor traps
+   an access at or near null. */
+static inline volatile uint32_t *phys32(uint32_t address) {
+  volatile uint32_t *p;
+  __asm__("" : "=r"(p) : "0"(address));
+  return p;
+}
 /* Masks every input of both 8259 PICs (OCW1), as an OS does before it
    enables interrupts on a PC whose BIOS left the timer unmasked. */
 static inline void pic_mask_all(void) {

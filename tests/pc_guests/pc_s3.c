@@ -33,13 +33,6 @@ static void rtc_out(uint8_t reg, uint8_t value) {
   outb(RTC_DATA, value);
 }
 
-/* A low-RAM word: pointers the compiler cannot see are constant. */
-static volatile uint32_t *low32(uint32_t address) {
-  volatile uint32_t *p;
-  __asm__("" : "=r"(p) : "0"(address));
-  return p;
-}
-
 void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   (void)magic;
   const char *cmdline = (mbi->flags & (1u << 2)) ? (const char *)mbi->cmdline : "";
@@ -71,7 +64,7 @@ void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
 
   *(volatile uint32_t *)(facs + 12) = S3_RESUME_BASE; /* FIRMWARE_WAKING_VECTOR */
   mem_copy((void *)S3_RESUME_BASE, s3_resume_start, (uint32_t)(s3_resume_end - s3_resume_start));
-  *low32(S3_PM1_EVT_PORT) = pm1_evt;
+  *phys32(S3_PM1_EVT_PORT) = pm1_evt;
   if (!has_word(cmdline, "nowake")) outw(pm1_evt + 2, PM1_RTC_EN);
   (void)rtc_in(0x0C);
   rtc_out(0x01, 0xC0);
@@ -81,7 +74,7 @@ void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
 
   const uint32_t slp_typ = has_word(cmdline, "s5") ? SLP_TYP_S5 : SLP_TYP_S3;
   put_str("sleeping\n");
-  *low32(S3_MARKER) = 0;
+  *phys32(S3_MARKER) = 0;
   outw(pm1_cnt, (uint16_t)(PM1_SLP_EN | (slp_typ << PM1_SLP_TYP_SHIFT)));
-  for (;;) *low32(S3_MARKER) = 1;
+  for (;;) *phys32(S3_MARKER) = 1;
 }

@@ -307,6 +307,24 @@ MaybeStop RunLoop::HonourRequest() {
   return std::nullopt;
 }
 
+// Sleeps on the VM's signals, without the big lock, until `woken()` or
+// `until`. RequestStop() may not take the signals' lock (it runs in signal
+// handlers), so the condition is polled at a coarse interval too.
+void RunLoop::SleepWithoutBigLock(const std::function<bool()>& woken,
+                                  std::chrono::steady_clock::time_point until) {
+  VmSignals& s = p_.signals;
+  if (p_.big_lock != nullptr) p_.big_lock->unlock();
+  {
+    std::unique_lock lock(s.mu);
+    while (!woken()) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= until) break;
+      s.cv.wait_until(lock, std::min(until, now + std::chrono::milliseconds(50)));
+    }
+  }
+  if (p_.big_lock != nullptr) p_.big_lock->lock();
+}
+
 // HLT, sched_op(block) or lock_wait: sleep until an interrupt is pending
 // (lock_wait: or a kick; a HLT with IF=0: until the VM stops, since no
 // interrupt can end it). When this vCPU would sleep while every other vCPU
@@ -337,16 +355,10 @@ MaybeStop RunLoop::Block(bool from_hlt, bool lock_wait) {
     return StopWith(StopReason::kVmmError, "the registered runstate area left guest RAM");
   }
   const uint32_t wakes = VmSignals::kAnyStop | (halted ? 0 : VmSignals::kAnyInterrupt);
-  if (p_.big_lock != nullptr) p_.big_lock->unlock();
-  {
-    std::unique_lock lock(s.mu);
-    // RequestStop() may not take the lock (it runs in signal handlers), so
-    // poll its bit at a coarse interval.
-    while ((s.Raised() & wakes) == 0 &&
-           !(lock_wait && s.lock_kicked.load(std::memory_order_acquire)))
-      s.cv.wait_for(lock, std::chrono::milliseconds(50));
-  }
-  if (p_.big_lock != nullptr) p_.big_lock->lock();
+  SleepWithoutBigLock([&] {
+    return (s.Raised() & wakes) != 0 ||
+           (lock_wait && s.lock_kicked.load(std::memory_order_acquire));
+  });
   cpus_->SetSleep(p_.vcpu_id, VmCpus::Sleep::kAwake);
   p_.vcpu.ClearKick();
   if (s.Raised() & VmSignals::kAnyStop) {
@@ -381,15 +393,7 @@ MaybeStop RunLoop::Suspend() {
                     "the RTC's alarm, register B's AIE)");
   VmSignals& s = p_.signals;
   const auto due = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(*wake_at));
-  if (p_.big_lock != nullptr) p_.big_lock->unlock();
-  {
-    std::unique_lock lock(s.mu);
-    // As Block: RequestStop() does not take the lock, so poll its bit too.
-    while ((s.Raised() & VmSignals::kAnyStop) == 0 && std::chrono::steady_clock::now() < due)
-      s.cv.wait_until(lock, std::min(due, std::chrono::steady_clock::now() +
-                                              std::chrono::milliseconds(50)));
-  }
-  if (p_.big_lock != nullptr) p_.big_lock->lock();
+  SleepWithoutBigLock([&] { return (s.Raised() & VmSignals::kAnyStop) != 0; }, due);
   if (s.Raised() & VmSignals::kAnyStop) {
     idle_at_stop_ = true;
     return std::nullopt;  // the loop stops before the next entry

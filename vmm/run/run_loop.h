@@ -13,6 +13,7 @@
 #ifndef MINIVMM_VMM_RUN_RUN_LOOP_H_
 #define MINIVMM_VMM_RUN_RUN_LOOP_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -144,6 +145,9 @@ class RunLoop {
   std::optional<RunStop> Block(bool from_hlt, bool lock_wait = false);
   std::optional<RunStop> LockWait();
   std::optional<RunStop> Suspend();
+  void SleepWithoutBigLock(
+      const std::function<bool()>& woken,
+      std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max());
   std::string HaltedForeverDetail(bool from_hlt, bool halted, bool lock_wait) const;
   static void Describe(const VcpuExit& exit, ExitEvent& event);
 
