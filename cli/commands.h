@@ -20,6 +20,7 @@ struct RunOptions {
   bool pit = false;                 // --pit: the pc machine's in-kernel PIT
   bool pc_testdev = false;          // --pc-testdev
   bool hyperv = false;              // --hyperv
+  bool hyperv_testdev = false;      // --hyperv-testdev
   std::string cpu_features;        // --cpu-features "+x2apic,-pcid" (minivmm/cpu_features.h)
   std::string cpu_vendor;          // --cpu-vendor
   bool cpu_enforce = false;        // --cpu-enforce

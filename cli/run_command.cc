@@ -90,6 +90,7 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.pit = o.pit;
   config.pc_testdev = o.pc_testdev;
   config.hyperv = o.hyperv;
+  config.hyperv_testdev = o.hyperv_testdev;
   // Checked when the flags were parsed (AddRunFlags).
   config.cpu_features = ParseCpuFeatures(o.cpu_features).value_or(std::vector<CpuFeatureChange>{});
   config.cpu_vendor = o.cpu_vendor;
@@ -221,6 +222,9 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--pit", o.pit, "pc: KVM's in-kernel PIT on ports 0x40-0x43 (IRQ 0)");
   app.add_flag("--hyperv", o.hyperv,
                "pc: Hyper-V's enlightenments as KVM offers them (QEMU's -cpu host,hv_passthrough)");
+  app.add_flag("--hyperv-testdev", o.hyperv_testdev,
+               "pc, with --hyperv: QEMU's hyperv-testdev (port 0x3000: SINT routes, message and "
+               "event connections)");
   app.add_flag("--pc-testdev", o.pc_testdev,
                "pc: QEMU's pc-testdev (ports 0xe0-0xeb, IRQ lines at 0x2000, MMIO at 0xff000000)");
   std::string feature_help =

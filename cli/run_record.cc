@@ -342,6 +342,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"pit", config.pit},
         {"pc_testdev", config.pc_testdev},
         {"hyperv", config.hyperv},
+        {"hyperv_testdev", config.hyperv_testdev},
         {"cpu_features", CpuFeaturesText(config.cpu_features)},
         {"cpu_vendor", config.cpu_vendor},
         {"cpu_enforce", config.cpu_enforce},

@@ -44,6 +44,7 @@ void PcTestdevPorts::Write(uint64_t offset, std::span<const uint8_t> data, ExitC
     last_flush_address_ = uint32_t{data[at]} | uint32_t{data[at + 1]} << 8 |
                           uint32_t{data[at + 2]} << 16 | uint32_t{data[at + 3]} << 24;
     ++flush_requests_;
+    pages_->FlushHostPage(last_flush_address_ & ~uint32_t{0xfff});
   } else {
     ++ignored_writes_;
   }

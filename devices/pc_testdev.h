@@ -28,14 +28,14 @@
 //    0xe4) asks QEMU to mprotect the host mapping of guest page
 //    `value & ~0xfff` to PROT_NONE and back (test_flush_page_write); any
 //    other write there is refused by QEMU (valid sizes 4 to 4) and ignored
-//    here; reads there return 0. minivmm counts the request and does nothing
-//    else: QEMU's mprotect does not touch the guest's TLB or memory, it
-//    invalidates the host's page tables, whose MMU notifier makes KVM drop
-//    its own (EPT/NPT or shadow) mapping of the page, so that eventinj's next
-//    exception delivery through that IDT or stack page takes a nested page
-//    fault inside KVM. The guest sees the same memory and the same results
-//    either way, no exit to the VMM is added or removed, and the device would
-//    need the host mapping of guest RAM, which devices never see.
+//    here; reads there return 0. The request goes to HostPages::FlushHostPage
+//    (devices/host_pages.h), which the machine implements: QEMU's mprotect
+//    does not touch the guest's TLB or memory, it invalidates the host's page
+//    tables, whose MMU notifier makes KVM drop its own (EPT/NPT or shadow)
+//    mapping of the page, so that eventinj's next exception delivery through
+//    that IDT or stack page takes a nested page fault inside KVM, which is
+//    what those tests exercise. The guest sees the same memory either way,
+//    and no exit to the VMM is added or removed.
 //  - 0x2000 + n, n = 0-23 (irq-line): a byte written to port 0x2000 + n
 //    sets ISA IRQ n to level (byte != 0), on every write, repeats included (test_irq_line_write:
 //    qemu_set_irq(isa_get_irq(isa, addr),
@@ -59,6 +59,7 @@
 #include <string_view>
 #include <vector>
 
+#include "devices/host_pages.h"
 #include "devices/irq_lines.h"
 #include "minivmm/io_device.h"
 
@@ -74,6 +75,9 @@ class PcTestdevPorts final : public IoDevice {
   static constexpr uint64_t kFlushOffset = 4;  // the 4-byte flush-page port
   static constexpr uint64_t kDataAliasOffset = 8;
 
+  // `pages` is not owned and must outlive the device.
+  explicit PcTestdevPorts(HostPages* pages) : pages_(pages) {}
+
   std::string_view Name() const override { return "pc-testdev"; }
 
   void Read(uint64_t offset, std::span<uint8_t> data, ExitContext& ctx) override;
@@ -88,6 +92,7 @@ class PcTestdevPorts final : public IoDevice {
   uint64_t ignored_writes() const { return ignored_writes_; }
 
  private:
+  HostPages* pages_;
   uint32_t data_ = 0;
   uint64_t flush_requests_ = 0;
   uint32_t last_flush_address_ = 0;
@@ -140,7 +145,7 @@ class PcTestdevIomem final : public IoDevice {
 // asks: register `ports` and `irq` on the port bus and `iomem` on the MMIO
 // bus, each at its kPortBase/kMmioBase with its kIoSize.
 struct PcTestdev {
-  explicit PcTestdev(IrqLines* lines) : irq(lines) {}
+  PcTestdev(IrqLines* lines, HostPages* pages) : ports(pages), irq(lines) {}
 
   PcTestdevPorts ports;
   PcTestdevIrq irq;

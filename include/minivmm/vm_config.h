@@ -45,6 +45,12 @@ struct VmConfig {
   // the reference TSC page, SynIC and its synthetic timers are KVM's, in the
   // kernel. Refused with FailedPrecondition where KVM lacks them.
   bool hyperv = false;
+  // The PC machine only, with `hyperv`: QEMU's hyperv-testdev
+  // (devices/hyperv_testdev.h; port 0x3000), whose SINT routes and message
+  // and event connections kvm-unit-tests' hyperv_synic and
+  // hyperv_connections use; the connections' HvPostMessage and HvSignalEvent
+  // are served by the VMM (devices/hyperv_synic.h).
+  bool hyperv_testdev = false;
   // vCPU 0's periodic timer interrupts per second (vector 0x20); 0 = off,
   // which keeps runs deterministic. At most 10000. Other vCPUs have no
   // periodic timer until the guest sets one (vcpu_op(set_periodic_timer)).

@@ -198,6 +198,15 @@ TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   EXPECT_EQ(hyperv.status, 125) << hyperv.out;
   EXPECT_NE(hyperv.out.find("Hyper-V's enlightenments is for the pc machine"), std::string::npos)
       << hyperv.out;
+  Outcome testdev = Minivmm("run --hyperv-testdev");
+  EXPECT_EQ(testdev.status, 125) << testdev.out;
+  EXPECT_NE(testdev.out.find("hyperv-testdev is for the pc machine"), std::string::npos)
+      << testdev.out;
+  // On the PC machine it needs SynIC, before any vCPU runs.
+  Outcome alone = Minivmm("run --machine pc --hyperv-testdev --kernel " + PcGuest("pc_entry"));
+  EXPECT_EQ(alone.status, 125) << alone.out;
+  EXPECT_NE(alone.out.find("hyperv-testdev needs Hyper-V's enlightenments"), std::string::npos)
+      << alone.out;
   Outcome timer = Minivmm("run --machine pc --timer-hz 100 --kernel " + PcGuest("pc_entry"));
   EXPECT_EQ(timer.status, 125) << timer.out;
   EXPECT_NE(timer.out.find("is the builtin machine's"), std::string::npos) << timer.out;

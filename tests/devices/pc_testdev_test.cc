@@ -18,6 +18,12 @@ class RecordingIrqLines final : public IrqLines {
   std::vector<Level> calls;
 };
 
+class RecordingHostPages final : public HostPages {
+ public:
+  void FlushHostPage(uint64_t gpa) override { flushed.push_back(gpa); }
+  std::vector<uint64_t> flushed;
+};
+
 class PcTestdevTest : public ::testing::Test {
  protected:
   // Little-endian value of `size` bytes, as an `in` or MMIO read returns it.
@@ -36,7 +42,8 @@ class PcTestdevTest : public ::testing::Test {
 
   testing::FakeVm vm_;
   RecordingIrqLines lines_;
-  PcTestdev dev_{&lines_};
+  RecordingHostPages pages_;
+  PcTestdev dev_{&lines_, &pages_};
 };
 
 TEST_F(PcTestdevTest, NamesReadWellInTheExitTables) {
@@ -101,6 +108,7 @@ TEST_F(PcTestdevTest, FlushPortTakesAFourByteWrite) {
   Out(dev_.ports, 4, 4, 0x00123abc);
   EXPECT_EQ(dev_.ports.flush_requests(), 1u);
   EXPECT_EQ(dev_.ports.last_flush_address(), 0x00123abcu);
+  EXPECT_EQ(pages_.flushed, std::vector<uint64_t>{0x00123000u});  // its page
   EXPECT_EQ(dev_.ports.ignored_writes(), 0u);
   EXPECT_EQ(In(dev_.ports, 0, 4), 0u);  // the data register is untouched
 }
@@ -112,6 +120,7 @@ TEST_F(PcTestdevTest, FlushPortIgnoresNarrowerWrites) {
   Out(dev_.ports, 6, 2, 0x1234);
   Out(dev_.ports, 7, 1, 0x12);
   EXPECT_EQ(dev_.ports.flush_requests(), 0u);
+  EXPECT_TRUE(pages_.flushed.empty());
   EXPECT_EQ(dev_.ports.ignored_writes(), 5u);
   EXPECT_EQ(In(dev_.ports, 0, 4), 0u);
 }
@@ -146,6 +155,7 @@ TEST_F(PcTestdevTest, WideAccessCoveringTheFlushPortFlushes) {
   EXPECT_EQ(In(dev_.ports, 0, 4), 0x11223344u);
   EXPECT_EQ(dev_.ports.flush_requests(), 1u);
   EXPECT_EQ(dev_.ports.last_flush_address(), 0x5000u);
+  EXPECT_EQ(pages_.flushed, std::vector<uint64_t>{0x5000u});
 }
 
 TEST_F(PcTestdevTest, PortBytesPastTheEndReadZeroAndAreNotWritten) {

@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "minivmm/cpu_features.h"
 #include "minivmm/machine.h"
 #include "tests/common/pc_host.h"
@@ -311,6 +312,29 @@ TEST(PcMachineTest, WithoutAPitTheBiosStateHasNoTimer) {
   EXPECT_EQ(run.result.stats.pio_unclaimed, 2u);
 }
 
+// A run of the PC machine with Hyper-V's enlightenments, or nullopt where
+// this host refuses the machine (RunPc) or has no Hyper-V in its KVM, the
+// one refusal line asserted.
+std::optional<GuestRun> RunHypervPc(const VmConfig& config) {
+  absl::StatusOr<KvmSystem> kvm = KvmSystem::Open();
+  EXPECT_TRUE(kvm.ok()) << kvm.status();
+  if (!kvm.ok() || !CheckPcMachineRunsHere(*kvm).ok()) {
+    EXPECT_FALSE(RunPc(config).has_value());
+    return std::nullopt;
+  }
+  if (absl::Status hv = kvm->NeedHyperv(); !hv.ok()) {
+    absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
+    EXPECT_FALSE(vm.ok());
+    if (!vm.ok()) {
+      EXPECT_EQ(vm.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_EQ(vm.status().message(),
+                "no Hyper-V enlightenments here: " + std::string(hv.message()));
+    }
+    return std::nullopt;
+  }
+  return RunPc(config);
+}
+
 // Hyper-V's enlightenments (VmConfig::hyperv): Hyper-V's leaves where a
 // Hyper-V guest looks and KVM's 0x100 above; the reference counter; SynIC's
 // three control writes, each a KVM_EXIT_HYPERV that minivmm counts under
@@ -320,22 +344,7 @@ TEST(PcMachineTest, HypervLeavesAndSynicControlExits) {
   REQUIRE_KVM();
   VmConfig config = PcConfig("pc_hyperv", "");
   config.hyperv = true;
-  absl::StatusOr<KvmSystem> kvm = KvmSystem::Open();
-  ASSERT_TRUE(kvm.ok()) << kvm.status();
-  // A host that refuses the machine refuses it first (RunPc asserts how).
-  if (!CheckPcMachineRunsHere(*kvm).ok()) {
-    EXPECT_FALSE(RunPc(config).has_value());
-    return;
-  }
-  if (absl::Status hv = kvm->NeedHyperv(); !hv.ok()) {
-    absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
-    ASSERT_FALSE(vm.ok());
-    EXPECT_EQ(vm.status().code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_EQ(vm.status().message(),
-              "no Hyper-V enlightenments here: " + std::string(hv.message()));
-    return;
-  }
-  std::optional<GuestRun> ran = RunPc(config);
+  std::optional<GuestRun> ran = RunHypervPc(config);
   if (!ran) return;
   const GuestRun& run = *ran;
   ExpectDoneWith(run, 0);
@@ -351,6 +360,95 @@ TEST(PcMachineTest, HypervLeavesAndSynicControlExits) {
   const uint64_t writes = Number(v, "synic_control_writes");
   EXPECT_EQ(writes, 3u);
   EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHyperv)], writes);
+}
+
+// Exits at the port bus device named `name` (0 if there is none).
+uint64_t PioExitsAt(const RunResult& result, std::string_view name) {
+  for (size_t i = 0; i < result.pio_devices.size(); ++i) {
+    if (result.pio_devices[i] == name) return result.stats.pio_by_device[i];
+  }
+  return 0;
+}
+
+// QEMU's hyperv-testdev with the VMM's side of SynIC (pc_synic, one vCPU):
+// SINT routes raised through the device, each raise one interrupt; a message
+// connection's delivery into a free slot, msg_pending on a busy one, the
+// staged message delivered after EOM, HV_STATUS_INSUFFICIENT_BUFFERS while
+// one is staged; an event connection's flag and its one interrupt; unknown
+// connections. Every SynIC control write and every hypercall the guest made
+// is one `hyperv` exit, every request one exit at hyperv-testdev, exactly as
+// the guest counted them and as its program says (the closed forms below).
+TEST(PcMachineTest, HypervTestdevRoutesMessagesAndEvents) {
+  REQUIRE_KVM();
+  VmConfig config = PcConfig("pc_synic", "");
+  config.hyperv = true;
+  config.hyperv_testdev = true;
+  std::optional<GuestRun> ran = RunHypervPc(config);
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  for (uint32_t sint = 0; sint < 4; ++sint)
+    EXPECT_EQ(v["sint" + std::to_string(sint) + "_interrupts"], std::to_string(sint + 1));
+  EXPECT_EQ(v["probe_status"], "0x12");  // HV_STATUS_INVALID_CONNECTION_ID
+  EXPECT_EQ(v["msg1_status"], "0x0");
+  EXPECT_EQ(v["msg1_pending"], "0");
+  EXPECT_EQ(v["msg1_interrupts"], "1");
+  EXPECT_EQ(v["msg2_status"], "0x0");
+  EXPECT_EQ(v["msg2_payload"], v["msg1_payload"]);  // the slot still holds the first
+  EXPECT_EQ(v["msg2_pending"], "1");
+  EXPECT_EQ(v["msg2_interrupts"], "1");
+  EXPECT_EQ(v["msg3_status"], "0x13");  // HV_STATUS_INSUFFICIENT_BUFFERS
+  EXPECT_EQ(v["msg_redelivered"], "1");
+  EXPECT_EQ(v["msg_redelivered_type"], "0x12345678");
+  EXPECT_EQ(v["msg_redelivered_size"], "8");
+  EXPECT_EQ(v["msg_redelivered_payload"], "0x5555aaaa3333cccc");  // the third post's
+  EXPECT_EQ(v["msg_redelivered_pending"], "0");
+  EXPECT_EQ(v["msg_interrupts"], "2");
+  EXPECT_EQ(v["msg_unknown_conn_status"], "0x12");
+  EXPECT_EQ(v["evt1_status"], "0x0");
+  EXPECT_EQ(v["evt1_flag"], "1");
+  EXPECT_EQ(v["evt1_interrupts"], "1");
+  EXPECT_EQ(v["evt2_interrupts"], "1");  // the flag was set already
+  EXPECT_EQ(v["evt3_interrupts"], "2");
+  EXPECT_EQ(v["evt_other_flags"], "0x0");
+  EXPECT_EQ(v["evt_unknown_conn_status"], "0x12");
+  EXPECT_EQ(v["timed_out"], "0");
+
+  // SCONTROL, SIMP and SIEFP on, then off.
+  const uint64_t control_writes = Number(v, "synic_control_writes");
+  EXPECT_EQ(control_writes, 2u * 3);
+  // The probe; three posts and one to an unknown connection; three signals
+  // and one to an unknown connection.
+  const uint64_t hypercalls = Number(v, "hypercalls");
+  EXPECT_EQ(hypercalls, 1u + 4 + 4);
+  EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kHyperv)],
+            control_writes + hypercalls);
+  // Four routes created, raised 1 + 2 + 3 + 4 times and destroyed; two
+  // connections created and destroyed.
+  const uint64_t requests = Number(v, "testdev_writes");
+  EXPECT_EQ(requests, 4u + (1 + 2 + 3 + 4) + 4 + 2 * 2);
+  EXPECT_EQ(PioExitsAt(run.result, "hyperv-testdev"), requests);
+  EXPECT_TRUE(run.result.notes.empty()) << absl::StrJoin(run.result.notes, "\n");
+}
+
+// Without the device (hyperv alone), its port is an unclaimed one and the
+// connections' hypercalls get QEMU's answer without one: the guest fails
+// its checks, within its bounded waits.
+TEST(PcMachineTest, WithoutHypervTestdevItsPortIsUnclaimed) {
+  REQUIRE_KVM();
+  VmConfig config = PcConfig("pc_synic", "");
+  config.hyperv = true;
+  std::optional<GuestRun> ran = RunHypervPc(config);
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  EXPECT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
+  EXPECT_EQ(run.result.exit_code, 3);  // guest_fail
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["sint0_interrupts"], "0");
+  EXPECT_EQ(v["probe_status"], "0x2");  // HV_STATUS_INVALID_HYPERCALL_CODE
+  EXPECT_EQ(PioExitsAt(run.result, "hyperv-testdev"), 0u);
+  EXPECT_EQ(run.result.stats.pio_unclaimed, Number(v, "testdev_writes"));
 }
 
 // Without them, KVM's own leaves at 0x40000000 and nothing at 0x40000100;

@@ -7,27 +7,9 @@
 #include "pc_guest.h"
 
 #define N 64
-#define MSR_APIC_BASE 0x1b
-#define APIC_BASE_EXTD (1u << 10)
-#define APIC_BASE_EN (1u << 11)
-#define MSR_X2APIC_TPR 0x808
-#define MSR_X2APIC_EOI 0x80b
-#define MSR_X2APIC_SVR 0x80f
-#define MSR_X2APIC_SELF_IPI 0x83f
 #define WAKE_VECTOR 0x40
 #define SPURIOUS_VECTOR 0xff
 
-struct __attribute__((packed)) idt_gate {
-  uint16_t offset_lo, selector;
-  uint8_t zero, type;
-  uint16_t offset_hi;
-};
-
-static struct idt_gate idt[256];
-static struct __attribute__((packed)) {
-  uint16_t limit;
-  uint32_t base;
-} idtr;
 static volatile uint32_t wakes;
 
 extern const char exits_cpuid[], exits_rdmsr[], exits_hlt[];
@@ -43,11 +25,6 @@ void other_handler(void) { guest_fail("unexpected interrupt or exception"); }
 __asm__(".globl isr_wake, isr_other\n"
         "isr_wake:\n  pushal\n  cld\n  call wake_handler\n  popal\n  iret\n"
         "isr_other:\n  cld\n  call other_handler\n");
-
-static void set_gate(uint32_t vector, void (*handler)(void)) {
-  uint32_t a = (uint32_t)handler;
-  idt[vector] = (struct idt_gate){(uint16_t)a, 0x08, 0, 0x8e, (uint16_t)(a >> 16)};
-}
 
 static __attribute__((noinline)) void cpuid_loop(void) {
   for (uint32_t i = 0; i < N; ++i) {
@@ -76,17 +53,10 @@ static __attribute__((noinline)) void hlt_loop(void) {
 void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   (void)magic;
   (void)mbi;
-  uint32_t r[4];
-  cpuid(1, 0, r);
-  if (!(r[2] & (1u << 21))) guest_fail("no x2APIC");
-  wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EN | APIC_BASE_EXTD);
-  wrmsr(MSR_X2APIC_SVR, 0x100u | SPURIOUS_VECTOR);
-  wrmsr(MSR_X2APIC_TPR, 0);
-  for (uint32_t v = 0; v < 256; ++v) set_gate(v, isr_other);
-  set_gate(WAKE_VECTOR, isr_wake);
-  idtr.limit = sizeof(idt) - 1;
-  idtr.base = (uint32_t)idt;
-  __asm__ volatile("lidt %0" ::"m"(idtr));
+  x2apic_enable(SPURIOUS_VECTOR);
+  for (uint32_t v = 0; v < 256; ++v) idt_set_gate(v, isr_other);
+  idt_set_gate(WAKE_VECTOR, isr_wake);
+  idt_load();
 
   cpuid_loop();
   rdmsr_loop();

@@ -159,3 +159,33 @@ int has_word(const char *s, const char *word) {
   }
   return 0;
 }
+
+struct __attribute__((packed)) idt_gate {
+  uint16_t offset_lo, selector;
+  uint8_t zero, type;
+  uint16_t offset_hi;
+};
+static struct idt_gate idt[256];
+static struct __attribute__((packed)) {
+  uint16_t limit;
+  uint32_t base;
+} idtr = {sizeof(idt) - 1, 0};
+
+void idt_set_gate(uint32_t vector, void (*handler)(void)) {
+  uint32_t a = (uint32_t)handler;
+  idt[vector & 0xff] = (struct idt_gate){(uint16_t)a, 0x08, 0, 0x8e, (uint16_t)(a >> 16)};
+}
+
+void idt_load(void) {
+  idtr.base = (uint32_t)idt;
+  __asm__ volatile("lidt %0" ::"m"(idtr));
+}
+
+void x2apic_enable(uint8_t spurious) {
+  uint32_t r[4];
+  cpuid(1, 0, r);
+  if (!(r[2] & (1u << 21))) guest_fail("no x2APIC");
+  wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_EN | APIC_BASE_EXTD);
+  wrmsr(MSR_X2APIC_SVR, APIC_SVR_ENABLE | spurious);
+  wrmsr(MSR_X2APIC_TPR, 0);
+}

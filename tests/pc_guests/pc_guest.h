@@ -96,6 +96,26 @@ static inline void pic_mask_all(void) {
   outb(0x21, 0xff);
   outb(0xa1, 0xff);
 }
+/* The guest's IDT: 256 32-bit interrupt gates in the code segment entry.S
+   loads (0x08), all empty until set. idt_load loads it on the calling CPU. */
+void idt_set_gate(uint32_t vector, void (*handler)(void));
+void idt_load(void);
+
+/* The local APIC in x2APIC mode (its MSRs). */
+#define MSR_APIC_BASE 0x1b
+#define APIC_BASE_EXTD (1u << 10)
+#define APIC_BASE_EN (1u << 11)
+#define MSR_X2APIC_ID 0x802
+#define MSR_X2APIC_TPR 0x808
+#define MSR_X2APIC_EOI 0x80b
+#define MSR_X2APIC_SVR 0x80f
+#define MSR_X2APIC_ICR 0x830
+#define MSR_X2APIC_SELF_IPI 0x83f
+#define APIC_SVR_ENABLE 0x100u
+/* This CPU's local APIC in x2APIC mode, software-enabled with `spurious`
+   as its spurious vector, TPR 0; guest_fail where CPUID has no x2APIC. */
+void x2apic_enable(uint8_t spurious);
+
 /* sti's one-instruction shadow: no interrupt is taken between the two, so a
    wake-up checked with interrupts off cannot be lost. */
 static inline void irq_enable_and_halt(void) { __asm__ volatile("sti; hlt" ::: "memory"); }

@@ -10,14 +10,6 @@
 #include "pc_guest.h"
 #include "smp.h"
 
-#define MSR_APIC_BASE 0x1b
-#define APIC_BASE_EXTD (1u << 10)
-#define APIC_BASE_EN (1u << 11)
-#define MSR_X2APIC_ID 0x802
-#define MSR_X2APIC_TPR 0x808
-#define MSR_X2APIC_EOI 0x80b
-#define MSR_X2APIC_SVR 0x80f
-#define MSR_X2APIC_ICR 0x830
 #define XAPIC_BASE 0xFEE00000u
 #define XAPIC_ID 0x20
 #define XAPIC_TPR 0x80
@@ -29,19 +21,12 @@
 #define ICR_SIPI (0x00004600u | (SMP_TRAMPOLINE_BASE >> 12))
 #define ICR_FIXED 0x00004000u /* fixed, level assert (as the SDM asks of all but INIT de-assert) */
 #define ICR_BUSY (1u << 12)
-#define SVR_ENABLE 0x100u
 /* Bounded waits, in TSC ticks: seconds on any host, even a nested KVM. */
 #define WAIT_TSC (1ull << 34)
 
 struct cpu {
   volatile uint32_t up, ipis, replied;
   uint32_t apic_id_leaf1, apic_id_leafb, x2apic_id;
-};
-
-struct __attribute__((packed)) idt_gate {
-  uint16_t offset_lo, selector;
-  uint8_t zero, type;
-  uint16_t offset_hi;
 };
 
 uint8_t ap_stacks[SMP_MAX_CPUS][1u << SMP_AP_STACK_SHIFT] __attribute__((aligned(16)));
@@ -53,11 +38,6 @@ static uint32_t ncpus = 1;
 static int x2apic_mode;
 static uint32_t max_basic_leaf;
 static volatile uint32_t stray_ipis;
-static struct idt_gate idt[256];
-static struct __attribute__((packed)) {
-  uint16_t limit;
-  uint32_t base;
-} idtr;
 
 static volatile uint32_t *xapic(uint32_t reg) { return (volatile uint32_t *)(XAPIC_BASE + reg); }
 
@@ -87,10 +67,10 @@ static void apic_enable(void) {
   if (x2apic_mode) base |= APIC_BASE_EXTD;
   wrmsr(MSR_APIC_BASE, base);
   if (x2apic_mode) {
-    wrmsr(MSR_X2APIC_SVR, SVR_ENABLE | SMP_SPURIOUS_VECTOR);
+    wrmsr(MSR_X2APIC_SVR, APIC_SVR_ENABLE | SMP_SPURIOUS_VECTOR);
     wrmsr(MSR_X2APIC_TPR, 0);
   } else {
-    *xapic(XAPIC_SVR) = SVR_ENABLE | SMP_SPURIOUS_VECTOR;
+    *xapic(XAPIC_SVR) = APIC_SVR_ENABLE | SMP_SPURIOUS_VECTOR;
     *xapic(XAPIC_TPR) = 0;
   }
 }
@@ -106,20 +86,11 @@ static void record_ids(uint32_t index) {
   cpus[index].x2apic_id = apic_id();
 }
 
-static void set_gate(uint32_t vector, void (*handler)(void)) {
-  uint32_t a = (uint32_t)handler;
-  idt[vector] = (struct idt_gate){(uint16_t)a, 0x08, 0, 0x8e, (uint16_t)(a >> 16)};
-}
-
 static void idt_init(void) {
-  for (uint32_t v = 0; v < 256; ++v) set_gate(v, v < 32 ? isr_exception : isr_unexpected);
-  set_gate(SMP_IPI_VECTOR, isr_ipi);
-  set_gate(SMP_SPURIOUS_VECTOR, isr_spurious);
-  idtr.limit = sizeof(idt) - 1;
-  idtr.base = (uint32_t)idt;
+  for (uint32_t v = 0; v < 256; ++v) idt_set_gate(v, v < 32 ? isr_exception : isr_unexpected);
+  idt_set_gate(SMP_IPI_VECTOR, isr_ipi);
+  idt_set_gate(SMP_SPURIOUS_VECTOR, isr_spurious);
 }
-
-static void idt_load(void) { __asm__ volatile("lidt %0" ::"m"(idtr)); }
 
 void ipi_handler(void) {
   uint32_t id = apic_id();

@@ -731,6 +731,7 @@ def test_pc_machine_runs_a_multiboot_guest():
     assert r["config"]["machine"] == "pc"
     assert r["config"]["cpu_features"] == "-pcid"
     assert r["config"]["cpu_vendor"] == "GenuineIntel"
+    assert r["config"]["hyperv"] is False and r["config"]["hyperv_testdev"] is False
     assert f"cmdline={guest} x exit=2\n" in r.console
     assert r["exits"]["pio_by_device"]["uart"] == len(r.console.encode())
     with pytest.raises(ValueError):
@@ -741,6 +742,17 @@ def test_pc_machine_runs_a_multiboot_guest():
         minivmm.Vm(machine="pc", kernel=guest, cpu_features="pcid")
     with pytest.raises(ValueError, match="12 printable"):
         minivmm.Vm(machine="pc", kernel=guest, cpu_vendor="Intel")
+
+
+def test_hyperv_testdev_is_the_pc_machines_with_hyperv():
+    """hyperv_testdev=True (`minivmm run --hyperv-testdev`): refused on the
+    built-in machine, and on the PC machine without hyperv=True, before any
+    vCPU exists, on every host."""
+    guest = os.path.join(os.environ["MINIVMM_PC_GUEST_DIR"], "pc_synic.elf")
+    with pytest.raises(ValueError, match="hyperv-testdev is for the pc machine"):
+        minivmm.Vm(hyperv_testdev=True)
+    with pytest.raises(ValueError, match="hyperv-testdev needs Hyper-V's enlightenments"):
+        minivmm.Vm(machine="pc", kernel=guest, hyperv_testdev=True)
 
 
 def test_kernel_exit_events_are_the_records_kernel_exits_one_by_one():

@@ -164,7 +164,7 @@ def test_memory_above_minivmms_ram_is_refused_before_the_kernel(env):
     (["-M", "q35,kernel-irqchip=split"], "q35"),
     (["-machine", "accel=kvm,kernel-irqchip=split"], "kernel-irqchip=split"),
     (["-machine", "vmport=on"], "vmport=on"),
-    (["-device", "hyperv-testdev"], "hyperv-testdev"),
+    (["-device", "hyperv-testdev,foo=1"], "hyperv-testdev,foo=1"),
     (["-device", "intel-iommu,intremap=on,eim=off"], "intel-iommu"),
     (["-device", "isa-debug-exit"], "isa-debug-exit"),
     (["-device", "isa-debug-exit,iobase=0x501,iosize=0x2"], "iobase=0x501"),
@@ -287,6 +287,13 @@ def test_hv_passthrough_is_hyperv(env):
     argv = minivmm_argv(env, ["-enable-kvm", "-cpu", "host,hv_passthrough", "-kernel",
                               "x86/smptest.flat"])
     assert argv[-1] == "--hyperv" and "--cpu-features" not in argv
+
+
+def test_hyperv_testdev_is_hyperv_testdev(env):
+    # hyperv_synic, hyperv_connections: -cpu host,hv_passthrough -device hyperv-testdev.
+    argv = minivmm_argv(env, ["-enable-kvm", "-cpu", "host,hv_passthrough", "-device",
+                              "hyperv-testdev", "-kernel", "x86/smptest.flat"])
+    assert argv[-2:] == ["--hyperv", "--hyperv-testdev"]
 
 
 def test_host_and_max_alone_change_nothing(env):

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "minivmm/exit_stats.h"
+#include "vmm/core/hyperv_host.h"
 
 namespace minivmm {
 
@@ -65,13 +66,15 @@ struct SystemEvent {
   uint32_t type;
 };
 // KVM_EXIT_HYPERV, with Hyper-V's enlightenments (VmConfig::hyperv): a
-// SynIC control MSR written (type 1), a hypercall KVM leaves to the VMM
-// (type 2: `hcall_result` points at the status the guest gets, `hcall_input`
-// is its input value), a synthetic debugger MSR (type 3).
+// SynIC control MSR written (type 1: `synic`), a hypercall KVM leaves to the
+// VMM (type 2: `hcall`, and `hcall_result` points at the status the guest
+// gets), a synthetic debugger MSR (type 3).
+inline constexpr uint32_t kHypervExitSynic = 1;  // KVM_EXIT_HYPERV_SYNIC
 struct HypervExit {
   static constexpr ExitReason kReason = ExitReason::kHyperv;
   uint32_t type;
-  uint64_t hcall_input = 0;
+  SynicControl synic = {};
+  HypervHypercall hcall = {};
   uint64_t* hcall_result = nullptr;
 };
 struct UnknownExit {

@@ -118,7 +118,7 @@ absl::Status KvmVm::CreateIrqchip() {
   return absl::OkStatus();
 }
 
-absl::Status KvmVm::RouteIsaIrqsAsPc() {
+std::vector<kvm_irq_routing_entry> KvmVm::PcIsaRoutes() {
   std::vector<kvm_irq_routing_entry> routes;
   auto route = [&routes](uint32_t gsi, uint32_t chip, uint32_t pin) {
     kvm_irq_routing_entry e{};
@@ -134,15 +134,43 @@ absl::Status KvmVm::RouteIsaIrqsAsPc() {
   for (uint32_t gsi = 0; gsi < 24; ++gsi) {
     if (gsi != 2) route(gsi, KVM_IRQCHIP_IOAPIC, gsi == 0 ? 2 : gsi);
   }
+  return routes;
+}
+
+absl::Status KvmVm::RouteIsaIrqsAsPc() { return SetGsiRouting(PcIsaRoutes()); }
+
+absl::Status KvmVm::SetGsiRouting(std::span<const kvm_irq_routing_entry> routes) {
   // kvm_irq_routing laid out by hand: see flex_ioctls.h.
   std::vector<uint8_t> buffer(kKvmIrqRoutingHeaderBytes +
                               routes.size() * sizeof(kvm_irq_routing_entry));
   const uint32_t nr = static_cast<uint32_t>(routes.size());
   std::memcpy(buffer.data(), &nr, sizeof(nr));
-  std::memcpy(buffer.data() + kKvmIrqRoutingHeaderBytes, routes.data(),
-              routes.size() * sizeof(kvm_irq_routing_entry));
+  if (!routes.empty())
+    std::memcpy(buffer.data() + kKvmIrqRoutingHeaderBytes, routes.data(),
+                routes.size() * sizeof(kvm_irq_routing_entry));
   if (ioctl(fd_.get(), kKvmSetGsiRouting, buffer.data()) < 0)
     return KvmError("KVM_SET_GSI_ROUTING");
+  return absl::OkStatus();
+}
+
+absl::Status KvmVm::AssignResampleIrqfd(uint32_t gsi, int fd, int resample_fd) {
+  kvm_irqfd irqfd{};
+  irqfd.fd = static_cast<uint32_t>(fd);
+  irqfd.gsi = gsi;
+  irqfd.flags = KVM_IRQFD_FLAG_RESAMPLE;
+  irqfd.resamplefd = static_cast<uint32_t>(resample_fd);
+  if (ioctl(fd_.get(), KVM_IRQFD, &irqfd) < 0)
+    return KvmError(absl::StrFormat("KVM_IRQFD(gsi %u, resample)", gsi));
+  return absl::OkStatus();
+}
+
+absl::Status KvmVm::DeassignIrqfd(uint32_t gsi, int fd) {
+  kvm_irqfd irqfd{};
+  irqfd.fd = static_cast<uint32_t>(fd);
+  irqfd.gsi = gsi;
+  irqfd.flags = KVM_IRQFD_FLAG_DEASSIGN;
+  if (ioctl(fd_.get(), KVM_IRQFD, &irqfd) < 0)
+    return KvmError(absl::StrFormat("KVM_IRQFD(gsi %u, deassign)", gsi));
   return absl::OkStatus();
 }
 

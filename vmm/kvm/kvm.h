@@ -5,7 +5,10 @@
 #define MINIVMM_VMM_KVM_KVM_H_
 
 #include <cstdint>
+#include <linux/kvm.h>
+
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,18 @@ class KvmVm {
   // (n < 24), except GSI 0 to IOAPIC pin 2, where the MADT's interrupt
   // source override says ISA IRQ 0 is, and GSI 2 to nothing.
   absl::Status RouteIsaIrqsAsPc();
+  // The routes RouteIsaIrqsAsPc sets, for a caller that adds its own.
+  static std::vector<kvm_irq_routing_entry> PcIsaRoutes();
+  // KVM_SET_GSI_ROUTING: `routes` replace the whole table.
+  absl::Status SetGsiRouting(std::span<const kvm_irq_routing_entry> routes);
+  // KVM_IRQFD with KVM_IRQFD_FLAG_RESAMPLE: KVM raises GSI `gsi` when `fd`
+  // (an eventfd) is written and writes `resample_fd` (an eventfd) whenever
+  // the guest acknowledges the interrupt (for a Hyper-V SINT route: an EOI
+  // of its vector or a write of the EOM MSR). Needs the full in-kernel
+  // irqchip (CreateIrqchip).
+  absl::Status AssignResampleIrqfd(uint32_t gsi, int fd, int resample_fd);
+  // KVM_IRQFD with KVM_IRQFD_FLAG_DEASSIGN: undoes AssignResampleIrqfd.
+  absl::Status DeassignIrqfd(uint32_t gsi, int fd);
   // KVM_CREATE_PIT2: the 8254 on ports 0x40-0x43 (after CreateIrqchip).
   // FailedPrecondition when this KVM has no KVM_CAP_PIT2.
   absl::Status CreatePit();

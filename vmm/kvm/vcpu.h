@@ -210,9 +210,21 @@ inline long KvmRunSyscall(int vcpu_fd) {
     case KVM_EXIT_SYSTEM_EVENT:
       return SystemEvent{r->system_event.type};
     case KVM_EXIT_HYPERV:
-      if (r->hyperv.type == KVM_EXIT_HYPERV_HCALL)
-        return HypervExit{r->hyperv.type, r->hyperv.u.hcall.input, reinterpret_cast<uint64_t*>(&r->hyperv.u.hcall.result)};
-      return HypervExit{r->hyperv.type};
+      if (r->hyperv.type == KVM_EXIT_HYPERV_HCALL) {
+        const auto& h = r->hyperv.u.hcall;
+        return HypervExit{.type = r->hyperv.type,
+                          .hcall = {.input = h.input, .params = {h.params[0], h.params[1]}},
+                          .hcall_result = reinterpret_cast<uint64_t*>(&r->hyperv.u.hcall.result)};
+      }
+      if (r->hyperv.type == KVM_EXIT_HYPERV_SYNIC) {
+        const auto& y = r->hyperv.u.synic;
+        return HypervExit{.type = r->hyperv.type,
+                          .synic = {.msr = y.msr,
+                                    .control = y.control,
+                                    .evt_page = y.evt_page,
+                                    .msg_page = y.msg_page}};
+      }
+      return HypervExit{.type = r->hyperv.type};
     default:
       return UnknownExit{r->exit_reason};
   }

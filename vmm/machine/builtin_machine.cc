@@ -125,6 +125,7 @@ absl::StatusOr<std::unique_ptr<Machine>> MakeBuiltinMachine(VmConfig& config) {
   RETURN_IF_ERROR(PcOnly(config.pit, "a PIT"));
   RETURN_IF_ERROR(PcOnly(config.pc_testdev, "pc-testdev"));
   RETURN_IF_ERROR(PcOnly(config.hyperv, "Hyper-V's enlightenments"));
+  RETURN_IF_ERROR(PcOnly(config.hyperv_testdev, "hyperv-testdev"));
   if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
   return std::make_unique<BuiltinMachine>();
 }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "minivmm/vm.h"
+#include "vmm/core/hyperv_host.h"
 #include "vmm/core/vcpu_identity.h"
 #include "vmm/kvm/vcpu.h"
 
@@ -42,6 +43,8 @@ class Machine {
   virtual std::span<uint8_t> gdt() { return {}; }
   virtual std::optional<VcpuIdentity> Identity(uint32_t /*cpu*/) const { return std::nullopt; }
   virtual bool own_interrupts() const = 0;
+  // The machine's side of Hyper-V's SynIC (RunLoopParts::hyperv); null: none.
+  virtual HypervHost* hyperv_host() { return nullptr; }
   // What the machine's devices noted during the run (RunResult::notes).
   virtual std::vector<std::string> notes() const { return {}; }
   // Calls `end_phase` (on the guest's thread) wherever this machine's guest

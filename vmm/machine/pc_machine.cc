@@ -7,6 +7,7 @@
 #include "vmm/machine/pc_machine.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,9 @@
 #include "absl/strings/str_format.h"
 #include "devices/acpi_pm1.h"
 #include "devices/fw_cfg.h"
+#include "devices/host_pages.h"
+#include "devices/hyperv_synic.h"
+#include "devices/hyperv_testdev.h"
 #include "devices/irq_lines.h"
 #include "devices/pc_testdev.h"
 #include "devices/pm_timer.h"
@@ -24,6 +28,7 @@
 #include "vmm/boot/multiboot.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/elf/elf_loader.h"
+#include "vmm/kvm/sint_routes.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/pc_host_check.h"
 #include "vmm/vm_state.h"
@@ -59,7 +64,7 @@ std::array<uint8_t, RtcCmos::kBytes> PcCmosRam(const VmConfig& config) {
   return ram;
 }
 
-class PcMachine final : public Machine, public IrqLines, public AcpiSleeper {
+class PcMachine final : public Machine, public IrqLines, public HostPages, public AcpiSleeper {
  public:
   explicit PcMachine(const VmConfig& config)
       : fw_cfg_(FwCfgConfig{.cpus = static_cast<uint16_t>(config.cpus),
@@ -67,12 +72,18 @@ class PcMachine final : public Machine, public IrqLines, public AcpiSleeper {
         rtc_(RtcCmos::Config{.wall_seconds = RtcCmos::WallSeconds(),
                              .ram = PcCmosRam(config)}),
         pm1_(this) {
-    if (config.pc_testdev) testdev_.emplace(this);
+    if (config.pc_testdev) testdev_.emplace(this, this);
   }
 
   absl::Status Build(Vm::State& s, std::span<const uint8_t> image) override;
   absl::Status SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) override;
+  // The acknowledgement thread calls into synic_: it ends first.
+  ~PcMachine() override {
+    if (sint_routes_) sint_routes_->Stop();
+  }
+
   bool own_interrupts() const override { return false; }
+  HypervHost* hyperv_host() override { return synic_ ? &*synic_ : nullptr; }
   std::vector<std::string> notes() const override;
   // A PC guest's console lines: kvm-unit-tests' `vmexit` prints one per
   // sub-test, ending it "\r\n"; the phase is named without the "\r".
@@ -84,6 +95,11 @@ class PcMachine final : public Machine, public IrqLines, public AcpiSleeper {
 
   // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc), for pc-testdev.
   void SetLevel(uint32_t irq, bool high) override;
+  // pc-testdev's flush-page port: the host's mapping of the RAM page made
+  // to drop its entries (MappedMemory::InvalidateHostPage), with the SynIC's
+  // writes to guest memory held back meanwhile; a page outside RAM is
+  // ignored and counted (QEMU's mprotect then lands on a bounce buffer).
+  void FlushHostPage(uint64_t gpa) override;
   // A PM1_CNT write with SLP_EN: S5 powers off (the run ends with status 0,
   // as QEMU exits); S3 suspends the vCPU until the RTC's alarm where PM1_EN
   // enables it as a wake event, then Resume; any other SLP_TYP names no
@@ -99,6 +115,9 @@ class PcMachine final : public Machine, public IrqLines, public AcpiSleeper {
 
   KvmVm* vm_ = nullptr;
   const GuestMemory* memory_ = nullptr;
+  const MappedMemory* ram_ = nullptr;
+  uint64_t flushes_outside_ram_ = 0;
+  uint64_t flush_failures_ = 0;
   std::vector<KvmVcpu*> vcpus_;
   FwCfg fw_cfg_;
   PmTimer pm_timer_;
@@ -106,6 +125,11 @@ class PcMachine final : public Machine, public IrqLines, public AcpiSleeper {
   AcpiPm1 pm1_;
   uint64_t sleeps_ignored_ = 0;
   std::optional<PcTestdev> testdev_;
+  // With hyperv_testdev: the SINT routes, the VMM's side of SynIC and the
+  // device (with hyperv alone, KVM's SynIC needs nothing of the VMM).
+  std::unique_ptr<KvmSintRoutes> sint_routes_;
+  std::optional<HypervSynic> synic_;
+  std::optional<HypervTestdev> hyperv_testdev_;
   uint64_t irq_line_failures_ = 0;
   uint32_t entry_ = 0;
   uint32_t info_gpa_ = 0;
@@ -135,9 +159,15 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
       return absl::Status(hv.code(), absl::StrFormat("no Hyper-V enlightenments here: %s",
                                                      hv.message()));
   }
+  if (config.hyperv_testdev) {
+    ASSIGN_OR_RETURN(sint_routes_, KvmSintRoutes::Create(s.vm));
+    synic_.emplace(s.memory, *sint_routes_, config.cpus);
+    hyperv_testdev_.emplace(&*synic_, sint_routes_.get());
+  }
 
   const GuestMemory& memory = s.memory;
   memory_ = &memory;
+  ram_ = &s.ram;
   // What firmware would have left (bios_state.h), before the image, which
   // may load over the vector table as over a BIOS's.
   RETURN_IF_ERROR(SetBiosState(s.vm, memory, config.pit));
@@ -192,11 +222,28 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
         s.mmio_bus.Register(PcTestdevIomem::kMmioBase, PcTestdevIomem::kIoSize, &testdev_->iomem)
             .status());
   }
+  if (hyperv_testdev_) {
+    RETURN_IF_ERROR(s.pio_bus
+                        .Register(HypervTestdev::kPortBase, HypervTestdev::kIoSize,
+                                  &*hyperv_testdev_)
+                        .status());
+  }
   return absl::OkStatus();
 }
 
 void PcMachine::SetLevel(uint32_t irq, bool high) {
   if (!vm_->SetIrqLine(irq, high).ok()) ++irq_line_failures_;
+}
+
+void PcMachine::FlushHostPage(uint64_t gpa) {
+  constexpr uint64_t kPage = 4096;
+  if (!memory_->Contains(GuestAddress(gpa), kPage)) {
+    ++flushes_outside_ram_;
+    return;
+  }
+  std::unique_lock<std::mutex> hold;
+  if (synic_) hold = synic_->HoldGuestWrites();
+  if (!ram_->InvalidateHostPage(gpa).ok()) ++flush_failures_;
 }
 
 void PcMachine::Sleep(uint8_t slp_typ, ExitContext& ctx) {
@@ -242,6 +289,29 @@ std::vector<std::string> PcMachine::notes() const {
         "other than S3's %u and S5's %u); ignored",
         sleeps_ignored_, kAcpiSleepTypeS3, kAcpiSleepTypeS5));
   for (const std::string& line : cpu_not_given_) notes.push_back("warning: " + line);
+  if (hyperv_testdev_ && hyperv_testdev_->refused() != 0)
+    notes.push_back(absl::StrFormat("hyperv-testdev refused %u requests; the first: %s",
+                                    hyperv_testdev_->refused(),
+                                    hyperv_testdev_->first_refusal()));
+  if (hyperv_testdev_ && hyperv_testdev_->ignored_writes() != 0)
+    notes.push_back(absl::StrFormat(
+        "hyperv-testdev ignored %u writes that were not one 4-byte write at port 0x3000",
+        hyperv_testdev_->ignored_writes()));
+  if (synic_ && synic_->dropped_messages() != 0)
+    notes.push_back(absl::StrFormat(
+        "%u Hyper-V messages were dropped: their vCPU had no SynIC message page",
+        synic_->dropped_messages()));
+  if (synic_ && synic_->dropped_events() != 0)
+    notes.push_back(absl::StrFormat(
+        "%u Hyper-V events were dropped: their vCPU had no SynIC event flags page enabled",
+        synic_->dropped_events()));
+  if (flushes_outside_ram_ != 0)
+    notes.push_back(absl::StrFormat(
+        "pc-testdev was asked to flush %u pages outside RAM; nothing to flush there",
+        flushes_outside_ram_));
+  if (flush_failures_ != 0)
+    notes.push_back(absl::StrFormat("mprotect failed for %u of pc-testdev's page flushes",
+                                    flush_failures_));
   if (irq_line_failures_ != 0)
     notes.push_back(absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
                                     irq_line_failures_));
@@ -277,6 +347,9 @@ absl::StatusOr<std::unique_ptr<Machine>> MakePcMachine(VmConfig& config) {
         "a timer rate (%u Hz) is the builtin machine's: on the pc machine the guest programs its "
         "own local APIC timers or PIT",
         config.timer_hz));
+  if (config.hyperv_testdev && !config.hyperv)
+    return absl::InvalidArgumentError(
+        "hyperv-testdev needs Hyper-V's enlightenments (hyperv, --hyperv): its SINTs are SynIC's");
   if (config.cpus > kAcpiMaxCpus)
     return absl::InvalidArgumentError(absl::StrFormat(
         "%u vCPUs: the pc machine's MADT holds at most %u", config.cpus, kAcpiMaxCpus));

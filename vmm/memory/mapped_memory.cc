@@ -20,6 +20,18 @@ absl::StatusOr<MappedMemory> MappedMemory::Create(uint64_t size) {
   return MappedMemory(static_cast<uint8_t*>(p), size);
 }
 
+absl::Status MappedMemory::InvalidateHostPage(uint64_t offset) const {
+  constexpr uint64_t kPage = 4096;
+  if (offset % kPage != 0 || offset >= size_)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("offset 0x%x is not a page of the %u-byte mapping", offset, size_));
+  if (mprotect(data_ + offset, kPage, PROT_READ) != 0 ||
+      mprotect(data_ + offset, kPage, PROT_READ | PROT_WRITE) != 0)
+    return absl::InternalError(absl::StrFormat("mprotect of guest page 0x%x: %s", offset,
+                                               strerror(errno)));
+  return absl::OkStatus();
+}
+
 MappedMemory& MappedMemory::operator=(MappedMemory&& other) noexcept {
   if (this != &other) {
     if (data_ != nullptr) munmap(data_, size_);

@@ -24,6 +24,17 @@ class MappedMemory {
   MappedMemory& operator=(const MappedMemory&) = delete;
   ~MappedMemory();
 
+  // Makes the host drop its page-table entries for the 4 KiB page at
+  // `offset` (page-aligned, inside the mapping) by taking write access away
+  // and giving it back (two mprotects), contents unchanged. Through the MMU
+  // notifier, KVM drops its own mapping of the page too, and faults it in
+  // again at the guest's next access (QEMU's pc-testdev flush; QEMU takes
+  // all access away, PROT_NONE, which invalidates just the same). Between
+  // the two calls the page is read-only to every thread: a write to it then
+  // by another thread faults (KVM fails a vCPU's KVM_RUN with EFAULT), as
+  // under QEMU. InvalidArgument for an offset that is not such a page.
+  absl::Status InvalidateHostPage(uint64_t offset) const;
+
   std::span<uint8_t> span() const { return {data_, size_}; }
   void* data() const { return data_; }
   uint64_t size() const { return size_; }

@@ -241,12 +241,16 @@ MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
                             absl::StrFormat("unexpected KVM system event %u", e.type));
           },
           [&](const HypervExit& h) -> MaybeStop {
-            // SynIC and the synthetic debugger live in the kernel: a control
-            // write needs nothing of the VMM. A hypercall KVM did not handle
-            // is one no device here serves: HV_STATUS_INVALID_HYPERCALL_CODE,
-            // as QEMU answers without a device for it.
-            constexpr uint64_t kHvStatusInvalidHypercallCode = 2;
-            if (h.hcall_result != nullptr) *h.hcall_result = kHvStatusInvalidHypercallCode;
+            // SynIC and the synthetic debugger live in the kernel; the
+            // machine's HypervHost keeps what it needs of a SynIC control
+            // write and answers a hypercall KVM did not handle. Without one,
+            // no device here serves a hypercall:
+            // HV_STATUS_INVALID_HYPERCALL_CODE, as QEMU answers without one.
+            if (h.type == kHypervExitSynic && p_.hyperv != nullptr)
+              p_.hyperv->SynicControlWritten(p_.vcpu_id, h.synic);
+            if (h.hcall_result != nullptr)
+              *h.hcall_result = p_.hyperv != nullptr ? p_.hyperv->Hypercall(p_.vcpu_id, h.hcall)
+                                                     : kHvStatusInvalidHypercallCode;
             return std::nullopt;
           },
           [&](const UnknownExit& u) {

@@ -95,6 +95,10 @@ struct RunLoopParts {
   // both in the kernel, so such an exit reaching the loop stops the run with
   // a VMM error instead of being served by the wrong model.
   bool own_interrupts = true;
+  // The machine's side of Hyper-V's SynIC (vmm/core/hyperv_host.h); null:
+  // none, and a hypercall KVM leaves to the VMM gets
+  // HV_STATUS_INVALID_HYPERCALL_CODE.
+  HypervHost* hyperv = nullptr;
 };
 
 class RunLoop {
