@@ -12,6 +12,7 @@
 #include "vmm/boot/boot_layout.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/elf/elf_loader.h"
+#include "vmm/machine/cpuid_probe.h"
 #include "vmm/machine/machine.h"
 #include "vmm/memory/mapped_memory.h"
 #include "vmm/vm_state.h"
@@ -89,13 +90,14 @@ absl::Status BuiltinMachine::Build(Vm::State& s, std::span<const uint8_t> image)
 // stack, GDT and TSS (minivmm_abi/boot.h).
 absl::Status BuiltinMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
   // Its own APIC ID; no local APIC (docs/design.md "CPUID").
-  // What vCPU 0 could not be given, said once (every vCPU's CPUID is alike).
-  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(),
-                                CpuidMachine{.apic_id = cpu,
-                                             .features = s.config.cpu_features,
-                                             .vendor = s.config.cpu_vendor,
-                                             .enforce = s.config.cpu_enforce},
-                                cpu == 0 ? &cpu_not_given_ : nullptr));
+  // What vCPU 0 could not be given, or would see otherwise than asked
+  // (cpuid_probe.h), said once (every vCPU's CPUID is alike).
+  const CpuidMachine cpuid{.apic_id = cpu,
+                           .features = s.config.cpu_features,
+                           .vendor = s.config.cpu_vendor,
+                           .enforce = s.config.cpu_enforce};
+  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), cpuid, cpu == 0 ? &cpu_not_given_ : nullptr));
+  if (cpu == 0) RETURN_IF_ERROR(CheckCpuFeaturesAsSeen(s.kvm, cpuid, &cpu_not_given_));
   LongModeBoot boot;
   boot.rip = entry_;
   boot.rsp = MVMM_CPU_STACK_TOP(cpu);

@@ -1,12 +1,9 @@
 #include "vmm/machine/pc_host_check.h"
 
 #include <array>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <variant>
 
@@ -14,7 +11,7 @@
 #include "minivmm/guest_memory.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/kvm/vcpu.h"
-#include "vmm/memory/mapped_memory.h"
+#include "vmm/machine/probe_vm.h"
 
 namespace minivmm {
 namespace {
@@ -28,7 +25,6 @@ constexpr uint32_t kGdtrGpa = 0x2100;
 constexpr uint32_t kIdtGpa = 0x2200;
 constexpr uint32_t kIdtrGpa = 0x2300;
 constexpr uint32_t kStackTop = 0x8000;
-constexpr uint64_t kMemoryBytes = 64 * 1024;
 constexpr uint16_t kCodeSelector = 0x10;  // the entry's own CS (KvmVcpu::SetProtectedModeBoot)
 constexpr int kUdVector = 6;
 
@@ -69,38 +65,6 @@ bool WriteProbe(const GuestMemory& memory) {
          memory.WriteObj(GuestAddress(kIdtrGpa), TableRegister{8 * 32 - 1, kIdtGpa});
 }
 
-std::string Describe(const VcpuExit& exit) {
-  return std::visit(
-      [](const auto& e) -> std::string {
-        using T = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<T, IoOut> || std::is_same_v<T, IoIn>) {
-          return absl::StrFormat("a %d-byte %s port 0x%x", e.size,
-                                 std::is_same_v<T, IoOut> ? "write to" : "read of", e.port);
-        } else if constexpr (std::is_same_v<T, MmioRead> || std::is_same_v<T, MmioWrite>) {
-          return absl::StrFormat("an MMIO access at 0x%x", e.address);
-        } else if constexpr (std::is_same_v<T, Hlt>) {
-          return "a HLT";
-        } else if constexpr (std::is_same_v<T, Interrupted>) {
-          return "no exit within the time limit";
-        } else if constexpr (std::is_same_v<T, Shutdown>) {
-          return "a triple fault (KVM_EXIT_SHUTDOWN)";
-        } else if constexpr (std::is_same_v<T, InternalError>) {
-          return absl::StrFormat("KVM_EXIT_INTERNAL_ERROR, suberror %u", e.suberror);
-        } else if constexpr (std::is_same_v<T, FailEntry>) {
-          return absl::StrFormat("KVM_EXIT_FAIL_ENTRY, reason 0x%x", e.hardware_reason);
-        } else if constexpr (std::is_same_v<T, SystemEvent>) {
-          return absl::StrFormat("KVM_EXIT_SYSTEM_EVENT, type %u", e.type);
-        } else if constexpr (std::is_same_v<T, UnknownExit>) {
-          return absl::StrFormat("KVM exit reason %u", e.kvm_reason);
-        } else if constexpr (std::is_same_v<T, RunFailed>) {
-          return absl::StrFormat("KVM_RUN failing: %s", std::strerror(e.error));
-        } else {
-          return std::string(ExitReasonName(T::kReason));
-        }
-      },
-      exit);
-}
-
 }  // namespace
 
 absl::Status JudgePcEventProbe(const VcpuExit& exit) {
@@ -111,38 +75,15 @@ absl::Status JudgePcEventProbe(const VcpuExit& exit) {
   }
   return absl::FailedPreconditionError(absl::StrFormat(
       "%s (a #UD through the guest's IDT and its handler's iret ended in %s)",
-      kPcNoProtectedModeEvents, Describe(exit)));
+      kPcNoProtectedModeEvents, DescribeExit(exit)));
 }
 
 absl::Status CheckPcMachineRunsHere(const KvmSystem& kvm, absl::Duration limit) {
-  ASSIGN_OR_RETURN(MappedMemory memory, MappedMemory::Create(kMemoryBytes));
-  if (!WriteProbe(GuestMemory(memory.span())))
+  ASSIGN_OR_RETURN(std::unique_ptr<ProbeVm> probe, ProbeVm::Create(kvm, /*irqchip=*/false));
+  if (!WriteProbe(probe->memory()))
     return absl::InternalError("the pc machine's host check: its probe does not fit its memory");
-  ASSIGN_OR_RETURN(KvmVm vm, KvmVm::Create(kvm));
-  RETURN_IF_ERROR(vm.SetMemoryRegion(0, 0, memory.size(), memory.data(), /*read_only=*/false));
-  ASSIGN_OR_RETURN(std::unique_ptr<KvmVcpu> vcpu, vm.CreateVcpu(kvm, 0));
-  RETURN_IF_ERROR(vcpu->SetProtectedModeBoot({.eip = kCodeGpa}));
-  RETURN_IF_ERROR(vcpu->BindToCurrentThread());
-
-  // A watchdog kicks a vCPU that never comes back; the kick ends KVM_RUN
-  // with EINTR, judged as "no exit".
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock lock(mu);
-    if (!cv.wait_for(lock, absl::ToChronoMilliseconds(limit), [&] { return done; })) vcpu->Kick();
-  });
-  const VcpuExit exit = vcpu->Run();
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  cv.notify_one();
-  watchdog.join();
-  absl::Status verdict = JudgePcEventProbe(exit);
-  vcpu->UnbindFromThread();
-  return verdict;
+  RETURN_IF_ERROR(probe->Start(kCodeGpa));
+  return JudgePcEventProbe(probe->Run(limit));
 }
 
 }  // namespace minivmm

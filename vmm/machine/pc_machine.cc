@@ -29,6 +29,7 @@
 #include "vmm/core/status_macros.h"
 #include "vmm/elf/elf_loader.h"
 #include "vmm/kvm/sint_routes.h"
+#include "vmm/machine/cpuid_probe.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/pc_host_check.h"
 #include "vmm/vm_state.h"
@@ -321,18 +322,19 @@ std::vector<std::string> PcMachine::notes() const {
 absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
   if (vcpus_.size() <= cpu) vcpus_.resize(cpu + 1, nullptr);
   vcpus_[cpu] = &vcpu;
-  // What vCPU 0 could not be given, said once (every vCPU's CPUID is alike).
-  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(),
-                                CpuidMachine{.apic_id = cpu,
-                                             .local_apic_in_kernel = true,
-                                             .tsc_deadline_timer = tsc_deadline_timer_,
-                                             .features = s.config.cpu_features,
-                                             .vendor = s.config.cpu_vendor,
-                                             .enforce = s.config.cpu_enforce,
-                                             .hyperv = s.config.hyperv},
-                                cpu == 0 ? &cpu_not_given_ : nullptr));
+  // What vCPU 0 could not be given, or would see otherwise than asked
+  // (cpuid_probe.h), said once (every vCPU's CPUID is alike).
+  const CpuidMachine cpuid{.apic_id = cpu,
+                           .local_apic_in_kernel = true,
+                           .tsc_deadline_timer = tsc_deadline_timer_,
+                           .features = s.config.cpu_features,
+                           .vendor = s.config.cpu_vendor,
+                           .enforce = s.config.cpu_enforce,
+                           .hyperv = s.config.hyperv};
+  RETURN_IF_ERROR(vcpu.SetCpuid(s.kvm.fd(), cpuid, cpu == 0 ? &cpu_not_given_ : nullptr));
   // The others stay as KVM made them: in reset, waiting for INIT/SIPI.
   if (cpu != 0) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckCpuFeaturesAsSeen(s.kvm, cpuid, &cpu_not_given_));
   return vcpu.SetProtectedModeBoot({.eip = entry_, .eax = kMultibootBootMagic, .ebx = info_gpa_});
 }
 
