@@ -31,8 +31,9 @@ std::atomic_ref<uint32_t> Word(uint8_t* p) { return std::atomic_ref<uint32_t>(*r
 
 }  // namespace
 
-HypervSynic::HypervSynic(const GuestMemory& memory, SintRoutes& routes, uint32_t cpus)
-    : memory_(memory), routes_(routes), pages_(cpus) {}
+HypervSynic::HypervSynic(const GuestMemory& memory, SintRoutes& routes, uint32_t cpus,
+                         HypervEventConnections* in_kernel)
+    : memory_(memory), routes_(routes), in_kernel_(in_kernel), pages_(cpus) {}
 
 void HypervSynic::SynicControlWritten(uint32_t cpu, const SynicControl& control) {
   std::lock_guard lock(mu_);
@@ -104,7 +105,18 @@ absl::Status HypervSynic::CreateEventConnection(uint32_t id, uint32_t vp_index, 
     return absl::AlreadyExistsError(absl::StrFormat("event connection 0x%x exists", id));
   absl::StatusOr<uint32_t> route = routes_.Add(vp_index, sint, nullptr);
   if (!route.ok()) return route.status();
-  events_.emplace(id, EventConnection{.vp_index = vp_index, .sint = sint, .route = *route});
+  const uint64_t generation = ++generations_;
+  if (in_kernel_ != nullptr) {
+    if (absl::Status s = in_kernel_->Connect(id, [this, id, generation] { Signalled(id, generation); });
+        !s.ok()) {
+      (void)routes_.Remove(*route);
+      return s;
+    }
+  }
+  events_.emplace(id, EventConnection{.vp_index = vp_index,
+                                      .sint = sint,
+                                      .route = *route,
+                                      .generation = generation});
   return absl::OkStatus();
 }
 
@@ -115,7 +127,9 @@ absl::Status HypervSynic::DestroyEventConnection(uint32_t id) {
     return absl::NotFoundError(absl::StrFormat("no event connection 0x%x", id));
   const uint32_t route = it->second.route;
   events_.erase(it);
-  return routes_.Remove(route);
+  absl::Status status = in_kernel_ != nullptr ? in_kernel_->Disconnect(id) : absl::OkStatus();
+  if (absl::Status s = routes_.Remove(route); status.ok()) status = s;
+  return status;
 }
 
 uint16_t HypervSynic::PostMessage(const HypervHypercall& call) {
@@ -211,7 +225,11 @@ uint16_t HypervSynic::SignalEvent(const HypervHypercall& call) {
   std::lock_guard lock(mu_);
   auto it = events_.find(id);
   if (it == events_.end()) return kHvStatusInvalidConnectionId;
-  const EventConnection& c = it->second;
+  SetFlag(id, it->second);
+  return kHvStatusSuccess;
+}
+
+void HypervSynic::SetFlag(uint32_t id, const EventConnection& c) {
   const Pages& p = pages_[c.vp_index];
   std::optional<std::span<uint8_t>> word;
   if (p.synic_enabled && p.evt_page != 0)
@@ -219,11 +237,17 @@ uint16_t HypervSynic::SignalEvent(const HypervHypercall& call) {
         GuestAddress(p.evt_page + uint64_t{c.sint} * kMessageBytes + (id / 32) * 4), 4);
   if (!word) {
     ++dropped_events_;
-    return kHvStatusSuccess;
+    return;
   }
   const uint32_t bit = 1u << (id % 32);
   if ((Word(word->data()).fetch_or(bit) & bit) == 0) (void)routes_.Raise(c.route);
-  return kHvStatusSuccess;
+}
+
+void HypervSynic::Signalled(uint32_t id, uint64_t generation) {
+  std::lock_guard lock(mu_);
+  auto it = events_.find(id);
+  if (it == events_.end() || it->second.generation != generation) return;
+  SetFlag(id, it->second);
 }
 
 uint64_t HypervSynic::dropped_messages() const {

@@ -22,10 +22,12 @@
 //  - An event connection (id -> vCPU, SINT): HvSignalEvent (0x5d; fast, or
 //    slow with its 8-byte input at an aligned address) sets bit `id` of the
 //    vCPU's event flags for the SINT (the event flags page's 256-byte slot
-//    `sint`) and raises the SINT if the bit was clear. QEMU gives each event
-//    connection to KVM (KVM_HYPERV_EVENTFD), which then serves its
-//    HvSignalEvent in the kernel; here every HvSignalEvent reaches the VMM,
-//    one `hyperv` exit each, and is served on the vCPU's thread.
+//    `sint`) and raises the SINT if the bit was clear. Where the machine has
+//    HypervEventConnections (KVM's KVM_HYPERV_EVENTFD), each event
+//    connection is given to KVM, as QEMU gives it: KVM answers the guest's
+//    HvSignalEvent in the kernel, with no exit to the VMM, and the flag is
+//    set on the machine's thread right after; otherwise each HvSignalEvent
+//    reaches the VMM, one `hyperv` exit, and is served on the vCPU's thread.
 //  - Any other hypercall: HV_STATUS_INVALID_HYPERCALL_CODE.
 //
 // The statuses, as QEMU gives them (vmm/core/hyperv_host.h): a fast
@@ -72,9 +74,10 @@ class HypervSynic final : public HypervHost {
   static constexpr uint32_t kPayloadBytes = 240;
   static constexpr uint32_t kConnectionIdMask = 0x00ffffff;
 
-  // `memory` and `routes` must outlive this, `routes`' callbacks included
-  // (SintRoutes::Add: stop them before this goes).
-  HypervSynic(const GuestMemory& memory, SintRoutes& routes, uint32_t cpus);
+  // `memory`, `routes` and `in_kernel` (null: none) must outlive this, their
+  // callbacks included (stop them before this goes).
+  HypervSynic(const GuestMemory& memory, SintRoutes& routes, uint32_t cpus,
+              HypervEventConnections* in_kernel = nullptr);
 
   void SynicControlWritten(uint32_t cpu, const SynicControl& control) override;
   uint16_t Hypercall(uint32_t cpu, const HypervHypercall& call) override;
@@ -113,6 +116,7 @@ class HypervSynic final : public HypervHost {
     uint32_t vp_index;
     uint32_t sint;
     uint32_t route;
+    uint64_t generation;
   };
   enum class Delivery { kDelivered, kSlotBusy, kNoPage };
 
@@ -124,9 +128,16 @@ class HypervSynic final : public HypervHost {
   // The guest acknowledged the SINT of message connection `id` of that
   // generation: a staged message tries its slot again.
   void Acknowledged(uint32_t id, uint64_t generation);
+  // Connection `id`'s flag set, its SINT raised if the flag was clear (mu_
+  // held).
+  void SetFlag(uint32_t id, const EventConnection& c);
+  // KVM served an HvSignalEvent for event connection `id` of that
+  // generation.
+  void Signalled(uint32_t id, uint64_t generation);
 
   const GuestMemory& memory_;
   SintRoutes& routes_;
+  HypervEventConnections* in_kernel_;
   mutable std::mutex mu_;
   std::vector<Pages> pages_;  // by VP index
   std::map<uint32_t, MessageConnection> messages_;

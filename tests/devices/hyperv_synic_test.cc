@@ -249,6 +249,53 @@ TEST_F(HypervSynicTest, ConnectionsAreCheckedAndAnOldAcknowledgementReachesNoNew
   EXPECT_EQ(SlotPayload(0, 8), 3u);
 }
 
+class FakeEventConnections final : public HypervEventConnections {
+ public:
+  absl::Status Connect(uint32_t id, std::function<void()> on_signal) override {
+    if (refuse) return absl::FailedPreconditionError("refused");
+    connections[id] = std::move(on_signal);
+    return absl::OkStatus();
+  }
+  absl::Status Disconnect(uint32_t id) override {
+    return connections.erase(id) == 1 ? absl::OkStatus() : absl::NotFoundError("none");
+  }
+  std::map<uint32_t, std::function<void()>> connections;
+  bool refuse = false;
+};
+
+// With KVM serving HvSignalEvent (KVM_HYPERV_EVENTFD): each event connection
+// is given to it, and its signal sets the flag as the hypercall would.
+TEST(HypervSynicInKernelTest, AnEventKvmServedSetsTheFlagAndRaisesTheSintOnce) {
+  std::vector<uint8_t> ram(kSynicRam, 0);
+  GuestMemory memory(ram);
+  FakeSintRoutes routes;
+  FakeEventConnections in_kernel;
+  HypervSynic synic(memory, routes, 1, &in_kernel);
+  synic.SynicControlWritten(0, {.control = 1, .evt_page = kSynicEvtPage | 1});
+  ASSERT_TRUE(synic.CreateEventConnection(0x20, 0, 9).ok());
+  ASSERT_EQ(in_kernel.connections.count(0x20), 1u);
+  std::function<void()> signal = in_kernel.connections[0x20];
+  signal();
+  uint32_t word;
+  std::memcpy(&word, &ram[kSynicEvtPage + 9 * 256 + 4], 4);
+  EXPECT_EQ(word, 1u);  // flag 0x20: word 1, bit 0
+  EXPECT_EQ(routes.To(0, 9)->raised, 1u);
+  signal();
+  EXPECT_EQ(routes.To(0, 9)->raised, 1u);
+  // Gone, and made again: the old connection's signal reaches nothing.
+  ASSERT_TRUE(synic.DestroyEventConnection(0x20).ok());
+  EXPECT_TRUE(in_kernel.connections.empty());
+  ASSERT_TRUE(synic.CreateEventConnection(0x20, 0, 9).ok());
+  std::memset(&ram[kSynicEvtPage + 9 * 256], 0, 8);
+  signal();
+  std::memcpy(&word, &ram[kSynicEvtPage + 9 * 256 + 4], 4);
+  EXPECT_EQ(word, 0u);
+  // KVM refusing the connection leaves no route behind.
+  in_kernel.refuse = true;
+  EXPECT_EQ(synic.CreateEventConnection(0x21, 0, 9).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(routes.routes.size(), 1u);
+}
+
 class HypervTestdevTest : public HypervSynicTest {
  protected:
   void Request(uint8_t ctl, uint8_t vp, uint8_t sint, uint8_t conn = 0) {

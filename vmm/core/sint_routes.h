@@ -34,6 +34,21 @@ class SintRoutes {
   virtual absl::Status Remove(uint32_t route) = 0;
 };
 
+// Event connections served in the kernel: KVM answers the guest's
+// HvSignalEvent for the connection itself, with no exit to the VMM, and
+// tells the VMM, which sets the event flag (as QEMU has KVM do with
+// KVM_HYPERV_EVENTFD). Where KVM cannot, the machine has none of these and
+// every HvSignalEvent reaches the VMM as a hypercall.
+class HypervEventConnections {
+ public:
+  virtual ~HypervEventConnections() = default;
+  // `on_signal` is called on the machine's thread after each HvSignalEvent
+  // for connection `id`; one that comes as the connection goes may still
+  // call it once after Disconnect.
+  virtual absl::Status Connect(uint32_t id, std::function<void()> on_signal) = 0;
+  virtual absl::Status Disconnect(uint32_t id) = 0;
+};
+
 }  // namespace minivmm
 
 #endif  // MINIVMM_VMM_CORE_SINT_ROUTES_H_

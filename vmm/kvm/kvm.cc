@@ -164,6 +164,20 @@ absl::Status KvmVm::AssignResampleIrqfd(uint32_t gsi, int fd, int resample_fd) {
   return absl::OkStatus();
 }
 
+bool KvmVm::HasHypervEventfd() const {
+  return ioctl(fd_.get(), KVM_CHECK_EXTENSION, KVM_CAP_HYPERV_EVENTFD) > 0;
+}
+
+absl::Status KvmVm::SetHypervEventfd(uint32_t conn_id, int fd) {
+  kvm_hyperv_eventfd e{};
+  e.conn_id = conn_id;
+  e.fd = fd;
+  e.flags = fd < 0 ? KVM_HYPERV_EVENTFD_DEASSIGN : 0;
+  if (ioctl(fd_.get(), KVM_HYPERV_EVENTFD, &e) < 0)
+    return KvmError(absl::StrFormat("KVM_HYPERV_EVENTFD(connection 0x%x)", conn_id));
+  return absl::OkStatus();
+}
+
 absl::Status KvmVm::DeassignIrqfd(uint32_t gsi, int fd) {
   kvm_irqfd irqfd{};
   irqfd.fd = static_cast<uint32_t>(fd);

@@ -87,6 +87,13 @@ class KvmVm {
   // of its vector or a write of the EOM MSR). Needs the full in-kernel
   // irqchip (CreateIrqchip).
   absl::Status AssignResampleIrqfd(uint32_t gsi, int fd, int resample_fd);
+  // Whether KVM serves HvSignalEvent itself for a connection given an
+  // eventfd (KVM_CAP_HYPERV_EVENTFD).
+  bool HasHypervEventfd() const;
+  // KVM_HYPERV_EVENTFD: KVM writes `fd` (an eventfd) at each HvSignalEvent
+  // for connection `conn_id` (24 bits), instead of leaving the hypercall to
+  // the VMM; fd -1 deassigns it.
+  absl::Status SetHypervEventfd(uint32_t conn_id, int fd);
   // KVM_IRQFD with KVM_IRQFD_FLAG_DEASSIGN: undoes AssignResampleIrqfd.
   absl::Status DeassignIrqfd(uint32_t gsi, int fd);
   // KVM_CREATE_PIT2: the 8254 on ports 0x40-0x43 (after CreateIrqchip).

@@ -16,6 +16,8 @@ namespace minivmm {
 namespace {
 
 constexpr uint64_t kStopToken = ~0ull;
+// An epoll token: a route's GSI, or a connection id with this bit.
+constexpr uint64_t kConnectionToken = 1ull << 32;
 
 absl::StatusOr<Fd> NewEventFd() {
   const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -60,19 +62,29 @@ void KvmSintRoutes::WatchAcks() {
       return;  // only a bad epoll fd fails otherwise: nothing more to watch
     }
     for (int i = 0; i < n; ++i) {
-      if (events[i].data.u64 == kStopToken) return;
-      const uint32_t gsi = static_cast<uint32_t>(events[i].data.u64);
-      std::shared_ptr<std::function<void()>> on_ack;
+      const uint64_t token = events[i].data.u64;
+      if (token == kStopToken) return;
+      const uint32_t key = static_cast<uint32_t>(token);
+      std::shared_ptr<std::function<void()>> callback;
       {
         std::lock_guard lock(mu_);
-        auto it = routes_.find(gsi);
-        if (it == routes_.end() || !it->second.resample_fd.valid()) continue;
+        int fd = -1;
+        if ((token & kConnectionToken) != 0) {
+          auto it = connections_.find(key);
+          if (it == connections_.end()) continue;
+          fd = it->second.fd.get();
+          callback = it->second.on_signal;
+        } else {
+          auto it = routes_.find(key);
+          if (it == routes_.end() || !it->second.resample_fd.valid()) continue;
+          fd = it->second.resample_fd.get();
+          callback = it->second.on_ack;
+        }
         uint64_t count;
-        [[maybe_unused]] const ssize_t r = read(it->second.resample_fd.get(), &count, sizeof(count));
-        on_ack = it->second.on_ack;
+        [[maybe_unused]] const ssize_t r = read(fd, &count, sizeof(count));
       }
       // Outside the lock: the callback may add, raise or remove routes.
-      if (on_ack) (*on_ack)();
+      if (callback) (*callback)();
     }
   }
 }
@@ -156,6 +168,38 @@ absl::Status KvmSintRoutes::Remove(uint32_t route) {
   }
   routes_.erase(it);
   if (absl::Status s = Commit(); status.ok()) status = s;
+  return status;
+}
+
+absl::Status KvmSintRoutes::Connect(uint32_t id, std::function<void()> on_signal) {
+  if (!has_eventfd_)
+    return absl::FailedPreconditionError("this host's KVM lacks KVM_CAP_HYPERV_EVENTFD");
+  std::lock_guard lock(mu_);
+  if (connections_.contains(id))
+    return absl::AlreadyExistsError(absl::StrFormat("event connection 0x%x exists", id));
+  ASSIGN_OR_RETURN(Fd fd, NewEventFd());
+  RETURN_IF_ERROR(vm_.SetHypervEventfd(id, fd.get()));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kConnectionToken | id;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) {
+    const absl::Status s = KvmError("epoll_ctl(ADD)");
+    (void)vm_.SetHypervEventfd(id, -1);
+    return s;
+  }
+  connections_.emplace(id, EventConnection{std::move(fd), std::make_shared<std::function<void()>>(
+                                                               std::move(on_signal))});
+  return absl::OkStatus();
+}
+
+absl::Status KvmSintRoutes::Disconnect(uint32_t id) {
+  std::lock_guard lock(mu_);
+  auto it = connections_.find(id);
+  if (it == connections_.end())
+    return absl::NotFoundError(absl::StrFormat("no event connection 0x%x", id));
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+  absl::Status status = vm_.SetHypervEventfd(id, -1);
+  connections_.erase(it);
   return status;
 }
 

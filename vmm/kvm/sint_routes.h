@@ -6,7 +6,10 @@
 // irqfd with a resample eventfd on its GSI (never written: it is there for
 // KVM's acknowledgement notifier), watched by one thread of this object's
 // own, which calls the callback; Stop ends that thread, and must be called
-// before whatever the callbacks use goes away. Thread-safe.
+// before whatever the callbacks use goes away. Where KVM has
+// KVM_CAP_HYPERV_EVENTFD it is HypervEventConnections too: each connection
+// an eventfd KVM writes at the guest's HvSignalEvent (KVM_HYPERV_EVENTFD),
+// watched by the same thread. Thread-safe.
 #ifndef MINIVMM_VMM_KVM_SINT_ROUTES_H_
 #define MINIVMM_VMM_KVM_SINT_ROUTES_H_
 
@@ -25,7 +28,7 @@
 
 namespace minivmm {
 
-class KvmSintRoutes final : public SintRoutes {
+class KvmSintRoutes final : public SintRoutes, public HypervEventConnections {
  public:
   // The first GSI a route gets, and one past the last (KVM's routing table
   // holds KVM_MAX_IRQ_ROUTES, 4096, entries).
@@ -41,6 +44,11 @@ class KvmSintRoutes final : public SintRoutes {
   absl::Status Raise(uint32_t route) override;
   absl::Status Remove(uint32_t route) override;
 
+  // Null where KVM cannot serve HvSignalEvent itself.
+  HypervEventConnections* event_connections() { return has_eventfd_ ? this : nullptr; }
+  absl::Status Connect(uint32_t id, std::function<void()> on_signal) override;
+  absl::Status Disconnect(uint32_t id) override;
+
   // Ends the acknowledgement thread: no callback runs after it returns.
   void Stop();
 
@@ -53,7 +61,13 @@ class KvmSintRoutes final : public SintRoutes {
     std::shared_ptr<std::function<void()>> on_ack;  // null: none
   };
 
-  KvmSintRoutes(KvmVm& vm, Fd epoll, Fd stop) : vm_(vm), epoll_(std::move(epoll)), stop_(std::move(stop)) {}
+  struct EventConnection {
+    Fd fd;  // written by KVM at each HvSignalEvent
+    std::shared_ptr<std::function<void()>> on_signal;
+  };
+
+  KvmSintRoutes(KvmVm& vm, Fd epoll, Fd stop)
+      : vm_(vm), epoll_(std::move(epoll)), stop_(std::move(stop)), has_eventfd_(vm.HasHypervEventfd()) {}
   // KVM_SET_GSI_ROUTING with the ISA routes and every route in routes_.
   absl::Status Commit();
   void WatchAcks();
@@ -61,8 +75,10 @@ class KvmSintRoutes final : public SintRoutes {
   KvmVm& vm_;
   Fd epoll_;
   Fd stop_;
+  const bool has_eventfd_;
   std::mutex mu_;
   std::map<uint32_t, Route> routes_;  // by GSI
+  std::map<uint32_t, EventConnection> connections_;  // by connection id
   std::thread acks_;
 };
 

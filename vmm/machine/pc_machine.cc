@@ -162,7 +162,7 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   }
   if (config.hyperv_testdev) {
     ASSIGN_OR_RETURN(sint_routes_, KvmSintRoutes::Create(s.vm));
-    synic_.emplace(s.memory, *sint_routes_, config.cpus);
+    synic_.emplace(s.memory, *sint_routes_, config.cpus, sint_routes_->event_connections());
     hyperv_testdev_.emplace(&*synic_, sint_routes_.get());
   }
 
