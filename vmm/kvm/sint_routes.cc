@@ -113,8 +113,9 @@ absl::StatusOr<uint32_t> KvmSintRoutes::Add(uint32_t vp_index, uint32_t sint,
   if (gsi >= kEndGsi)
     return absl::ResourceExhaustedError(absl::StrFormat(
         "no GSI left for another SINT route (%u in use)", kEndGsi - kFirstGsi));
-  Route route{.vp_index = vp_index, .sint = sint};
-  routes_.emplace(gsi, std::move(route));
+  Route& added = routes_[gsi];
+  added.vp_index = vp_index;
+  added.sint = sint;
   if (absl::Status s = Commit(); !s.ok()) {
     routes_.erase(gsi);
     return s;

@@ -54,8 +54,8 @@ class KvmSintRoutes final : public SintRoutes, public HypervEventConnections {
 
  private:
   struct Route {
-    uint32_t vp_index;
-    uint32_t sint;
+    uint32_t vp_index = 0;
+    uint32_t sint = 0;
     Fd irq_fd;       // the irqfd's eventfd, for the resampler only
     Fd resample_fd;  // written by KVM at each acknowledgement
     std::shared_ptr<std::function<void()>> on_ack;  // null: none
