@@ -27,7 +27,9 @@ uint32_t Load32(const uint8_t* p) {
   return v;
 }
 
-std::atomic_ref<uint32_t> Word(uint8_t* p) { return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(p)); }
+std::atomic_ref<uint32_t> Word(uint8_t* p) {
+  return std::atomic_ref<uint32_t>(*reinterpret_cast<uint32_t*>(p));
+}
 
 }  // namespace
 
@@ -73,14 +75,12 @@ absl::Status HypervSynic::CreateMessageConnection(uint32_t id, uint32_t vp_index
   if (messages_.contains(id))
     return absl::AlreadyExistsError(absl::StrFormat("message connection 0x%x exists", id));
   const uint64_t generation = ++generations_;
-  absl::StatusOr<uint32_t> route = routes_.Add(vp_index, sint, [this, id, generation] {
-    Acknowledged(id, generation);
-  });
+  absl::StatusOr<uint32_t> route =
+      routes_.Add(vp_index, sint, [this, id, generation] { Acknowledged(id, generation); });
   if (!route.ok()) return route.status();
-  messages_.emplace(id, MessageConnection{.vp_index = vp_index,
-                                          .sint = sint,
-                                          .route = *route,
-                                          .generation = generation});
+  messages_.emplace(
+      id, MessageConnection{
+              .vp_index = vp_index, .sint = sint, .route = *route, .generation = generation});
   return absl::OkStatus();
 }
 
@@ -98,25 +98,24 @@ absl::Status HypervSynic::CreateEventConnection(uint32_t id, uint32_t vp_index, 
   std::lock_guard lock(mu_);
   if (absl::Status s = CheckTarget(id, vp_index, sint); !s.ok()) return s;
   if (id >= kEventFlags)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("event connection 0x%x: its flag would be past the slot's %u", id,
-                        kEventFlags));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "event connection 0x%x: its flag would be past the slot's %u", id, kEventFlags));
   if (events_.contains(id))
     return absl::AlreadyExistsError(absl::StrFormat("event connection 0x%x exists", id));
   absl::StatusOr<uint32_t> route = routes_.Add(vp_index, sint, nullptr);
   if (!route.ok()) return route.status();
   const uint64_t generation = ++generations_;
   if (in_kernel_ != nullptr) {
-    if (absl::Status s = in_kernel_->Connect(id, [this, id, generation] { Signalled(id, generation); });
+    if (absl::Status s =
+            in_kernel_->Connect(id, [this, id, generation] { Signalled(id, generation); });
         !s.ok()) {
       (void)routes_.Remove(*route);
       return s;
     }
   }
-  events_.emplace(id, EventConnection{.vp_index = vp_index,
-                                      .sint = sint,
-                                      .route = *route,
-                                      .generation = generation});
+  events_.emplace(
+      id, EventConnection{
+              .vp_index = vp_index, .sint = sint, .route = *route, .generation = generation});
   return absl::OkStatus();
 }
 

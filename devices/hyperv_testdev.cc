@@ -18,8 +18,7 @@ void HypervTestdev::Write(uint64_t offset, std::span<const uint8_t> data, ExitCo
   uint32_t value;
   std::memcpy(&value, data.data(), sizeof(value));
   if (absl::Status s = Request(value); !s.ok()) {
-    if (refused_++ == 0)
-      first_refusal_ = absl::StrFormat("request 0x%08x: %s", value, s.message());
+    if (refused_++ == 0) first_refusal_ = absl::StrFormat("request 0x%08x: %s", value, s.message());
   }
 }
 
@@ -49,8 +48,7 @@ absl::Status HypervTestdev::Request(uint32_t value) {
     case kSintRouteSetSint: {
       auto it = sint_routes_.find(key);
       if (it == sint_routes_.end())
-        return absl::NotFoundError(
-            absl::StrFormat("no route to SINT %u of VP %u", sint, vp_index));
+        return absl::NotFoundError(absl::StrFormat("no route to SINT %u of VP %u", sint, vp_index));
       if (ctl == kSintRouteSetSint) return routes_->Raise(it->second);
       const uint32_t route = it->second;
       sint_routes_.erase(it);

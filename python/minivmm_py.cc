@@ -690,10 +690,10 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        py::object workload, py::object cmdline, int64_t timer_hz,
                        std::optional<double> timeout, std::string kvm_device, bool wasted,
                        bool sites, int64_t cpus, bool probe_host,
-                       std::optional<int64_t> recent_exits, std::string machine,
-                       py::object initrd, bool pit, bool pc_testdev, py::object cpu_features,
-                       py::object cpu_vendor, bool cpu_enforce, bool kernel_exits, bool hyperv,
-                       bool kernel_exit_events, bool hyperv_testdev) {
+                       std::optional<int64_t> recent_exits, std::string machine, py::object initrd,
+                       bool pit, bool pc_testdev, py::object cpu_features, py::object cpu_vendor,
+                       bool cpu_enforce, bool kernel_exits, bool hyperv, bool kernel_exit_events,
+                       bool hyperv_testdev) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -730,9 +730,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("workload") = py::none(), py::arg("cmdline") = py::none(),
            py::arg("timer_hz") = 0, py::arg("timeout") = py::none(),
            py::arg("kvm_device") = "/dev/kvm", py::arg("wasted") = false, py::arg("sites") = false,
-           py::arg("cpus") = 1, py::arg("probe_host") = true,
-           py::arg("recent_exits") = py::none(), py::arg("machine") = "builtin",
-           py::arg("initrd") = py::none(), py::arg("pit") = false,
+           py::arg("cpus") = 1, py::arg("probe_host") = true, py::arg("recent_exits") = py::none(),
+           py::arg("machine") = "builtin", py::arg("initrd") = py::none(), py::arg("pit") = false,
            py::arg("pc_testdev") = false, py::arg("cpu_features") = py::none(),
            py::arg("cpu_vendor") = py::none(), py::arg("cpu_enforce") = false,
            py::arg("kernel_exits") = false, py::arg("hyperv") = false,

@@ -2,13 +2,14 @@
 // (devices/hyperv_testdev.h) over a fake SintRoutes and guest RAM of their
 // own: QEMU's answers for every HvPostMessage and HvSignalEvent case, the
 // message slot protocol, and the device's requests.
+#include "devices/hyperv_synic.h"
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <vector>
 
-#include "devices/hyperv_synic.h"
 #include "devices/hyperv_testdev.h"
 #include "gtest/gtest.h"
 #include "tests/common/fake_vm.h"
@@ -79,7 +80,9 @@ class HypervSynicTest : public ::testing::Test {
     return synic_.Hypercall(
         0, {.input = HypervSynic::kSignalEvent | (fast ? kSynicFast : 0), .params = {param, 0}});
   }
-  uint8_t* Slot(uint32_t cpu, uint32_t sint) { return &ram_[kSynicMsgPage + cpu * 0x2000 + sint * 256]; }
+  uint8_t* Slot(uint32_t cpu, uint32_t sint) {
+    return &ram_[kSynicMsgPage + cpu * 0x2000 + sint * 256];
+  }
   uint32_t SlotType(uint32_t cpu, uint32_t sint) {
     uint32_t v;
     std::memcpy(&v, Slot(cpu, sint), 4);

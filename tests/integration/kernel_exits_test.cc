@@ -51,8 +51,8 @@ ReasonNames NamesHere() {
 // Whether this host's KVM uses two-dimensional paging (kvm_amd's npt,
 // kvm_intel's ept).
 bool TdpHere() {
-  for (const char* param : {"/sys/module/kvm_amd/parameters/npt",
-                            "/sys/module/kvm_intel/parameters/ept"}) {
+  for (const char* param :
+       {"/sys/module/kvm_amd/parameters/npt", "/sys/module/kvm_intel/parameters/ept"}) {
     std::ifstream in(param);
     std::string value;
     if (in >> value) return value == "Y" || value == "1";

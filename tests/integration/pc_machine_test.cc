@@ -2,6 +2,8 @@
 // Multiboot guests (tests/pc_guests): each guest checks the machine from the
 // inside and prints key=value lines, which these tests assert exactly with
 // the run's exit status and device exit counts.
+#include "vmm/machine/pc_machine.h"
+
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -11,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
 #include "minivmm/cpu_features.h"
 #include "minivmm/machine.h"
 #include "tests/common/pc_host.h"
@@ -21,7 +23,6 @@
 #include "vmm/boot/bios_state.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/machine/pc_host_check.h"
-#include "vmm/machine/pc_machine.h"
 
 namespace minivmm::testing {
 namespace {

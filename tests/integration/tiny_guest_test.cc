@@ -232,8 +232,9 @@ TEST(CpuidGuestTest, ABitTheHostShowsAnywayIsSaidAsTheGuestSeesIt) {
   const std::string line =
       "cpu feature -xsave: this host's KVM shows it to the guest whatever KVM_SET_CPUID2 says "
       "(CPUID.1:ECX[26] = 1)";
-  EXPECT_EQ(run.result.notes, xsave_seen ? std::vector<std::string>{"warning: " + line + "; left set"}
-                                         : std::vector<std::string>{});
+  EXPECT_EQ(run.result.notes, xsave_seen
+                                  ? std::vector<std::string>{"warning: " + line + "; left set"}
+                                  : std::vector<std::string>{});
   config.cpu_enforce = true;
   absl::StatusOr<std::unique_ptr<Vm>> vm = Vm::Create(config);
   if (xsave_seen) {

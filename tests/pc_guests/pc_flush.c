@@ -8,9 +8,8 @@
    no plain_touch is. Both pages are written once first, so that each is
    mapped before the loops, and they lie in different 2 MiB regions: KVM
    may map guest memory with 2 MiB entries, and a flush drops the whole
-   entry that holds the page (a page beside the flushed one faults too). It prints N and the two instructions'
-   addresses; without pc-testdev the port is unclaimed and nothing is
-   flushed. */
+   entry that holds the page (a page beside the flushed one faults too). It prints N and the two
+   instructions' addresses; without pc-testdev the port is unclaimed and nothing is flushed. */
 #include "pc_guest.h"
 
 #define N 32
@@ -40,7 +39,7 @@ static __attribute__((noinline)) void plain_loop(void) {
   }
 }
 
-void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
+void guest_main(uint32_t magic, const struct multiboot_info* mbi) {
   (void)magic;
   (void)mbi;
   flushed_page[0] = 1;

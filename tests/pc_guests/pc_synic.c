@@ -119,9 +119,10 @@ static volatile uint32_t interrupts[16]; /* per SINT */
 static uint8_t sint_auto_eoi[16];
 static uint32_t synic_control_writes, hypercalls, testdev_writes;
 static int timed_out; /* after one bounded wait ran out, waits only look */
-static const char *first_failure;
+static const char* first_failure;
 
-void isr_sint0(void), isr_sint1(void), isr_sint2(void), isr_sint3(void), isr_sint8(void), isr_sint9(void);
+void isr_sint0(void), isr_sint1(void), isr_sint2(void), isr_sint3(void), isr_sint8(void),
+    isr_sint9(void);
 void isr_spurious(void), isr_other(void);
 
 /* Each SINT's vector counts into interrupts[sint]; a non-auto-EOI one EOIs
@@ -133,15 +134,15 @@ void sint_handler(uint32_t sint) {
 
 void other_handler(void) { guest_fail("unexpected interrupt or exception"); }
 
-#define SINT_STUB(n)                                                          \
+#define SINT_STUB(n)                                                      \
   ".globl isr_sint" #n "\nisr_sint" #n ":\n  pushal\n  cld\n  pushl $" #n \
   "\n  call sint_handler\n  addl $4, %esp\n  popal\n  iret\n"
-__asm__(SINT_STUB(0) SINT_STUB(1) SINT_STUB(2) SINT_STUB(3) SINT_STUB(8) SINT_STUB(9)
-        ".globl isr_spurious, isr_other\n"
-        "isr_spurious:\n  iret\n"
-        "isr_other:\n  cld\n  call other_handler\n");
+__asm__(SINT_STUB(0) SINT_STUB(1) SINT_STUB(2) SINT_STUB(3) SINT_STUB(8) SINT_STUB(
+    9) ".globl isr_spurious, isr_other\n"
+       "isr_spurious:\n  iret\n"
+       "isr_other:\n  cld\n  call other_handler\n");
 
-static void expect(int ok, const char *what) {
+static void expect(int ok, const char* what) {
   if (!ok && first_failure == 0) first_failure = what;
 }
 
@@ -164,7 +165,7 @@ static void delay_tsc(uint64_t ticks) {
 
 /* Waits until (*word & mask) == want; 0 when WAIT_TSC ran out (and from
    then on every wait only looks once). */
-static int wait_bits(volatile uint32_t *word, uint32_t mask, uint32_t want) {
+static int wait_bits(volatile uint32_t* word, uint32_t mask, uint32_t want) {
   uint64_t end = rdtsc() + (timed_out ? 0 : WAIT_TSC);
   while ((*word & mask) != want) {
     if (rdtsc() > end) {
@@ -199,7 +200,9 @@ static void sint_set(uint32_t sint, int auto_eoi) {
   wrmsr(HV_MSR_SINT0 + sint, (SINT_VECTOR_BASE + sint) | (auto_eoi ? HV_SINT_AUTO_EOI : 0));
 }
 
-static void sint_mask(uint32_t sint) { wrmsr(HV_MSR_SINT0 + sint, HV_SINT_MASKED | (SINT_VECTOR_BASE + sint)); }
+static void sint_mask(uint32_t sint) {
+  wrmsr(HV_MSR_SINT0 + sint, HV_SINT_MASKED | (SINT_VECTOR_BASE + sint));
+}
 
 static void testdev(uint32_t ctl, uint32_t sint, uint32_t conn_id) {
   outl(TESTDEV_PORT, (conn_id << 24) | (ctl << 16) | (VP_INDEX << 8) | sint);
@@ -213,8 +216,8 @@ static uint32_t hypercall(uint32_t control, uint64_t input) {
   uint32_t lo = control, hi = 0;
   __asm__ volatile("call *%[entry]"
                    : "+a"(lo), "+d"(hi)
-                   : "b"((uint32_t)(input >> 32)), "c"((uint32_t)input), "D"(0u), "S"(0u),
-                     [entry] "m"(hypercall_entry)
+                   : "b"((uint32_t)(input >> 32)), "c"((uint32_t)input), "D"(0u),
+                     "S"(0u), [entry] "m"(hypercall_entry)
                    : "memory", "cc");
   ++hypercalls;
   return lo & 0xffffu;
@@ -228,14 +231,16 @@ static uint32_t post_message(uint32_t conn_id, uint64_t payload) {
   return hypercall(HVCALL_POST_MESSAGE, (uint32_t)&post_input);
 }
 
-static uint32_t signal_event(uint32_t conn_id) { return hypercall(HVCALL_SIGNAL_EVENT | HVCALL_FAST, conn_id); }
+static uint32_t signal_event(uint32_t conn_id) {
+  return hypercall(HVCALL_SIGNAL_EVENT | HVCALL_FAST, conn_id);
+}
 
-static void kv_status(const char *key, uint32_t status, uint32_t want) {
+static void kv_status(const char* key, uint32_t status, uint32_t want) {
   kv_hex(key, status);
   expect(status == want, "a hypercall's status is not the expected one");
 }
 
-static void kv_interrupts(const char *key, uint32_t sint, uint32_t want, const char *what) {
+static void kv_interrupts(const char* key, uint32_t sint, uint32_t want, const char* what) {
   kv_dec(key, interrupts[sint]);
   expect(interrupts[sint] == want, what);
 }
@@ -300,7 +305,7 @@ static void setup_hypercall_page(void) {
   if (hypercall_page[0] == 0) guest_fail("the hypercall page was not filled");
 }
 
-static void kv_slot(const char *prefix, volatile struct hv_message *slot) {
+static void kv_slot(const char* prefix, volatile struct hv_message* slot) {
   put_str(prefix);
   kv_hex("_type", slot->message_type);
   put_str(prefix);
@@ -311,14 +316,14 @@ static void kv_slot(const char *prefix, volatile struct hv_message *slot) {
   kv_dec("_pending", slot->message_flags & HV_MSG_FLAG_PENDING);
 }
 
-static int slot_holds(volatile struct hv_message *slot, uint64_t payload) {
+static int slot_holds(volatile struct hv_message* slot, uint64_t payload) {
   return slot->message_type == MSG_TYPE && slot->payload_size == 8 && slot->payload[0] == payload;
 }
 
 static void test_message_connection(void) {
-  volatile struct hv_message *slot = &simp[MSG_SINT];
-  volatile uint32_t *slot_word0 = (volatile uint32_t *)slot;
-  volatile uint32_t *slot_word1 = slot_word0 + 1; /* payload_size, message_flags */
+  volatile struct hv_message* slot = &simp[MSG_SINT];
+  volatile uint32_t* slot_word0 = (volatile uint32_t*)slot;
+  volatile uint32_t* slot_word1 = slot_word0 + 1; /* payload_size, message_flags */
   sint_set(MSG_SINT, 1);
   testdev(TD_MSG_CONN_CREATE, MSG_SINT, MSG_CONN);
 
@@ -366,7 +371,7 @@ static void test_message_connection(void) {
 }
 
 static void test_event_connection(void) {
-  volatile uint32_t *flags = &siefp[EVT_SINT][EVT_CONN / 32];
+  volatile uint32_t* flags = &siefp[EVT_SINT][EVT_CONN / 32];
   const uint32_t bit = 1u << (EVT_CONN % 32);
   sint_set(EVT_SINT, 1);
   testdev(TD_EVT_CONN_CREATE, EVT_SINT, EVT_CONN);
@@ -377,7 +382,8 @@ static void test_event_connection(void) {
   wait_interrupts(EVT_SINT, 1);
   delay_tsc(SETTLE_TSC);
   kv_dec("evt1_flag", (*flags & bit) != 0);
-  kv_interrupts("evt1_interrupts", EVT_SINT, 1, "an event did not set its flag and raise its SINT once");
+  kv_interrupts("evt1_interrupts", EVT_SINT, 1,
+                "an event did not set its flag and raise its SINT once");
   expect((*flags & bit) != 0, "an event did not set its flag");
 
   /* 2: the flag set already: no interrupt. */
@@ -394,17 +400,19 @@ static void test_event_connection(void) {
   wait_interrupts(EVT_SINT, 2);
   delay_tsc(SETTLE_TSC);
   kv_dec("evt3_flag", (*flags & bit) != 0);
-  kv_interrupts("evt3_interrupts", EVT_SINT, 2, "an event after its flag was cleared did not raise its SINT");
+  kv_interrupts("evt3_interrupts", EVT_SINT, 2,
+                "an event after its flag was cleared did not raise its SINT");
   expect((*flags & bit) != 0, "an event did not set its flag again");
   kv_hex("evt_other_flags", (*flags & ~bit) | siefp[EVT_SINT][0]);
   expect(((*flags & ~bit) | siefp[EVT_SINT][0]) == 0, "an event set some other flag");
 
-  kv_status("evt_unknown_conn_status", signal_event(UNKNOWN_EVT_CONN), HV_STATUS_INVALID_CONNECTION_ID);
+  kv_status("evt_unknown_conn_status", signal_event(UNKNOWN_EVT_CONN),
+            HV_STATUS_INVALID_CONNECTION_ID);
   testdev(TD_EVT_CONN_DESTROY, 0, EVT_CONN);
   sint_mask(EVT_SINT);
 }
 
-void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
+void guest_main(uint32_t magic, const struct multiboot_info* mbi) {
   (void)magic;
   (void)mbi;
   check_leaves();

@@ -18,7 +18,8 @@ constexpr CpuidRegisterAt kLeaf7Ecx{7, 0, CpuidRegister::kEcx};
 constexpr uint32_t kXsave = 1u << 26, kPcid = 1u << 17, kUmip = 1u << 2;
 
 TEST(CpuidProbeTest, ABitClearedButStillSeenIsSaid) {
-  const std::vector<CpuFeatureChange> changes = {{"xsave", false}, {"pcid", false}, {"umip", false}};
+  const std::vector<CpuFeatureChange> changes = {
+      {"xsave", false}, {"pcid", false}, {"umip", false}};
   const Seen seen = {{kLeaf1Ecx, kXsave}, {kLeaf7Ecx, kUmip}};
   EXPECT_EQ(CpuFeaturesSeenOtherwise(changes, seen, {}),
             (std::vector<std::string>{

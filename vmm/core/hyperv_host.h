@@ -23,7 +23,7 @@ struct SynicControl {
 
 // A hypercall KVM left to the VMM (KVM_EXIT_HYPERV_HCALL).
 struct HypervHypercall {
-  uint64_t input = 0;  // the control word: call code in bits 0-15, fast in bit 16
+  uint64_t input = 0;           // the control word: call code in bits 0-15, fast in bit 16
   uint64_t params[2] = {0, 0};  // input and output: guest-physical addresses, or values if fast
 };
 

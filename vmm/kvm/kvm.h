@@ -4,9 +4,9 @@
 #ifndef MINIVMM_VMM_KVM_KVM_H_
 #define MINIVMM_VMM_KVM_KVM_H_
 
-#include <cstdint>
 #include <linux/kvm.h>
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>

@@ -111,8 +111,8 @@ absl::StatusOr<uint32_t> KvmSintRoutes::Add(uint32_t vp_index, uint32_t sint,
     ++gsi;
   }
   if (gsi >= kEndGsi)
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "no GSI left for another SINT route (%u in use)", kEndGsi - kFirstGsi));
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("no GSI left for another SINT route (%u in use)", kEndGsi - kFirstGsi));
   Route& added = routes_[gsi];
   added.vp_index = vp_index;
   added.sint = sint;
@@ -189,7 +189,7 @@ absl::Status KvmSintRoutes::Connect(uint32_t id, std::function<void()> on_signal
     return s;
   }
   connections_.emplace(id, EventConnection{std::move(fd), std::make_shared<std::function<void()>>(
-                                                               std::move(on_signal))});
+                                                              std::move(on_signal))});
   return absl::OkStatus();
 }
 

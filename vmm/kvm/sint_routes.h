@@ -56,8 +56,8 @@ class KvmSintRoutes final : public SintRoutes, public HypervEventConnections {
   struct Route {
     uint32_t vp_index = 0;
     uint32_t sint = 0;
-    Fd irq_fd;       // the irqfd's eventfd, for the resampler only
-    Fd resample_fd;  // written by KVM at each acknowledgement
+    Fd irq_fd;                                      // the irqfd's eventfd, for the resampler only
+    Fd resample_fd;                                 // written by KVM at each acknowledgement
     std::shared_ptr<std::function<void()>> on_ack;  // null: none
   };
 
@@ -67,7 +67,10 @@ class KvmSintRoutes final : public SintRoutes, public HypervEventConnections {
   };
 
   KvmSintRoutes(KvmVm& vm, Fd epoll, Fd stop)
-      : vm_(vm), epoll_(std::move(epoll)), stop_(std::move(stop)), has_eventfd_(vm.HasHypervEventfd()) {}
+      : vm_(vm),
+        epoll_(std::move(epoll)),
+        stop_(std::move(stop)),
+        has_eventfd_(vm.HasHypervEventfd()) {}
   // KVM_SET_GSI_ROUTING with the ISA routes and every route in routes_.
   absl::Status Commit();
   void WatchAcks();
@@ -77,7 +80,7 @@ class KvmSintRoutes final : public SintRoutes, public HypervEventConnections {
   Fd stop_;
   const bool has_eventfd_;
   std::mutex mu_;
-  std::map<uint32_t, Route> routes_;  // by GSI
+  std::map<uint32_t, Route> routes_;                 // by GSI
   std::map<uint32_t, EventConnection> connections_;  // by connection id
   std::thread acks_;
 };

@@ -83,8 +83,7 @@ std::vector<std::string> CpuFeaturesSeenOtherwise(std::span<const CpuFeatureChan
 }
 
 absl::Status CheckCpuFeaturesAsSeen(const KvmSystem& kvm, const CpuidMachine& machine,
-                                    std::vector<std::string>* not_given,
-                                    absl::Duration limit) {
+                                    std::vector<std::string>* not_given, absl::Duration limit) {
   std::set<CpuidRegisterAt> wanted;
   for (const CpuFeatureChange& c : machine.features) {
     if (const CpuFeature* f = CpuFeatureNamed(c.name); f != nullptr)
@@ -111,20 +110,21 @@ absl::Status CheckCpuFeaturesAsSeen(const KvmSystem& kvm, const CpuidMachine& ma
     const VcpuExit exit = probe->Run(limit);
     const auto* out = std::get_if<IoOut>(&exit);
     if (out == nullptr || out->port != kCpuidProbePort || out->size != 4 || out->data.size() != 4)
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "--cpu-features: the probe that reads the guest's CPUID ended in %s", DescribeExit(exit)));
+      return absl::FailedPreconditionError(
+          absl::StrFormat("--cpu-features: the probe that reads the guest's CPUID ended in %s",
+                          DescribeExit(exit)));
     uint32_t value = 0;
     for (int i = 0; i < 4; ++i) value |= uint32_t{out->data[i]} << (8 * i);
     seen[at] = value;
   }
-  const std::vector<std::string> otherwise =
-      CpuFeaturesSeenOtherwise(machine.features, seen, not_given == nullptr
-                                                           ? std::span<const std::string>()
-                                                           : std::span(*not_given));
+  const std::vector<std::string> otherwise = CpuFeaturesSeenOtherwise(
+      machine.features, seen,
+      not_given == nullptr ? std::span<const std::string>() : std::span(*not_given));
   for (const std::string& line : otherwise) {
     if (machine.enforce) return absl::FailedPreconditionError(line);
     if (not_given != nullptr)
-      not_given->push_back(line + (line.starts_with("cpu feature -") ? "; left set" : "; left clear"));
+      not_given->push_back(line +
+                           (line.starts_with("cpu feature -") ? "; left set" : "; left clear"));
   }
   return absl::OkStatus();
 }

@@ -224,10 +224,9 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
             .status());
   }
   if (hyperv_testdev_) {
-    RETURN_IF_ERROR(s.pio_bus
-                        .Register(HypervTestdev::kPortBase, HypervTestdev::kIoSize,
-                                  &*hyperv_testdev_)
-                        .status());
+    RETURN_IF_ERROR(
+        s.pio_bus.Register(HypervTestdev::kPortBase, HypervTestdev::kIoSize, &*hyperv_testdev_)
+            .status());
   }
   return absl::OkStatus();
 }
@@ -292,16 +291,15 @@ std::vector<std::string> PcMachine::notes() const {
   for (const std::string& line : cpu_not_given_) notes.push_back("warning: " + line);
   if (hyperv_testdev_ && hyperv_testdev_->refused() != 0)
     notes.push_back(absl::StrFormat("hyperv-testdev refused %u requests; the first: %s",
-                                    hyperv_testdev_->refused(),
-                                    hyperv_testdev_->first_refusal()));
+                                    hyperv_testdev_->refused(), hyperv_testdev_->first_refusal()));
   if (hyperv_testdev_ && hyperv_testdev_->ignored_writes() != 0)
     notes.push_back(absl::StrFormat(
         "hyperv-testdev ignored %u writes that were not one 4-byte write at port 0x3000",
         hyperv_testdev_->ignored_writes()));
   if (synic_ && synic_->dropped_messages() != 0)
-    notes.push_back(absl::StrFormat(
-        "%u Hyper-V messages were dropped: their vCPU had no SynIC message page",
-        synic_->dropped_messages()));
+    notes.push_back(
+        absl::StrFormat("%u Hyper-V messages were dropped: their vCPU had no SynIC message page",
+                        synic_->dropped_messages()));
   if (synic_ && synic_->dropped_events() != 0)
     notes.push_back(absl::StrFormat(
         "%u Hyper-V events were dropped: their vCPU had no SynIC event flags page enabled",
@@ -311,8 +309,8 @@ std::vector<std::string> PcMachine::notes() const {
         "pc-testdev was asked to flush %u pages outside RAM; nothing to flush there",
         flushes_outside_ram_));
   if (flush_failures_ != 0)
-    notes.push_back(absl::StrFormat("mprotect failed for %u of pc-testdev's page flushes",
-                                    flush_failures_));
+    notes.push_back(
+        absl::StrFormat("mprotect failed for %u of pc-testdev's page flushes", flush_failures_));
   if (irq_line_failures_ != 0)
     notes.push_back(absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
                                     irq_line_failures_));

@@ -46,7 +46,6 @@ std::string DescribeExit(const VcpuExit& exit) {
       exit);
 }
 
-
 absl::StatusOr<std::unique_ptr<ProbeVm>> ProbeVm::Create(const KvmSystem& kvm, bool irqchip) {
   ASSIGN_OR_RETURN(MappedMemory ram, MappedMemory::Create(kMemoryBytes));
   ASSIGN_OR_RETURN(KvmVm vm, KvmVm::Create(kvm));
@@ -75,8 +74,7 @@ VcpuExit ProbeVm::Run(absl::Duration limit) {
   bool done = false;
   std::thread watchdog([&] {
     std::unique_lock lock(mu);
-    if (!cv.wait_for(lock, absl::ToChronoMilliseconds(limit), [&] { return done; }))
-      vcpu_->Kick();
+    if (!cv.wait_for(lock, absl::ToChronoMilliseconds(limit), [&] { return done; })) vcpu_->Kick();
   });
   VcpuExit exit = vcpu_->Run();
   {

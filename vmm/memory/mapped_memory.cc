@@ -27,8 +27,8 @@ absl::Status MappedMemory::InvalidateHostPage(uint64_t offset) const {
         absl::StrFormat("offset 0x%x is not a page of the %u-byte mapping", offset, size_));
   if (mprotect(data_ + offset, kPage, PROT_READ) != 0 ||
       mprotect(data_ + offset, kPage, PROT_READ | PROT_WRITE) != 0)
-    return absl::InternalError(absl::StrFormat("mprotect of guest page 0x%x: %s", offset,
-                                               strerror(errno)));
+    return absl::InternalError(
+        absl::StrFormat("mprotect of guest page 0x%x: %s", offset, strerror(errno)));
   return absl::OkStatus();
 }
 
