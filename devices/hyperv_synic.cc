@@ -155,6 +155,11 @@ uint16_t HypervSynic::PostMessage(const HypervHypercall& call) {
   std::memcpy(&c.message[kSlotPayload], &input[kInputPayload], size);
   if (c.staged) return kHvStatusInsufficientBuffers;
   c.staged = true;
+  DeliverStaged(c);
+  return kHvStatusSuccess;
+}
+
+void HypervSynic::DeliverStaged(MessageConnection& c) {
   switch (Deliver(c)) {
     case Delivery::kDelivered:
       c.staged = false;
@@ -166,7 +171,6 @@ uint16_t HypervSynic::PostMessage(const HypervHypercall& call) {
       ++dropped_messages_;
       break;
   }
-  return kHvStatusSuccess;
 }
 
 HypervSynic::Delivery HypervSynic::Deliver(MessageConnection& c) {
@@ -196,17 +200,7 @@ void HypervSynic::Acknowledged(uint32_t id, uint64_t generation) {
   std::lock_guard lock(mu_);
   auto it = messages_.find(id);
   if (it == messages_.end() || it->second.generation != generation || !it->second.staged) return;
-  switch (Deliver(it->second)) {
-    case Delivery::kDelivered:
-      it->second.staged = false;
-      break;
-    case Delivery::kSlotBusy:
-      break;
-    case Delivery::kNoPage:
-      it->second.staged = false;
-      ++dropped_messages_;
-      break;
-  }
+  DeliverStaged(it->second);
 }
 
 uint16_t HypervSynic::SignalEvent(const HypervHypercall& call) {

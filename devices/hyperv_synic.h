@@ -125,6 +125,9 @@ class HypervSynic final : public HypervHost {
   uint16_t SignalEvent(const HypervHypercall& call);
   // Tries to put the connection's staged message into its slot (mu_ held).
   Delivery Deliver(MessageConnection& c);
+  // Deliver, and what follows for the staged message: delivered, still
+  // waiting for its slot, or dropped and counted (mu_ held).
+  void DeliverStaged(MessageConnection& c);
   // The guest acknowledged the SINT of message connection `id` of that
   // generation: a staged message tries its slot again.
   void Acknowledged(uint32_t id, uint64_t generation);

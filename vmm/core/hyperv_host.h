@@ -13,17 +13,22 @@
 
 namespace minivmm {
 
-// The vCPU's SynIC control MSRs after the write (KVM_EXIT_HYPERV_SYNIC).
+// The vCPU's SynIC control MSRs after the write (KVM_EXIT_HYPERV_SYNIC),
+// laid out as KVM's kvm_hyperv_exit.u.synic, so that the exit points into
+// kvm_run instead of carrying a copy (vmm/kvm/vcpu.h checks the layout).
 struct SynicControl {
-  uint32_t msr = 0;       // the one written
+  uint32_t msr = 0;  // the one written
+  uint32_t pad = 0;
   uint64_t control = 0;   // SCONTROL: bit 0 enables SynIC
   uint64_t evt_page = 0;  // SIEFP: page address | bit 0 enable
   uint64_t msg_page = 0;  // SIMP: page address | bit 0 enable
 };
 
-// A hypercall KVM left to the VMM (KVM_EXIT_HYPERV_HCALL).
+// A hypercall KVM left to the VMM (KVM_EXIT_HYPERV_HCALL), laid out as
+// kvm_hyperv_exit.u.hcall, as SynicControl is.
 struct HypervHypercall {
   uint64_t input = 0;           // the control word: call code in bits 0-15, fast in bit 16
+  uint64_t result = 0;          // the status the guest gets (the run loop writes it)
   uint64_t params[2] = {0, 0};  // input and output: guest-physical addresses, or values if fast
 };
 

@@ -67,15 +67,14 @@ struct SystemEvent {
 };
 // KVM_EXIT_HYPERV, with Hyper-V's enlightenments (VmConfig::hyperv): a
 // SynIC control MSR written (type 1: `synic`), a hypercall KVM leaves to the
-// VMM (type 2: `hcall`, and `hcall_result` points at the status the guest
-// gets), a synthetic debugger MSR (type 3).
-inline constexpr uint32_t kHypervExitSynic = 1;  // KVM_EXIT_HYPERV_SYNIC
+// VMM (type 2: `hcall`, whose `result` the guest gets), a synthetic debugger
+// MSR (type 3). Both point into kvm_run (valid until the next KVM_RUN), so
+// that this rare exit keeps every exit's VcpuExit as small as it was.
 struct HypervExit {
   static constexpr ExitReason kReason = ExitReason::kHyperv;
   uint32_t type;
-  SynicControl synic = {};
-  HypervHypercall hcall = {};
-  uint64_t* hcall_result = nullptr;
+  const SynicControl* synic = nullptr;
+  HypervHypercall* hcall = nullptr;
 };
 struct UnknownExit {
   static constexpr ExitReason kReason = ExitReason::kUnknown;

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -210,20 +211,18 @@ inline long KvmRunSyscall(int vcpu_fd) {
     case KVM_EXIT_SYSTEM_EVENT:
       return SystemEvent{r->system_event.type};
     case KVM_EXIT_HYPERV:
-      if (r->hyperv.type == KVM_EXIT_HYPERV_HCALL) {
-        const auto& h = r->hyperv.u.hcall;
+      // SynicControl and HypervHypercall are laid out as KVM's structs.
+      static_assert(sizeof(SynicControl) == sizeof(r->hyperv.u.synic) &&
+                    offsetof(SynicControl, control) == 8 && offsetof(SynicControl, msg_page) == 24);
+      static_assert(sizeof(HypervHypercall) == sizeof(r->hyperv.u.hcall) &&
+                    offsetof(HypervHypercall, result) == 8 &&
+                    offsetof(HypervHypercall, params) == 16);
+      if (r->hyperv.type == KVM_EXIT_HYPERV_HCALL)
         return HypervExit{.type = r->hyperv.type,
-                          .hcall = {.input = h.input, .params = {h.params[0], h.params[1]}},
-                          .hcall_result = reinterpret_cast<uint64_t*>(&r->hyperv.u.hcall.result)};
-      }
-      if (r->hyperv.type == KVM_EXIT_HYPERV_SYNIC) {
-        const auto& y = r->hyperv.u.synic;
+                          .hcall = reinterpret_cast<HypervHypercall*>(&r->hyperv.u.hcall)};
+      if (r->hyperv.type == KVM_EXIT_HYPERV_SYNIC)
         return HypervExit{.type = r->hyperv.type,
-                          .synic = {.msr = y.msr,
-                                    .control = y.control,
-                                    .evt_page = y.evt_page,
-                                    .msg_page = y.msg_page}};
-      }
+                          .synic = reinterpret_cast<const SynicControl*>(&r->hyperv.u.synic)};
       return HypervExit{.type = r->hyperv.type};
     default:
       return UnknownExit{r->exit_reason};

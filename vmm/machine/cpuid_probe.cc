@@ -4,6 +4,7 @@
 #include <set>
 #include <variant>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "vmm/core/status_macros.h"
 #include "vmm/machine/probe_vm.h"
@@ -71,8 +72,7 @@ std::vector<std::string> CpuFeaturesSeenOtherwise(std::span<const CpuFeatureChan
     bool said = false;
     for (const std::string& line : not_given) said |= line.starts_with(prefix);
     if (said) continue;
-    std::string reg(CpuidRegisterName(f->reg));
-    for (char& c : reg) c = static_cast<char>(c - 'a' + 'A');
+    const std::string reg = absl::AsciiStrToUpper(std::string(CpuidRegisterName(f->reg)));
     lines.push_back(absl::StrFormat(
         "cpu feature %c%s: this host's KVM %s the guest whatever KVM_SET_CPUID2 says "
         "(CPUID.%x:%s[%u] = %d)",

@@ -246,10 +246,10 @@ MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
             // write and answers a hypercall KVM did not handle. Without one,
             // no device here serves a hypercall:
             // HV_STATUS_INVALID_HYPERCALL_CODE, as QEMU answers without one.
-            if (h.type == kHypervExitSynic && p_.hyperv != nullptr)
-              p_.hyperv->SynicControlWritten(p_.vcpu_id, h.synic);
-            if (h.hcall_result != nullptr)
-              *h.hcall_result = p_.hyperv != nullptr ? p_.hyperv->Hypercall(p_.vcpu_id, h.hcall)
+            if (h.synic != nullptr && p_.hyperv != nullptr)
+              p_.hyperv->SynicControlWritten(p_.vcpu_id, *h.synic);
+            if (h.hcall != nullptr)
+              h.hcall->result = p_.hyperv != nullptr ? p_.hyperv->Hypercall(p_.vcpu_id, *h.hcall)
                                                      : kHvStatusInvalidHypercallCode;
             return std::nullopt;
           },
