@@ -91,6 +91,8 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.pc_testdev = o.pc_testdev;
   config.hyperv = o.hyperv;
   config.hyperv_testdev = o.hyperv_testdev;
+  config.intel_iommu = o.intel_iommu;
+  config.edu = o.edu;
   // Checked when the flags were parsed (AddRunFlags).
   config.cpu_features = ParseCpuFeatures(o.cpu_features).value_or(std::vector<CpuFeatureChange>{});
   config.cpu_vendor = o.cpu_vendor;
@@ -225,6 +227,10 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--hyperv-testdev", o.hyperv_testdev,
                "pc, with --hyperv: QEMU's hyperv-testdev (port 0x3000: SINT routes, message and "
                "event connections)");
+  app.add_flag("--intel-iommu", o.intel_iommu,
+               "q35: an Intel IOMMU (VT-d: DMA and interrupt remapping, queued invalidation) at "
+               "0xFED90000, as QEMU's -device intel-iommu,intremap=on");
+  app.add_flag("--edu", o.edu, "q35: QEMU's edu PCI device (DMA, INTx and MSI)");
   app.add_flag("--pc-testdev", o.pc_testdev,
                "pc: QEMU's pc-testdev (ports 0xe0-0xeb, IRQ lines at 0x2000, MMIO at 0xff000000)");
   std::string feature_help =

@@ -343,6 +343,8 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"pc_testdev", config.pc_testdev},
         {"hyperv", config.hyperv},
         {"hyperv_testdev", config.hyperv_testdev},
+        {"intel_iommu", config.intel_iommu},
+        {"edu", config.edu},
         {"cpu_features", CpuFeaturesText(config.cpu_features)},
         {"cpu_vendor", config.cpu_vendor},
         {"cpu_enforce", config.cpu_enforce},

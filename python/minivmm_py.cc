@@ -187,6 +187,8 @@ struct PyVmOptions {
   bool pc_testdev = false;
   bool hyperv = false;
   bool hyperv_testdev = false;
+  bool intel_iommu = false;
+  bool edu = false;
   std::string cpu_features, cpu_vendor;
   bool cpu_enforce = false;
   bool kernel_exits = false;
@@ -227,6 +229,8 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   config.pc_testdev = o.pc_testdev;
   config.hyperv = o.hyperv;
   config.hyperv_testdev = o.hyperv_testdev;
+  config.intel_iommu = o.intel_iommu;
+  config.edu = o.edu;
   absl::StatusOr<std::vector<CpuFeatureChange>> features = ParseCpuFeatures(o.cpu_features);
   if (!features.ok()) RaiseValueError(std::string(features.status().message()));
   config.cpu_features = *std::move(features);
@@ -651,7 +655,7 @@ Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    sites=False, cpus=1, probe_host=True, recent_exits=None, machine="builtin",
    initrd=None, pit=False, pc_testdev=False, cpu_features=None, cpu_vendor=None,
    cpu_enforce=False, kernel_exits=False, hyperv=False, kernel_exit_events=False,
-   hyperv_testdev=False)
+   hyperv_testdev=False, intel_iommu=False, edu=False)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -670,7 +674,10 @@ machine="pc" runs a Multiboot-1 kernel on the PC machine (`minivmm run
 for KVM's PIT, pc_testdev=True for QEMU's pc-testdev and hyperv=True for
 Hyper-V's enlightenments (`minivmm run --hyperv`), with
 hyperv_testdev=True for QEMU's hyperv-testdev too; cmdline is then the
-guest's whole command line after the image path.
+guest's whole command line after the image path. machine="q35" is that
+machine with QEMU's q35 chipset and KVM's split irqchip (`minivmm run
+--machine q35`), with intel_iommu=True for an Intel IOMMU and edu=True for
+QEMU's edu PCI device.
 cpu_features="+x2apic,-pcid" gives the guest CPUID bits or takes them away
 and cpu_vendor="GenuineIntel" replaces CPUID's vendor string (`minivmm run
 --cpu-features`, `--cpu-vendor`; include/minivmm/cpu_features.h lists the
@@ -693,7 +700,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        std::optional<int64_t> recent_exits, std::string machine, py::object initrd,
                        bool pit, bool pc_testdev, py::object cpu_features, py::object cpu_vendor,
                        bool cpu_enforce, bool kernel_exits, bool hyperv, bool kernel_exit_events,
-                       bool hyperv_testdev) {
+                       bool hyperv_testdev, bool intel_iommu, bool edu) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -723,6 +730,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.hyperv = hyperv;
              o.kernel_exit_events = kernel_exit_events;
              o.hyperv_testdev = hyperv_testdev;
+             o.intel_iommu = intel_iommu;
+             o.edu = edu;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -735,7 +744,8 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("pc_testdev") = false, py::arg("cpu_features") = py::none(),
            py::arg("cpu_vendor") = py::none(), py::arg("cpu_enforce") = false,
            py::arg("kernel_exits") = false, py::arg("hyperv") = false,
-           py::arg("kernel_exit_events") = false, py::arg("hyperv_testdev") = false)
+           py::arg("kernel_exit_events") = false, py::arg("hyperv_testdev") = false,
+           py::arg("intel_iommu") = false, py::arg("edu") = false)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

@@ -67,7 +67,7 @@ std::vector<VcpuRun> MakeRunLoops(Vm::State& s, VmCpus& directory) {
         HypercallParts{s.dispatcher, s.memory, s.machine->gdt(), &s.console, &s.timer, &s.reports},
         &s.observer, s.config.analyse_waste, cpu, cpus > 1 ? &s.big_lock : nullptr, &directory,
         s.config.record_sites, s.machine->Identity(cpu), RecentExitsKept(s.config),
-        s.machine->own_interrupts(), s.machine->hyperv_host()});
+        s.machine->own_interrupts(), s.machine->hyperv_host(), s.machine->ioapic_eoi()});
   }
   return runs;
 }

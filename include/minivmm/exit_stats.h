@@ -24,6 +24,7 @@ enum class ExitReason : uint8_t {
   kInternalError,
   kSystemEvent,
   kHyperv,
+  kIoapicEoi,
   kUnknown,
   kCount
 };

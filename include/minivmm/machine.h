@@ -20,6 +20,12 @@ enum class MachineKind : uint8_t {
   // started by INIT/SIPI, fw_cfg, ACPI tables and a PM timer, COM1 and the
   // debug-exit port (docs/machines.md).
   kPc,
+  // The PC machine with QEMU's q35 chipset as kvm-unit-tests' intel_iommu
+  // runs it (`-M q35,kernel-irqchip=split`): KVM's split irqchip (local
+  // APICs in the kernel, the IOAPIC in minivmm, no PIC or PIT), PCI bus 0
+  // with the Q35 host bridge, and optionally an Intel IOMMU and QEMU's edu
+  // device (docs/machines.md).
+  kQ35,
 };
 
 struct MachineInfo {
@@ -33,6 +39,8 @@ inline constexpr MachineInfo kMachines[] = {
      "the built-in guest's machine: 64-bit entry, hypercall port, minivmm's own timer and IPIs"},
     {MachineKind::kPc, "pc",
      "a standard PC: Multiboot-1 image, in-kernel APIC/IOAPIC/PIC, fw_cfg, ACPI, PM timer"},
+    {MachineKind::kQ35, "q35",
+     "the PC with a q35 chipset: split irqchip (minivmm's IOAPIC), PCI, optional VT-d and edu"},
 };
 
 constexpr std::string_view MachineName(MachineKind kind) {

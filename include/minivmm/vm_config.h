@@ -51,6 +51,14 @@ struct VmConfig {
   // hyperv_connections use; the connections' HvPostMessage and HvSignalEvent
   // are served by the VMM (devices/hyperv_synic.h).
   bool hyperv_testdev = false;
+  // The q35 machine only: an Intel IOMMU (VT-d; devices/intel_iommu.h) at
+  // 0xFED90000 with DMA remapping, interrupt remapping and queued
+  // invalidation, described by an ACPI DMAR, as QEMU's
+  // -device intel-iommu,intremap=on,eim=off.
+  bool intel_iommu = false;
+  // The q35 machine only: QEMU's edu PCI device (devices/edu.h), whose DMA
+  // and interrupts go through the IOMMU when there is one.
+  bool edu = false;
   // vCPU 0's periodic timer interrupts per second (vector 0x20); 0 = off,
   // which keeps runs deterministic. At most 10000. Other vCPUs have no
   // periodic timer until the guest sets one (vcpu_op(set_periodic_timer)).

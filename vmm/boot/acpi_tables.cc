@@ -36,11 +36,42 @@ struct AcpiRsdp {
 };
 static_assert(sizeof(AcpiRsdp) == 20);
 
+// Room for three entries: the FADT, the MADT and the DMAR where there is
+// one; the header's length says how many there are.
 struct AcpiRsdt {
   AcpiHeader header;
-  uint32_t entries[2];
+  uint32_t entries[3];
 };
-static_assert(sizeof(AcpiRsdt) == 44);
+static_assert(sizeof(AcpiRsdt) == 48 && kAcpiRsdtGpa + sizeof(AcpiRsdt) <= kAcpiFadtGpa);
+
+// The DMAR with one DRHD and its one device scope, the IOAPIC (VT-d 3.4,
+// 8.1, 8.3, 8.3.1).
+struct __attribute__((packed)) AcpiDmar {
+  AcpiHeader header;
+  uint8_t host_address_width;
+  uint8_t flags;
+  uint8_t reserved[10];
+  struct __attribute__((packed)) {
+    uint16_t type, length;
+    uint8_t flags, reserved;
+    uint16_t segment;
+    uint64_t register_base;
+    struct __attribute__((packed)) {
+      uint8_t type, length;
+      uint16_t reserved;
+      uint8_t enumeration_id, start_bus;
+      uint8_t path_device, path_function;
+    } ioapic;
+  } drhd;
+};
+static_assert(sizeof(AcpiDmar) == 72 && kAcpiDmarGpa + sizeof(AcpiDmar) <= kAcpiDmarEnd);
+constexpr uint8_t kDmarIntrRemap = 1, kDmarX2apicOptOut = 2;
+constexpr uint16_t kDmarTypeDrhd = 0;
+constexpr uint8_t kDrhdIncludePciAll = 1;
+constexpr uint8_t kDmarScopeIoapic = 3;
+// Where QEMU's q35 says its IOAPIC is as a requester (Q35_PSEUDO_BUS_PLATFORM
+// and Q35_PSEUDO_DEVFN_IOAPIC 0xF8).
+constexpr uint8_t kDmarIoapicBus = 0xFF, kDmarIoapicDevice = 0x1F, kDmarIoapicFunction = 0;
 
 struct AcpiFadt {
   AcpiHeader header;
@@ -142,13 +173,13 @@ AcpiHeader MakeAcpiHeader(const char (&signature)[M], uint32_t length, uint8_t r
   return header;
 }
 
-// The tables are built in a host copy of [kAcpiAreaStart, kAcpiMadtEnd) and
+// The tables are built in a host copy of [kAcpiAreaStart, kAcpiDmarEnd) and
 // written to the guest in one checked store.
 using AcpiImage = std::vector<uint8_t>;
 
 template <typename T>
 void PutAcpi(AcpiImage& image, uint64_t gpa, const T& value) {
-  // Safety: every caller's gpa + sizeof(T) lies below kAcpiMadtEnd, the
+  // Safety: every caller's gpa + sizeof(T) lies below kAcpiDmarEnd, the
   // image's end (the MADT's length is checked before it is built).
   std::memcpy(image.data() + (gpa - kAcpiAreaStart), &value, sizeof(T));
 }
@@ -217,6 +248,20 @@ void PutMadt(AcpiImage& image, const AcpiMachine& machine) {
   SealAcpi(image, kAcpiMadtGpa, length, kHeaderChecksumOffset);
 }
 
+void PutDmar(AcpiImage& image, const AcpiMachine& machine) {
+  AcpiDmar dmar{};
+  dmar.header = MakeAcpiHeader(kAcpiDmarSignature, sizeof(AcpiDmar), 1);
+  dmar.host_address_width = machine.dmar_host_address_width;
+  dmar.flags = kDmarIntrRemap | kDmarX2apicOptOut;
+  dmar.drhd.type = kDmarTypeDrhd;
+  dmar.drhd.length = sizeof(dmar.drhd);
+  dmar.drhd.flags = kDrhdIncludePciAll;
+  dmar.drhd.register_base = machine.dmar_register_base;
+  dmar.drhd.ioapic = {kDmarScopeIoapic, sizeof(dmar.drhd.ioapic), 0, machine.ioapic_id,
+                      kDmarIoapicBus, kDmarIoapicDevice, kDmarIoapicFunction};
+  PutSealedAcpi(image, kAcpiDmarGpa, dmar);
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> WriteAcpiTables(const AcpiMachine& machine, const GuestMemory& memory) {
@@ -228,7 +273,7 @@ absl::StatusOr<uint64_t> WriteAcpiTables(const AcpiMachine& machine, const Guest
   if (memory.size() < kAcpiAreaEnd)
     return absl::OutOfRangeError("ACPI tables need at least 1 MiB of guest RAM");
 
-  AcpiImage image(kAcpiMadtEnd - kAcpiAreaStart, 0);
+  AcpiImage image(kAcpiDmarEnd - kAcpiAreaStart, 0);
   AcpiRsdp rsdp{};
   SetChars(rsdp.signature, kAcpiRsdpSignature);
   SetChars(rsdp.oem_id, kAcpiOemId);
@@ -237,9 +282,13 @@ absl::StatusOr<uint64_t> WriteAcpiTables(const AcpiMachine& machine, const Guest
   PutAcpi(image, kAcpiRsdpGpa, rsdp);
   SealAcpi(image, kAcpiRsdpGpa, sizeof(AcpiRsdp), offsetof(AcpiRsdp, checksum));
 
-  PutSealedAcpi(image, kAcpiRsdtGpa,
-                AcpiRsdt{MakeAcpiHeader(kAcpiRsdtSignature, sizeof(AcpiRsdt), 1),
-                         {kAcpiFadtGpa, kAcpiMadtGpa}});
+  const bool dmar = machine.dmar_register_base != 0;
+  const uint32_t rsdt_length = sizeof(AcpiHeader) + (dmar ? 3 : 2) * sizeof(uint32_t);
+  PutAcpi(image, kAcpiRsdtGpa,
+          AcpiRsdt{MakeAcpiHeader(kAcpiRsdtSignature, rsdt_length, 1),
+                   {kAcpiFadtGpa, kAcpiMadtGpa, dmar ? static_cast<uint32_t>(kAcpiDmarGpa) : 0}});
+  SealAcpi(image, kAcpiRsdtGpa, rsdt_length, kHeaderChecksumOffset);
+  if (dmar) PutDmar(image, machine);
   PutFadt(image, machine);
   AcpiFacs facs{};  // no global lock, no waking vector; the FACS has no checksum
   SetChars(facs.signature, kAcpiFacsSignature);

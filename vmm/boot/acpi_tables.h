@@ -27,6 +27,9 @@ inline constexpr uint64_t kAcpiFacsGpa = 0xE0100;  // 64 bytes
 inline constexpr uint64_t kAcpiDsdtGpa = 0xE0140;  // 36 bytes, 60 with the sleep states
 inline constexpr uint64_t kAcpiMadtGpa = 0xE0200;
 inline constexpr uint64_t kAcpiMadtEnd = 0xE1000;
+// The DMAR (an Intel IOMMU's remapping table), when the machine has one.
+inline constexpr uint64_t kAcpiDmarGpa = 0xE1000;  // 72 bytes
+inline constexpr uint64_t kAcpiDmarEnd = 0xE1100;
 
 // Signatures, as they appear in memory.
 inline constexpr char kAcpiRsdpSignature[] = "RSD PTR ";
@@ -35,6 +38,7 @@ inline constexpr char kAcpiFadtSignature[] = "FACP";
 inline constexpr char kAcpiFacsSignature[] = "FACS";
 inline constexpr char kAcpiDsdtSignature[] = "DSDT";
 inline constexpr char kAcpiMadtSignature[] = "APIC";
+inline constexpr char kAcpiDmarSignature[] = "DMAR";
 
 // Who made the tables: the header's OEM ID, OEM table ID and revision, and
 // its creator ID and revision.
@@ -82,6 +86,14 @@ struct AcpiMachine {
   uint16_t pm1_control_port = 0;
   // The FADT's SCI_INT, an ISA IRQ.
   uint16_t sci_irq = 9;
+  // An Intel IOMMU (VT-d) whose registers are at this address, described by
+  // a DMAR (Intel VT-d 3.4, chapter 8) after the MADT in the RSDT: host
+  // address width `dmar_host_address_width` + 1 bits, flags INTR_REMAP and
+  // X2APIC_OPT_OUT (no x2APIC-mode remapping), one DRHD with INCLUDE_PCI_ALL
+  // on segment 0 whose one device scope is the IOAPIC (its ID, at QEMU's
+  // place for it: bus 0xFF, device 0x1F, function 0). 0: no DMAR.
+  uint64_t dmar_register_base = 0;
+  uint8_t dmar_host_address_width = 38;
 };
 
 // Writes every table at its address above: the RSDP (revision 0, 20 bytes,
@@ -89,7 +101,8 @@ struct AcpiMachine {
 // (revision 1, FIRMWARE_CTRL the FACS, DSDT the DSDT), the FACS, the DSDT (with
 // PM1 blocks, the \_S3 and \_S5 packages: kAcpiSleepTypeS3/S5) and
 // the MADT (flags PCAT_COMPAT; a local APIC per CPU, the IOAPIC, and an
-// interrupt source override ISA IRQ 0 -> GSI 2). Every table's bytes sum to 0
+// interrupt source override ISA IRQ 0 -> GSI 2), and the DMAR where
+// dmar_register_base says so. Every table's bytes sum to 0
 // mod 256 (the RSDP's first 20). Returns the RSDP's address.
 // InvalidArgument when `cpus` is 0 or above kAcpiMaxCpus or the MADT would
 // pass kAcpiMadtEnd; OutOfRange when RAM is smaller than 1 MiB. Nothing is

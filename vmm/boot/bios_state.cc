@@ -46,11 +46,4 @@ absl::Status WriteBiosInterruptVectors(const GuestMemory& memory) {
   return absl::OkStatus();
 }
 
-absl::Status SetBiosState(KvmVm& vm, const GuestMemory& memory, bool pit) {
-  RETURN_IF_ERROR(WriteBiosInterruptVectors(memory));
-  RETURN_IF_ERROR(vm.ProgramPics(kBiosPicMaster, kBiosPicSlave));
-  if (pit) RETURN_IF_ERROR(vm.ProgramPitChannel0(kBiosPitMode, kBiosPitCount));
-  return absl::OkStatus();
-}
-
 }  // namespace minivmm

@@ -55,10 +55,8 @@ inline constexpr uint16_t kBiosPitCount = 0;
 // than 1 MiB; nothing is written then.
 absl::Status WriteBiosInterruptVectors(const GuestMemory& memory);
 
-// The vector table, the PICs and (with `pit`: the VM has one) the PIT
-// channel 0, after KVM_CREATE_IRQCHIP (and KVM_CREATE_PIT2) and before any
-// vCPU runs.
-absl::Status SetBiosState(KvmVm& vm, const GuestMemory& memory, bool pit);
+// The PICs and the PIT are the chipset's to program
+// (vmm/machine/pc_chipset.h: PcChipset::SetBiosState), where it has them.
 
 }  // namespace minivmm
 

@@ -38,6 +38,8 @@ std::string_view ExitReasonName(ExitReason reason) {
       return "system_event";
     case ExitReason::kHyperv:
       return "hyperv";
+    case ExitReason::kIoapicEoi:
+      return "ioapic_eoi";
     case ExitReason::kUnknown:
       return "unknown";
     case ExitReason::kCount:

@@ -76,6 +76,14 @@ struct HypervExit {
   const SynicControl* synic = nullptr;
   HypervHypercall* hcall = nullptr;
 };
+// KVM_EXIT_IOAPIC_EOI, with KVM's split irqchip (the q35 machine): a local
+// APIC in the kernel took the EOI of `vector`, which KVM's GSI routes say a
+// level-triggered entry of the VMM's IOAPIC sent; the IOAPIC clears that
+// entry's remote IRR (devices/ioapic.h).
+struct IoapicEoi {
+  static constexpr ExitReason kReason = ExitReason::kIoapicEoi;
+  uint8_t vector;
+};
 struct UnknownExit {
   static constexpr ExitReason kReason = ExitReason::kUnknown;
   uint32_t kvm_reason;
@@ -87,7 +95,7 @@ struct RunFailed {
 
 using VcpuExit =
     std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOpen, Interrupted, Shutdown,
-                 FailEntry, InternalError, SystemEvent, HypervExit, UnknownExit, RunFailed>;
+                 FailEntry, InternalError, SystemEvent, HypervExit, IoapicEoi, UnknownExit, RunFailed>;
 
 // The reason `exit` is counted under; not for RunFailed.
 inline ExitReason ReasonOf(const VcpuExit& exit) {

@@ -95,7 +95,8 @@ std::string ReturnName(uint64_t kvm_exit_reason, int64_t error) {
       {KVM_EXIT_FAIL_ENTRY, ExitReason::kFailEntry},
       {KVM_EXIT_INTERNAL_ERROR, ExitReason::kInternalError},
       {KVM_EXIT_SYSTEM_EVENT, ExitReason::kSystemEvent},
-      {KVM_EXIT_HYPERV, ExitReason::kHyperv}};
+      {KVM_EXIT_HYPERV, ExitReason::kHyperv},
+      {KVM_EXIT_IOAPIC_EOI, ExitReason::kIoapicEoi}};
   for (const auto& [code, reason] : kDecoded)
     if (code == kvm_exit_reason) return std::string(ExitReasonName(reason));
   return std::string(ExitReasonName(ExitReason::kUnknown));

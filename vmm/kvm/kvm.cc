@@ -118,6 +118,44 @@ absl::Status KvmVm::CreateIrqchip() {
   return absl::OkStatus();
 }
 
+absl::Status KvmVm::CreateSplitIrqchip(uint32_t ioapic_pins) {
+  RETURN_IF_ERROR(NeedExtension(fd_.get(), KVM_CAP_SPLIT_IRQCHIP, "KVM_CAP_SPLIT_IRQCHIP",
+                                "in-kernel local APICs with the IOAPIC in the VMM"));
+  RETURN_IF_ERROR(
+      NeedExtension(fd_.get(), KVM_CAP_SIGNAL_MSI, "KVM_CAP_SIGNAL_MSI", "MSIs from the VMM"));
+  kvm_enable_cap cap{};
+  cap.cap = KVM_CAP_SPLIT_IRQCHIP;
+  cap.args[0] = ioapic_pins;
+  if (ioctl(fd_.get(), KVM_ENABLE_CAP, &cap) < 0)
+    return KvmError("KVM_ENABLE_CAP(KVM_CAP_SPLIT_IRQCHIP)");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> KvmVm::SignalMsi(uint64_t address, uint32_t data) {
+  kvm_msi msi{};
+  msi.address_lo = static_cast<uint32_t>(address);
+  msi.address_hi = static_cast<uint32_t>(address >> 32);
+  msi.data = data;
+  const int delivered = ioctl(fd_.get(), KVM_SIGNAL_MSI, &msi);
+  if (delivered < 0) return KvmError("KVM_SIGNAL_MSI");
+  return delivered > 0;
+}
+
+absl::Status KvmVm::SetMsiRoutes(std::span<const MsiRoute> routes) {
+  std::vector<kvm_irq_routing_entry> entries;
+  entries.reserve(routes.size());
+  for (const MsiRoute& r : routes) {
+    kvm_irq_routing_entry e{};
+    e.gsi = r.gsi;
+    e.type = KVM_IRQ_ROUTING_MSI;
+    e.u.msi.address_lo = static_cast<uint32_t>(r.address);
+    e.u.msi.address_hi = static_cast<uint32_t>(r.address >> 32);
+    e.u.msi.data = r.data;
+    entries.push_back(e);
+  }
+  return SetGsiRouting(entries);
+}
+
 std::vector<kvm_irq_routing_entry> KvmVm::PcIsaRoutes() {
   std::vector<kvm_irq_routing_entry> routes;
   auto route = [&routes](uint32_t gsi, uint32_t chip, uint32_t pin) {

@@ -72,6 +72,26 @@ class KvmVm {
   // KVM_CREATE_IRQCHIP (a local APIC per vCPU, the IOAPIC, two PICs).
   // FailedPrecondition when this KVM has no KVM_CAP_IRQCHIP.
   absl::Status CreateIrqchip();
+  // The q35 machine's split irqchip (before any vCPU): KVM_ENABLE_CAP
+  // (KVM_CAP_SPLIT_IRQCHIP) with `ioapic_pins` GSIs reserved for the VMM's
+  // IOAPIC: local APICs in the kernel, no IOAPIC, PIC or PIT there.
+  // FailedPrecondition when this KVM has no KVM_CAP_SPLIT_IRQCHIP or
+  // KVM_CAP_SIGNAL_MSI (the IOAPIC's and the devices' interrupts are MSIs).
+  absl::Status CreateSplitIrqchip(uint32_t ioapic_pins);
+  // KVM_SIGNAL_MSI: `data` written at `address` (an interrupt-range address)
+  // delivered to the in-kernel local APICs. True: delivered; false: KVM
+  // found no destination, or the guest's APIC blocked it (KVM returns 0).
+  absl::StatusOr<bool> SignalMsi(uint64_t address, uint32_t data);
+  // KVM_SET_GSI_ROUTING with one MSI route per entry: GSI `gsi` to `data`
+  // at `address`. With the split irqchip, KVM reads the routes of the GSIs
+  // reserved for the IOAPIC to know which vectors a level-triggered entry
+  // sends, and exits with KVM_EXIT_IOAPIC_EOI at their EOI.
+  struct MsiRoute {
+    uint32_t gsi;
+    uint64_t address;
+    uint32_t data;
+  };
+  absl::Status SetMsiRoutes(std::span<const MsiRoute> routes);
   // KVM_SET_GSI_ROUTING as QEMU's PC machine sets it (after CreateIrqchip):
   // GSI n to PIC input n (n < 16, but 2, the cascade) and IOAPIC pin n
   // (n < 24), except GSI 0 to IOAPIC pin 2, where the MADT's interrupt

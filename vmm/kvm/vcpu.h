@@ -224,6 +224,8 @@ inline long KvmRunSyscall(int vcpu_fd) {
         return HypervExit{.type = r->hyperv.type,
                           .synic = reinterpret_cast<const SynicControl*>(&r->hyperv.u.synic)};
       return HypervExit{.type = r->hyperv.type};
+    case KVM_EXIT_IOAPIC_EOI:
+      return IoapicEoi{r->eoi.vector};
     default:
       return UnknownExit{r->exit_reason};
   }

@@ -113,11 +113,11 @@ absl::Status BuiltinMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu
   return vcpu.SetLongModeBoot(boot);
 }
 
-// A field that only the PC machine reads, set on this one.
-absl::Status PcOnly(bool set, std::string_view field) {
+// A field that only the PC machine (or its q35 form) reads, set on this one.
+absl::Status PcOnly(bool set, std::string_view field, std::string_view machine = "pc") {
   if (!set) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrFormat("%s is for the pc machine; the builtin machine has none", field));
+      absl::StrFormat("%s is for the %s machine; the builtin machine has none", field, machine));
 }
 
 }  // namespace
@@ -128,6 +128,8 @@ absl::StatusOr<std::unique_ptr<Machine>> MakeBuiltinMachine(VmConfig& config) {
   RETURN_IF_ERROR(PcOnly(config.pc_testdev, "pc-testdev"));
   RETURN_IF_ERROR(PcOnly(config.hyperv, "Hyper-V's enlightenments"));
   RETURN_IF_ERROR(PcOnly(config.hyperv_testdev, "hyperv-testdev"));
+  RETURN_IF_ERROR(PcOnly(config.intel_iommu, "an Intel IOMMU", "q35"));
+  RETURN_IF_ERROR(PcOnly(config.edu, "the edu device", "q35"));
   if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();
   return std::make_unique<BuiltinMachine>();
 }
@@ -137,6 +139,7 @@ absl::StatusOr<std::unique_ptr<Machine>> MakeMachine(VmConfig& config) {
     case MachineKind::kBuiltin:
       return MakeBuiltinMachine(config);
     case MachineKind::kPc:
+    case MachineKind::kQ35:
       return MakePcMachine(config);
   }
   return absl::InvalidArgumentError("unknown machine kind");

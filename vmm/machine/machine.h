@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "minivmm/vm.h"
 #include "vmm/core/hyperv_host.h"
+#include "vmm/core/ioapic_eoi.h"
 #include "vmm/core/vcpu_identity.h"
 #include "vmm/kvm/vcpu.h"
 
@@ -45,6 +46,8 @@ class Machine {
   virtual bool own_interrupts() const = 0;
   // The machine's side of Hyper-V's SynIC (RunLoopParts::hyperv); null: none.
   virtual HypervHost* hyperv_host() { return nullptr; }
+  // The machine's own IOAPIC's EOIs (RunLoopParts::ioapic_eoi); null: none.
+  virtual IoapicEoiSink* ioapic_eoi() { return nullptr; }
   // What the machine's devices noted during the run (RunResult::notes).
   virtual std::vector<std::string> notes() const { return {}; }
   // Calls `end_phase` (on the guest's thread) wherever this machine's guest

@@ -1,9 +1,11 @@
-// The PC machine (docs/machines.md): KVM's in-kernel local APICs, IOAPIC and
-// PICs (and its PIT when asked); a Multiboot-1 image entered on vCPU 0 in
-// 32-bit protected mode, the other vCPUs in reset state until the guest
-// starts them with INIT/SIPI; the Multiboot information, ACPI tables, fw_cfg,
-// the ACPI PM timer, COM1 and the debug-exit port. No hypercall port and no
-// GDT trap: an access to their addresses is an unclaimed one.
+// The PC machine (docs/machines.md), `pc` and `q35` alike: a Multiboot-1
+// image entered on vCPU 0 in 32-bit protected mode, the other vCPUs in reset
+// state until the guest starts them with INIT/SIPI through their local APICs
+// in KVM; the Multiboot information, ACPI tables, fw_cfg, the ACPI PM timer,
+// PM1, the RTC, COM1 and the debug-exit port. The interrupt controllers and
+// whatever else tells the two apart are the chipset's (pc_chipset.h). No
+// hypercall port and no GDT trap: an access to their addresses is an
+// unclaimed one.
 #include "vmm/machine/pc_machine.h"
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 #include "devices/host_pages.h"
 #include "devices/hyperv_synic.h"
 #include "devices/hyperv_testdev.h"
-#include "devices/irq_lines.h"
 #include "devices/pc_testdev.h"
 #include "devices/pm_timer.h"
 #include "devices/rtc_cmos.h"
@@ -31,6 +32,7 @@
 #include "vmm/kvm/sint_routes.h"
 #include "vmm/machine/cpuid_probe.h"
 #include "vmm/machine/machine.h"
+#include "vmm/machine/pc_chipset.h"
 #include "vmm/machine/pc_host_check.h"
 #include "vmm/vm_state.h"
 
@@ -65,15 +67,16 @@ std::array<uint8_t, RtcCmos::kBytes> PcCmosRam(const VmConfig& config) {
   return ram;
 }
 
-class PcMachine final : public Machine, public IrqLines, public HostPages, public AcpiSleeper {
+class PcMachine final : public Machine, public HostPages, public AcpiSleeper {
  public:
   explicit PcMachine(const VmConfig& config)
       : fw_cfg_(FwCfgConfig{.cpus = static_cast<uint16_t>(config.cpus),
                             .ram_bytes = config.memory_bytes}),
         rtc_(RtcCmos::Config{.wall_seconds = RtcCmos::WallSeconds(),
                              .ram = PcCmosRam(config)}),
-        pm1_(this) {
-    if (config.pc_testdev) testdev_.emplace(this, this);
+        pm1_(this),
+        chipset_(MakePcChipset(config)) {
+    if (config.pc_testdev) testdev_.emplace(chipset_.get(), this);
   }
 
   absl::Status Build(Vm::State& s, std::span<const uint8_t> image) override;
@@ -85,6 +88,7 @@ class PcMachine final : public Machine, public IrqLines, public HostPages, publi
 
   bool own_interrupts() const override { return false; }
   HypervHost* hyperv_host() override { return synic_ ? &*synic_ : nullptr; }
+  IoapicEoiSink* ioapic_eoi() override { return chipset_->ioapic_eoi(); }
   std::vector<std::string> notes() const override;
   // A PC guest's console lines: kvm-unit-tests' `vmexit` prints one per
   // sub-test, ending it "\r\n"; the phase is named without the "\r".
@@ -94,8 +98,6 @@ class PcMachine final : public Machine, public IrqLines, public HostPages, publi
     });
   }
 
-  // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc), for pc-testdev.
-  void SetLevel(uint32_t irq, bool high) override;
   // pc-testdev's flush-page port: the host's mapping of the RAM page made
   // to drop its entries (MappedMemory::InvalidateHostPage), with the SynIC's
   // writes to guest memory held back meanwhile; a page outside RAM is
@@ -125,13 +127,13 @@ class PcMachine final : public Machine, public IrqLines, public HostPages, publi
   RtcCmos rtc_;
   AcpiPm1 pm1_;
   uint64_t sleeps_ignored_ = 0;
+  std::unique_ptr<PcChipset> chipset_;  // pc-testdev's IrqLines
   std::optional<PcTestdev> testdev_;
   // With hyperv_testdev: the SINT routes, the VMM's side of SynIC and the
   // device (with hyperv alone, KVM's SynIC needs nothing of the VMM).
   std::unique_ptr<KvmSintRoutes> sint_routes_;
   std::optional<HypervSynic> synic_;
   std::optional<HypervTestdev> hyperv_testdev_;
-  uint64_t irq_line_failures_ = 0;
   uint32_t entry_ = 0;
   uint32_t info_gpa_ = 0;
   bool tsc_deadline_timer_ = false;
@@ -143,17 +145,11 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   // Whether this KVM delivers an exception in protected mode at all (a
   // throwaway VM of its own; pc_host_check.h), before anything of this one.
   RETURN_IF_ERROR(CheckPcMachineRunsHere(s.kvm));
-  // The interrupt controllers first: KVM gives each vCPU created after them
-  // a local APIC, and holds every vCPU but 0 in reset until INIT/SIPI.
-  if (absl::Status irqchip = s.vm.CreateIrqchip(); !irqchip.ok())
-    return absl::Status(irqchip.code(),
-                        absl::StrFormat("the pc machine cannot run here: %s", irqchip.message()));
+  // The interrupt controllers first (the chipset's): KVM gives each vCPU
+  // created after them a local APIC, and holds every vCPU but 0 in reset
+  // until INIT/SIPI.
+  RETURN_IF_ERROR(chipset_->Build(s));
   vm_ = &s.vm;
-  RETURN_IF_ERROR(s.vm.RouteIsaIrqsAsPc());
-  if (config.pit) {
-    if (absl::Status pit = s.vm.CreatePit(); !pit.ok())
-      return absl::Status(pit.code(), absl::StrFormat("no PIT here: %s", pit.message()));
-  }
   tsc_deadline_timer_ = s.vm.HasTscDeadlineTimer();
   if (config.hyperv) {
     if (absl::Status hv = s.kvm.NeedHyperv(); !hv.ok())
@@ -171,7 +167,8 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   ram_ = &s.ram;
   // What firmware would have left (bios_state.h), before the image, which
   // may load over the vector table as over a BIOS's.
-  RETURN_IF_ERROR(SetBiosState(s.vm, memory, config.pit));
+  RETURN_IF_ERROR(WriteBiosInterruptVectors(memory));
+  RETURN_IF_ERROR(chipset_->SetBiosState(/*at_boot=*/true));
   absl::StatusOr<MultibootImage> loaded = LoadMultiboot(image, memory);
   if (!loaded.ok()) return About(config.kernel_path, loaded.status());
   entry_ = loaded->entry;
@@ -192,15 +189,15 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
   if (!info_gpa.ok()) return About(config.kernel_path, info_gpa.status());
   info_gpa_ = *info_gpa;
 
-  RETURN_IF_ERROR(WriteAcpiTables({.cpus = config.cpus,
-                                   .ioapic_address = kPcIoapicGpa,
-                                   .ioapic_id = kPcIoapicId,
-                                   .local_apic_address = kPcLocalApicGpa,
-                                   .pm_timer_port = kPcPmTimerPort,
-                                   .pm1_event_port = kPcPm1EventPort,
-                                   .pm1_control_port = kPcPm1ControlPort},
-                                  memory)
-                      .status());
+  AcpiMachine acpi{.cpus = config.cpus,
+                   .ioapic_address = kPcIoapicGpa,
+                   .ioapic_id = kPcIoapicId,
+                   .local_apic_address = kPcLocalApicGpa,
+                   .pm_timer_port = kPcPmTimerPort,
+                   .pm1_event_port = kPcPm1EventPort,
+                   .pm1_control_port = kPcPm1ControlPort};
+  chipset_->DescribeIn(acpi);
+  RETURN_IF_ERROR(WriteAcpiTables(acpi, memory).status());
 
   RETURN_IF_ERROR(s.pio_bus.Register(MVMM_COM1_PORT, 8, &s.uart).status());
   RETURN_IF_ERROR(
@@ -229,10 +226,6 @@ absl::Status PcMachine::Build(Vm::State& s, std::span<const uint8_t> image) {
             .status());
   }
   return absl::OkStatus();
-}
-
-void PcMachine::SetLevel(uint32_t irq, bool high) {
-  if (!vm_->SetIrqLine(irq, high).ok()) ++irq_line_failures_;
 }
 
 void PcMachine::FlushHostPage(uint64_t gpa) {
@@ -276,7 +269,7 @@ absl::Status PcMachine::Resume(uint32_t cpu) {
         *vector));
   if (cpu >= vcpus_.size() || vcpus_[cpu] == nullptr)
     return absl::InternalError(absl::StrFormat("no vCPU %u to resume", cpu));
-  RETURN_IF_ERROR(vm_->ProgramPics(kBiosPicMaster, kBiosPicSlave));
+  RETURN_IF_ERROR(chipset_->SetBiosState(/*at_boot=*/false));
   return vcpus_[cpu]->EnterRealMode(static_cast<uint16_t>(*vector >> 4),
                                     static_cast<uint16_t>(*vector & 0xF));
 }
@@ -311,9 +304,7 @@ std::vector<std::string> PcMachine::notes() const {
   if (flush_failures_ != 0)
     notes.push_back(
         absl::StrFormat("mprotect failed for %u of pc-testdev's page flushes", flush_failures_));
-  if (irq_line_failures_ != 0)
-    notes.push_back(absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
-                                    irq_line_failures_));
+  for (std::string& line : chipset_->notes()) notes.push_back(std::move(line));
   return notes;
 }
 
@@ -341,12 +332,15 @@ absl::Status PcMachine::SetUpVcpu(Vm::State& s, KvmVcpu& vcpu, uint32_t cpu) {
 absl::StatusOr<std::unique_ptr<Machine>> MakePcMachine(VmConfig& config) {
   if (config.kernel_path.empty())
     return absl::InvalidArgumentError(
-        "the pc machine needs a kernel: a Multiboot-1 image (e.g. a kvm-unit-tests x86/*.flat)");
+        absl::StrFormat("the %s machine needs a kernel: a Multiboot-1 image (e.g. a "
+                        "kvm-unit-tests x86/*.flat)",
+                        MachineName(config.machine)));
   if (config.timer_hz != 0)
     return absl::InvalidArgumentError(absl::StrFormat(
         "a timer rate (%u Hz) is the builtin machine's: on the pc machine the guest programs its "
         "own local APIC timers or PIT",
         config.timer_hz));
+  RETURN_IF_ERROR(CheckPcChipsetConfig(config));
   if (config.hyperv_testdev && !config.hyperv)
     return absl::InvalidArgumentError(
         "hyperv-testdev needs Hyper-V's enlightenments (hyperv, --hyperv): its SINTs are SynIC's");

@@ -94,6 +94,7 @@ class RecentExitRing {
   static void Detail(const InternalError& x, RecentExit& e) { e.detail = x.suberror; }
   static void Detail(const SystemEvent& x, RecentExit& e) { e.detail = x.type; }
   static void Detail(const HypervExit& x, RecentExit& e) { e.detail = x.type; }
+  static void Detail(const IoapicEoi& x, RecentExit& e) { e.detail = x.vector; }
   static void Detail(const UnknownExit& x, RecentExit& e) { e.detail = x.kvm_reason; }
   static void Detail(const RunFailed& x, RecentExit& e) {
     e.detail = static_cast<uint64_t>(x.error);

@@ -253,6 +253,14 @@ MaybeStop RunLoop::HandleOther(const VcpuExit& exit) {
                                                      : kHvStatusInvalidHypercallCode;
             return std::nullopt;
           },
+          [&](const IoapicEoi& e) -> MaybeStop {
+            if (p_.ioapic_eoi == nullptr) [[unlikely]]
+              return StopWith(StopReason::kVmmError,
+                              "an IOAPIC EOI exit reached minivmm on a machine whose IOAPIC is "
+                              "KVM's or absent");
+            p_.ioapic_eoi->IoapicEoi(e.vector);
+            return std::nullopt;
+          },
           [&](const UnknownExit& u) {
             return StopWith(StopReason::kVmmError,
                             absl::StrFormat("unexpected KVM exit reason %u", u.kvm_reason));

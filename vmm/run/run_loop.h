@@ -30,6 +30,7 @@
 #include "minivmm/run_result.h"
 #include "vmm/bus/bus.h"
 #include "vmm/core/vcpu.h"
+#include "vmm/core/ioapic_eoi.h"
 #include "vmm/core/vcpu_identity.h"
 #include "vmm/core/waste.h"
 #include "vmm/run/recent_exits.h"
@@ -99,6 +100,9 @@ struct RunLoopParts {
   // none, and a hypercall KVM leaves to the VMM gets
   // HV_STATUS_INVALID_HYPERCALL_CODE.
   HypervHost* hyperv = nullptr;
+  // The machine's own IOAPIC (vmm/core/ioapic_eoi.h); null: none, and an
+  // IOAPIC EOI exit stops the run with a VMM error.
+  IoapicEoiSink* ioapic_eoi = nullptr;
 };
 
 class RunLoop {

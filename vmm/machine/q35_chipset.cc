@@ -1,0 +1,165 @@
+// The `q35` machine's chipset (pc_chipset.h), as QEMU's
+// `-M q35,kernel-irqchip=split` with `-device intel-iommu,intremap=on` and
+// `-device edu`: KVM's split irqchip, minivmm's IOAPIC, PCI bus 0 behind
+// configuration mechanism #1, the Q35 host bridge at 00:00.0, and optionally
+// an Intel IOMMU and edu at 00:01.0. No firmware runs, so the chipset
+// assigns what SeaBIOS would: edu's BAR 0 and its interrupt line.
+//
+// Interrupts: every one leaves as an MSI. The IOAPIC's (and a PCI
+// function's, with MSI enabled) go to the IOMMU where there is one, which
+// remaps them, and from there (or straight) to KVM_SIGNAL_MSI. KVM needs to
+// know which vectors a level-triggered IOAPIC entry sends, to exit with
+// KVM_EXIT_IOAPIC_EOI at their EOI: the chipset keeps one MSI route per
+// IOAPIC pin in KVM's GSI table, each the message the entry sends after
+// remapping, updated whenever an entry or the IOMMU's remapping changes.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "devices/dma.h"
+#include "devices/edu.h"
+#include "devices/intel_iommu.h"
+#include "devices/ioapic.h"
+#include "devices/msi.h"
+#include "devices/pci.h"
+#include "vmm/core/status_macros.h"
+#include "vmm/machine/pc_chipset.h"
+#include "vmm/machine/pc_machine.h"
+
+namespace minivmm {
+namespace {
+
+// MSIs into KVM's local APICs.
+class KvmMsi final : public MsiSink {
+ public:
+  explicit KvmMsi(KvmVm* vm) : vm_(vm) {}
+  void SendMsi(const MsiMessage& msi, SourceId /*source*/) override {
+    absl::StatusOr<bool> delivered = vm_->SignalMsi(msi.address, msi.data);
+    if (!delivered.ok()) {
+      ++failures_;
+    } else if (!*delivered) {
+      ++undelivered_;
+    }
+  }
+  uint64_t failures() const { return failures_; }
+  uint64_t undelivered() const { return undelivered_; }
+
+ private:
+  KvmVm* vm_;
+  uint64_t failures_ = 0;
+  uint64_t undelivered_ = 0;
+};
+
+class Q35Chipset final : public PcChipset, public IoapicEoiSink {
+ public:
+  explicit Q35Chipset(const VmConfig& config)
+      : want_iommu_(config.intel_iommu), want_edu_(config.edu) {}
+
+  absl::Status Build(Vm::State& s) override {
+    if (absl::Status split = s.vm.CreateSplitIrqchip(Ioapic::kPins); !split.ok())
+      return absl::Status(split.code(),
+                          absl::StrFormat("the q35 machine cannot run here: %s", split.message()));
+    vm_ = &s.vm;
+    kvm_msi_.emplace(&s.vm);
+    MsiSink* msi = &*kvm_msi_;
+    if (want_iommu_) {
+      iommu_.emplace(&s.memory, msi);
+      iommu_->OnInterruptRemappingChanged([this] { UpdateRoutes().IgnoreError(); });  // counted
+      msi = &*iommu_;
+      RETURN_IF_ERROR(
+          s.mmio_bus.Register(IntelIommu::kMmioBase, IntelIommu::kIoSize, &*iommu_).status());
+    }
+    ioapic_.emplace(msi, kPcIoapicId);
+    ioapic_->OnRoutesChanged([this] { UpdateRoutes().IgnoreError(); });  // counted
+    RETURN_IF_ERROR(s.mmio_bus.Register(Ioapic::kMmioBase, Ioapic::kIoSize, &*ioapic_).status());
+
+    RETURN_IF_ERROR(pci_.Add(kHostBridgeDevfn, &host_bridge_));
+    if (want_edu_) {
+      guest_dma_.emplace(&s.memory);
+      DmaSpace* dma = iommu_ ? static_cast<DmaSpace*>(&*iommu_) : &*guest_dma_;
+      edu_.emplace(PciInterruptWiring{&*ioapic_, kEduIntxPin, msi}, dma);
+      RETURN_IF_ERROR(edu_->AssignBar(0, kEduBar0));
+      RETURN_IF_ERROR(pci_.Add(kEduDevfn, &*edu_));
+      // What SeaBIOS leaves: memory decoding on, the interrupt line named.
+      edu_->ConfigWrite(kPciCommand, kPciCommandMemory, 2);
+      edu_->ConfigWrite(kPciInterruptLine, kEduIntxPin, 1);
+      RETURN_IF_ERROR(s.mmio_bus.Register(kEduBar0, Edu::kBar0Size, edu_->bar_window(0)).status());
+    }
+    RETURN_IF_ERROR(s.pio_bus.Register(PciHost::kPortBase, PciHost::kIoSize, &pci_).status());
+    return UpdateRoutes();
+  }
+
+  absl::Status SetBiosState(bool /*at_boot*/) override { return absl::OkStatus(); }
+
+  void DescribeIn(AcpiMachine& acpi) const override {
+    if (iommu_) acpi.dmar_register_base = IntelIommu::kMmioBase;
+  }
+
+  IoapicEoiSink* ioapic_eoi() override { return this; }
+  void IoapicEoi(uint8_t vector) override { ioapic_->Eoi(vector); }
+
+  // ISA IRQ n on IOAPIC pin n, but IRQ 0 on pin 2 (the MADT's override).
+  void SetLevel(uint32_t irq, bool high) override { ioapic_->SetLevel(irq == 0 ? 2 : irq, high); }
+
+  std::vector<std::string> notes() const override;
+
+ private:
+  // Where the chipset puts edu, as QEMU's q35 with -nodefaults puts the
+  // first -device (slot 1), its BAR 0 where SeaBIOS puts the first 1 MiB
+  // BAR, and its INTA# on the IOAPIC pin of PIRQ (slot + pin - 1) mod 4
+  // (GSIs 16-19, as the ICH9's PIRQ A-D in APIC mode).
+  static constexpr uint8_t kHostBridgeDevfn = 0x00;
+  static constexpr uint8_t kEduDevfn = 0x08;
+  static constexpr uint32_t kEduBar0 = 0xFEA00000;
+  static constexpr uint32_t kEduIntxPin = 16 + ((kEduDevfn >> 3) + 1 - 1) % 4;
+
+  // KVM's GSI routes for the IOAPIC's pins: each entry's message after
+  // remapping; an entry whose message the IOMMU would refuse has no route.
+  absl::Status UpdateRoutes() {
+    if (!ioapic_) return absl::OkStatus();  // the IOMMU comes first
+    std::vector<KvmVm::MsiRoute> routes;
+    for (uint32_t pin = 0; pin < Ioapic::kPins; ++pin) {
+      std::optional<MsiMessage> msg = ioapic_->MessageOf(pin);
+      if (iommu_) msg = iommu_->RemapQuietly(*msg, std::nullopt);
+      if (msg) routes.push_back({pin, msg->address, msg->data});
+    }
+    absl::Status set = vm_->SetMsiRoutes(routes);
+    if (!set.ok()) ++route_failures_;
+    return set;
+  }
+
+  const bool want_iommu_;
+  const bool want_edu_;
+  KvmVm* vm_ = nullptr;
+  std::optional<KvmMsi> kvm_msi_;
+  std::optional<IntelIommu> iommu_;
+  std::optional<Ioapic> ioapic_;
+  PciHost pci_;
+  Q35HostBridge host_bridge_;
+  std::optional<GuestMemoryDma> guest_dma_;
+  std::optional<Edu> edu_;
+  uint64_t route_failures_ = 0;
+};
+
+std::vector<std::string> Q35Chipset::notes() const {
+  std::vector<std::string> notes;
+  if (kvm_msi_ && kvm_msi_->failures() != 0)
+    notes.push_back(absl::StrFormat("KVM_SIGNAL_MSI failed %u times", kvm_msi_->failures()));
+  if (route_failures_ != 0)
+    notes.push_back(absl::StrFormat(
+        "KVM_SET_GSI_ROUTING failed %u times: level-triggered IOAPIC entries may miss their EOI",
+        route_failures_));
+  return notes;
+}
+
+}  // namespace
+
+std::unique_ptr<PcChipset> MakeQ35Chipset(const VmConfig& config) {
+  return std::make_unique<Q35Chipset>(config);
+}
+
+}  // namespace minivmm
