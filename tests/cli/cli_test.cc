@@ -189,7 +189,7 @@ TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   EXPECT_EQ(workload.status, 2) << workload.out;
   EXPECT_NE(workload.out.find("--workload is the built-in guest's"), std::string::npos)
       << workload.out;
-  Outcome unknown = Minivmm("run --machine q35");
+  Outcome unknown = Minivmm("run --machine microvm");
   EXPECT_EQ(unknown.status, 2) << unknown.out;
   Outcome pit = Minivmm("run --pit");
   EXPECT_EQ(pit.status, 125) << pit.out;
@@ -207,6 +207,25 @@ TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
   EXPECT_EQ(alone.status, 125) << alone.out;
   EXPECT_NE(alone.out.find("hyperv-testdev needs Hyper-V's enlightenments"), std::string::npos)
       << alone.out;
+  // The q35 machine's PCI devices on the others, and what q35 has not.
+  Outcome iommu = Minivmm("run --intel-iommu");
+  EXPECT_EQ(iommu.status, 125) << iommu.out;
+  EXPECT_NE(iommu.out.find("an Intel IOMMU is for the q35 machine; the builtin machine has none"),
+            std::string::npos)
+      << iommu.out;
+  Outcome edu = Minivmm("run --machine pc --edu --kernel " + PcGuest("pc_entry"));
+  EXPECT_EQ(edu.status, 125) << edu.out;
+  EXPECT_NE(edu.out.find("the edu device is for the q35 machine (--machine q35); the pc machine "
+                         "has no PCI"),
+            std::string::npos)
+      << edu.out;
+  Outcome q35_pit = Minivmm("run --machine q35 --pit --kernel " + PcGuest("pc_entry"));
+  EXPECT_EQ(q35_pit.status, 125) << q35_pit.out;
+  EXPECT_NE(q35_pit.out.find("a PIT is not on the q35 machine"), std::string::npos) << q35_pit.out;
+  Outcome q35_kernel = Minivmm("run --machine q35");
+  EXPECT_EQ(q35_kernel.status, 125) << q35_kernel.out;
+  EXPECT_NE(q35_kernel.out.find("the q35 machine needs a kernel"), std::string::npos)
+      << q35_kernel.out;
   Outcome timer = Minivmm("run --machine pc --timer-hz 100 --kernel " + PcGuest("pc_entry"));
   EXPECT_EQ(timer.status, 125) << timer.out;
   EXPECT_NE(timer.out.find("is the builtin machine's"), std::string::npos) << timer.out;

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "minivmm/machine.h"
 #include "minivmm/vm.h"
+#include "tests/integration/pc_test_util.h"
 #include "tests/integration/vm_test_util.h"
 
 namespace minivmm::testing {
@@ -86,9 +87,7 @@ bool RefusedOnPvm(const VmConfig& config) {
 
 TEST(KernelExitsTest, PcExitsAreExactByReasonAndAddress) {
   REQUIRE_KVM();
-  VmConfig config = GuestConfig(std::string(MINIVMM_PC_GUEST_DIR) + "/pc_exits.elf", "",
-                                absl::Seconds(60), 0, false, 1);
-  config.machine = MachineKind::kPc;
+  VmConfig config = PcConfig("pc_exits", "");
   config.kernel_exits = true;
   if (RefusedOnPvm(config)) return;
   GuestRun run = RunGuestWith(config);
@@ -144,9 +143,7 @@ TEST(KernelExitsTest, PcExitsAreExactByReasonAndAddress) {
 TEST(KernelExitsTest, PcTestdevFlushMakesTheNextWriteANestedPageFault) {
   REQUIRE_KVM();
   for (bool testdev : {true, false}) {
-    VmConfig config = GuestConfig(std::string(MINIVMM_PC_GUEST_DIR) + "/pc_flush.elf", "",
-                                  absl::Seconds(60), 0, false, 1);
-    config.machine = MachineKind::kPc;
+    VmConfig config = PcConfig("pc_flush", "");
     config.kernel_exits = true;
     config.pc_testdev = testdev;
     if (RefusedOnPvm(config)) return;

@@ -161,8 +161,15 @@ def test_memory_above_minivmms_ram_is_refused_before_the_kernel(env):
     (["-machine", "accel=tcg"], "tcg"),
     (["-accel", "tcg"], "tcg"),
     (["-machine", "accel=hvf"], "hvf"),
-    (["-M", "q35,kernel-irqchip=split"], "q35"),
+    (["-M", "q35"], "kernel-irqchip=split"),
+    (["-M", "q35,kernel-irqchip=off"], "kernel-irqchip=off"),
+    (["-M", "microvm"], "microvm"),
     (["-machine", "accel=kvm,kernel-irqchip=split"], "kernel-irqchip=split"),
+    (["-device", "edu"], "edu"),
+    (["-M", "q35,kernel-irqchip=split", "-device", "intel-iommu,intremap=off"], "intremap=on"),
+    (["-M", "q35,kernel-irqchip=split", "-device", "intel-iommu,eim=on"], "eim=off"),
+    (["-M", "q35,kernel-irqchip=split", "-device", "intel-iommu,caching-mode=on"],
+     "intel-iommu"),
     (["-machine", "vmport=on"], "vmport=on"),
     (["-device", "hyperv-testdev,foo=1"], "hyperv-testdev,foo=1"),
     (["-device", "intel-iommu,intremap=on,eim=off"], "intel-iommu"),
@@ -280,6 +287,24 @@ def test_enforce_is_passed(env):
     argv = minivmm_argv(env, ["-enable-kvm", "-cpu", "max,+pcid,enforce", "-kernel",
                               "x86/smptest.flat"])
     assert argv[-3:] == ["--cpu-features", "+pcid", "--cpu-enforce"]
+
+
+def test_intel_iommu_argv_is_the_q35_machine(env):
+    # intel_iommu: smp = 4, qemu_params = -M q35,kernel-irqchip=split
+    # -device intel-iommu,intremap=on,eim=off -device edu. QEMU's q35 has a
+    # PIT; minivmm's q35 has none (KVM's PIT needs KVM's IOAPIC), said with -v.
+    args = X86_RUN + ["x86/smptest.flat", "-smp", "4", "-M", "q35,kernel-irqchip=split",
+                      "-device", "intel-iommu,intremap=on,eim=off", "-device", "edu"]
+    got = minivmm_argv(env, args)
+    assert got == ["run", "--machine", "q35", "-q", "--kernel", "x86/smptest.flat", "--cpus",
+                   "4", "--memory", "128M", "--pc-testdev", "--intel-iommu", "--edu"]
+    p = run(env, ["-v"] + args)
+    assert "the PIT QEMU's q35 has: ignored (minivmm's q35 machine has none" in p.stderr
+
+
+def test_device_list_has_the_q35_devices(env):
+    p = run(env, ["-device", "help"])
+    assert 'name "intel-iommu", bus System' in p.stdout and 'name "edu", bus PCI' in p.stdout
 
 
 def test_hv_passthrough_is_hyperv(env):

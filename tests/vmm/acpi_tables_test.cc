@@ -104,6 +104,38 @@ TEST(AcpiTablesTest, GuestFindsTheRsdpByScanningAndItPointsAtTheRsdt) {
   EXPECT_TRUE(tables.contains("APIC"));
 }
 
+// With an Intel IOMMU (the q35 machine's), the RSDT lists a DMAR after the
+// MADT, read at the VT-d specification's offsets (8.1, 8.3, 8.3.1).
+TEST(AcpiTablesTest, DmarDescribesTheIommuAndTheIoapicAsItsScope) {
+  std::vector<uint8_t> ram(kAcpiTestRamSize, 0);
+  GuestMemory memory(ram);
+  AcpiMachine machine = PcMachine(2);
+  machine.dmar_register_base = 0xFED90000;
+  const uint64_t rsdp = WriteAcpiTables(machine, memory).value();
+  const GuestView guest(ram);
+  const std::map<std::string, uint64_t> tables = guest.TablesFromRsdt(guest.U32(rsdp + 16));
+  EXPECT_EQ(tables.size(), 3u);
+  ASSERT_TRUE(tables.contains("DMAR"));
+  const uint64_t dmar = tables.at("DMAR");
+  EXPECT_EQ(guest.U32(dmar + 4), 72u);
+  EXPECT_EQ(guest.U8(dmar + 36), 38u);  // host address width - 1: 39 bits
+  EXPECT_EQ(guest.U8(dmar + 37), 3u);   // INTR_REMAP | X2APIC_OPT_OUT
+  const uint64_t drhd = dmar + 48;
+  EXPECT_EQ(guest.U16(drhd), 0u);   // DRHD
+  EXPECT_EQ(guest.U16(drhd + 2), 24u);
+  EXPECT_EQ(guest.U8(drhd + 4), 1u);  // INCLUDE_PCI_ALL
+  EXPECT_EQ(guest.U16(drhd + 6), 0u);  // segment 0
+  EXPECT_EQ(guest.U32(drhd + 8), 0xFED90000u);
+  EXPECT_EQ(guest.U32(drhd + 12), 0u);
+  const uint64_t scope = drhd + 16;
+  EXPECT_EQ(guest.U8(scope), 3u);  // an IOAPIC
+  EXPECT_EQ(guest.U8(scope + 1), 8u);
+  EXPECT_EQ(guest.U8(scope + 4), 2u);     // its ID, as the MADT's
+  EXPECT_EQ(guest.U8(scope + 5), 0xFFu);  // QEMU's requester ID for it: FF:1F.0
+  EXPECT_EQ(guest.U8(scope + 6), 0x1Fu);
+  EXPECT_EQ(guest.U8(scope + 7), 0u);
+}
+
 TEST(AcpiTablesTest, FadtGivesThePmTimerTheSciAndTheFacsAndDsdt) {
   std::vector<uint8_t> ram(kAcpiTestRamSize, 0);
   GuestMemory memory(ram);

@@ -273,6 +273,35 @@ TEST_F(RunLoopTest, FailedEntryIsAVmmError) {
   EXPECT_EQ(Run().reason, StopReason::kVmmError);
 }
 
+// KVM_EXIT_IOAPIC_EOI goes to the machine's own IOAPIC, counted as
+// ioapic_eoi; on a machine without one it stops the run.
+class RecordingIoapicEoi final : public IoapicEoiSink {
+ public:
+  void IoapicEoi(uint8_t vector) override { vectors.push_back(vector); }
+  std::vector<uint8_t> vectors;
+};
+
+TEST_F(RunLoopTest, IoapicEoiGoesToTheMachinesIoapic) {
+  Exit(IoapicEoi{0xE3});
+  Exit(IoapicEoi{0x41});
+  Exit(Shutdown{});
+  RecordingIoapicEoi ioapic;
+  RunLoopParts parts{vcpu_, pio_, mmio_, signals_, VcpuZeroTimer(false), Hypercalls()};
+  parts.ioapic_eoi = &ioapic;
+  RunLoop loop(std::move(parts));
+  EXPECT_EQ(loop.Loop().reason, StopReason::kTripleFault);
+  EXPECT_EQ(loop.stats().by_reason[static_cast<int>(ExitReason::kIoapicEoi)], 2u);
+  EXPECT_EQ(ioapic.vectors, (std::vector<uint8_t>{0xE3, 0x41}));
+}
+
+TEST_F(RunLoopTest, IoapicEoiWithoutAnIoapicOfTheMachinesIsAVmmError) {
+  Exit(IoapicEoi{0xE3});
+  const RunStop stop = Run();
+  EXPECT_EQ(stop.reason, StopReason::kVmmError);
+  EXPECT_NE(stop.detail.find("an IOAPIC EOI exit reached minivmm"), std::string::npos) << stop.detail;
+  EXPECT_EQ(Reason(ExitReason::kIoapicEoi), 1u);
+}
+
 TEST_F(RunLoopTest, VcpuErrorIsAVmmError) {
   EXPECT_EQ(Run().reason, StopReason::kVmmError);  // empty script: Run() fails
 }

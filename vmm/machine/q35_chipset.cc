@@ -147,6 +147,36 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
 
 std::vector<std::string> Q35Chipset::notes() const {
   std::vector<std::string> notes;
+  if (iommu_ && (iommu_->dma_faults() != 0 || iommu_->interrupt_faults() != 0))
+    notes.push_back(absl::StrFormat(
+        "the Intel IOMMU refused %u DMA requests and %u interrupts (%u faults recorded for the "
+        "guest, %u lost to a full fault register); the first: %s",
+        iommu_->dma_faults(), iommu_->interrupt_faults(), iommu_->recorded_faults(),
+        iommu_->overflowed_faults(), iommu_->first_fault()));
+  if (iommu_ && iommu_->queue_errors() != 0)
+    notes.push_back(absl::StrFormat(
+        "the Intel IOMMU stopped its invalidation queue at a bad descriptor %u times (FSTS.IQE)",
+        iommu_->queue_errors()));
+  if (iommu_ && iommu_->unsupported_settings() != 0)
+    notes.push_back(absl::StrFormat(
+        "the guest asked the Intel IOMMU for what it does not offer %u times (scalable mode, "
+        "256-bit descriptors or x2APIC-mode remapping); ignored",
+        iommu_->unsupported_settings()));
+  if (edu_ && (edu_->refused_dmas() != 0 || edu_->dma_errors() != 0 ||
+               edu_->dmas_without_master() != 0))
+    notes.push_back(absl::StrFormat(
+        "edu: %u DMAs out of its buffer's bounds refused, %u failed in the IOMMU or outside RAM, "
+        "%u without bus mastering",
+        edu_->refused_dmas(), edu_->dma_errors(), edu_->dmas_without_master()));
+  if (edu_ && edu_->moved_bars() != 0)
+    notes.push_back(absl::StrFormat(
+        "the guest tried to move edu's BAR %u times; minivmm's BARs stay where the machine put "
+        "them (the last try: BAR %d to 0x%x)",
+        edu_->moved_bars(), edu_->last_refused_move()->bar, edu_->last_refused_move()->address));
+  if (ioapic_ && ioapic_->counters().extint_dropped != 0)
+    notes.push_back(absl::StrFormat(
+        "the IOAPIC dropped %u ExtINT interrupts: the q35 machine has no PIC",
+        ioapic_->counters().extint_dropped));
   if (kvm_msi_ && kvm_msi_->failures() != 0)
     notes.push_back(absl::StrFormat("KVM_SIGNAL_MSI failed %u times", kvm_msi_->failures()));
   if (route_failures_ != 0)

@@ -1,0 +1,137 @@
+// Whole-VM tests of the q35 machine (VmConfig::machine = kQ35) with the
+// project's own guest pc_q35 (tests/pc_guests/pc_q35.c): PCI bus 0, QEMU's
+// edu device, the Intel IOMMU's DMA and interrupt remapping, and minivmm's
+// own IOAPIC under KVM's split irqchip, each checked from the inside; every
+// access the guest made to each device is one exit at that device, exactly.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "minivmm/machine.h"
+#include "tests/integration/pc_test_util.h"
+#include "tests/integration/vm_test_util.h"
+
+namespace minivmm::testing {
+namespace {
+
+struct Q35Case {
+  bool iommu;
+  uint32_t cpus;
+};
+
+VmConfig Q35Config(const Q35Case& c) {
+  VmConfig config = PcConfig("pc_q35", "", c.cpus);
+  config.machine = MachineKind::kQ35;
+  config.intel_iommu = c.iommu;
+  config.edu = true;
+  return config;
+}
+
+class Q35MachineTest : public ::testing::TestWithParam<Q35Case> {};
+
+// The guest's own counts of its accesses to each device are minivmm's exits
+// at that device, and each level-triggered interrupt's EOI is one
+// ioapic_eoi exit.
+void ExpectExitsAsCounted(const GuestRun& run, const std::map<std::string, std::string>& v,
+                          bool iommu) {
+  EXPECT_EQ(run.Pio("pci-config"), Number(v, "pci_config_accesses"));
+  EXPECT_EQ(run.Mmio("edu"), Number(v, "edu_accesses"));
+  EXPECT_EQ(run.Mmio("ioapic"), Number(v, "ioapic_accesses"));
+  if (iommu) EXPECT_EQ(run.Mmio("intel-iommu"), Number(v, "iommu_accesses"));
+  EXPECT_EQ(run.result.stats.by_reason[static_cast<int>(ExitReason::kIoapicEoi)],
+            Number(v, "level_eois"));
+}
+
+TEST_P(Q35MachineTest, EduDmaAndInterruptsThroughTheIommuAndTheIoapic) {
+  REQUIRE_KVM();
+  const Q35Case c = GetParam();
+  std::optional<GuestRun> ran = RunPc(Q35Config(c));
+  if (!ran) return;
+  const GuestRun& run = *ran;
+  ExpectDoneWith(run, 0);
+  std::map<std::string, std::string> v = ConsoleValues(run.console);
+  EXPECT_EQ(v["q35"], "pass");
+  // The machine's PCI bus: the host bridge, and edu where the chipset put it.
+  EXPECT_EQ(v["pci_functions"], "2");
+  EXPECT_EQ(v["host_bridge"], "8086:29c0 class=0x060000");
+  EXPECT_EQ(v["edu_devfn"], "0x08");
+  EXPECT_EQ(v["edu_bar0"], "0xfea00000");
+  EXPECT_EQ(v["edu_bar0_size"], "0x100000");
+  EXPECT_EQ(v["edu_int_pin"], "1");
+  EXPECT_EQ(v["edu_int_line"], "17");
+  EXPECT_EQ(v["edu_msi_cap"], "0x40");
+  EXPECT_EQ(v["edu_factorial"], "3628800");
+  EXPECT_EQ(v["ioapic_version"], "0x20");
+  EXPECT_EQ(v["ioapic_pins"], "24");
+  // One interrupt per raise, edge and MSI; a level-triggered one is sent
+  // again at each EOI while edu holds its line, three times in all.
+  EXPECT_EQ(v["ir_ioapic_interrupts"], "1");
+  EXPECT_EQ(v["ir_msi_interrupts"], "1");
+  EXPECT_EQ(v["level_interrupts"], "3");
+  EXPECT_EQ(v["level_eois"], "3");
+  EXPECT_EQ(v["stray_interrupts"], "0");
+  EXPECT_EQ(v["timed_out"], "0");
+  if (c.iommu) {
+    EXPECT_EQ(v["iommu"], "present");
+    EXPECT_EQ(v["dmar_base"], "0xfed90000 haw=38 include_pci_all=1");
+    EXPECT_EQ(v["iommu_gsts"], "0xc7000000");  // TE, RTPS, QIE, IRE, IRTPS
+    EXPECT_EQ(v["dma_roundtrip"], "ok");
+    // A write to a read-only page and a read of an unmapped one: refused,
+    // recorded with edu's requester ID, one fault event each.
+    EXPECT_EQ(v["ro_page_untouched"], "1");
+    EXPECT_EQ(v["ro_fault_reason"], "0x5");
+    EXPECT_EQ(v["ro_fault_sid"], "0x8");
+    EXPECT_EQ(v["ro_fault_addr"], "0x2000");
+    EXPECT_EQ(v["ro_fault_t"], "0");
+    EXPECT_EQ(v["unmapped_fault_reason"], "0x6");
+    EXPECT_EQ(v["unmapped_fault_addr"], "0x3000");
+    EXPECT_EQ(v["unmapped_fault_t"], "1");
+    EXPECT_EQ(v["qi_status_written"], "1");
+    EXPECT_EQ(v["qi_head_equals_tail"], "1");
+    // An MSI to an IRTE that is not present, and one whose IRTE names
+    // another requester: no interrupt, a fault each.
+    EXPECT_EQ(v["ir_not_present_interrupts"], "0");
+    EXPECT_EQ(v["ir_not_present_fault_reason"], "0x22");
+    EXPECT_EQ(v["ir_sid_mismatch_interrupts"], "0");
+    EXPECT_EQ(v["ir_sid_mismatch_fault_reason"], "0x26");
+    EXPECT_EQ(v["fault_event_interrupts"], "4");
+    // What the run's notes say of them: the first one, and how many.
+    ASSERT_EQ(run.result.notes.size(), 1u) << absl::StrJoin(run.result.notes, "\n");
+    EXPECT_EQ(run.result.notes[0],
+              "the Intel IOMMU refused 2 DMA requests and 2 interrupts (4 faults recorded for "
+              "the guest, 0 lost to a full fault register); the first: DMA fault 0x5 (write to "
+              "a page without W): 00:01.0 write 0x2000");
+  } else {
+    EXPECT_EQ(v["iommu"], "absent");
+    EXPECT_TRUE(run.result.notes.empty()) << absl::StrJoin(run.result.notes, "\n");
+  }
+  ExpectExitsAsCounted(run, v, c.iommu);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Machines, Q35MachineTest,
+    ::testing::Values(Q35Case{true, 1}, Q35Case{true, 2}, Q35Case{false, 1}),
+    [](const ::testing::TestParamInfo<Q35Case>& info) {
+      return std::string(info.param.iommu ? "Iommu" : "NoIommu") + "Cpus" +
+             std::to_string(info.param.cpus);
+    });
+
+// Without edu the bus has the host bridge alone: the guest fails its
+// search for edu at once, and says so.
+TEST(Q35MachineTest, WithoutEduTheBusHasTheHostBridgeAlone) {
+  REQUIRE_KVM();
+  VmConfig config = Q35Config({.iommu = true, .cpus = 1});
+  config.edu = false;
+  std::optional<GuestRun> ran = RunPc(config);
+  if (!ran) return;
+  EXPECT_EQ(ran->result.reason, StopReason::kGuestShutdown) << ran->result.detail;
+  EXPECT_NE(ran->console.find("pci_functions=1\n"), std::string::npos) << ran->console;
+  EXPECT_NE(ran->console.find("FAIL: no edu device (1234:11e8) on bus 0"), std::string::npos)
+      << ran->console;
+}
+
+}  // namespace
+}  // namespace minivmm::testing
