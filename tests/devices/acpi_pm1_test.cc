@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/device_access.h"
 #include "tests/common/fake_vm.h"
 
 namespace minivmm {
@@ -18,16 +19,10 @@ class RecordingSleeper final : public AcpiSleeper {
 class AcpiPm1Test : public ::testing::Test {
  protected:
   uint32_t In(IoDevice& d, uint64_t offset, size_t size) {
-    std::vector<uint8_t> data(size, 0xEE);
-    d.Read(offset, data, vm_.exit);
-    uint32_t value = 0;
-    for (size_t i = 0; i < size; ++i) value |= uint32_t{data[i]} << (8 * i);
-    return value;
+    return static_cast<uint32_t>(testing::ReadLe(d, offset, size, vm_.exit));
   }
   void Out(IoDevice& d, uint64_t offset, size_t size, uint32_t value) {
-    std::vector<uint8_t> data(size);
-    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-    d.Write(offset, data, vm_.exit);
+    testing::WriteLe(d, offset, size, value, vm_.exit);
   }
 
   testing::FakeVm vm_;

@@ -6,28 +6,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/device_access.h"
 #include "tests/common/fake_vm.h"
+#include "tests/common/recording_interrupts.h"
 
 namespace minivmm {
 namespace {
 
 using EduLevel = std::pair<uint32_t, bool>;
-
-class EduRecordingLines final : public IrqLines {
- public:
-  void SetLevel(uint32_t irq, bool high) override { calls.emplace_back(irq, high); }
-  std::vector<EduLevel> calls;
-};
-
-class EduRecordingMsiSink final : public MsiSink {
- public:
-  void SendMsi(const MsiMessage& msi, SourceId source) override {
-    sent.push_back(msi);
-    sources.push_back(source);
-  }
-  std::vector<MsiMessage> sent;
-  std::vector<SourceId> sources;
-};
 
 // 64 KiB of device-visible memory at address 0 that records every access,
 // and fails them all when `fail` is set (an IOMMU fault).
@@ -70,16 +56,10 @@ class EduTest : public ::testing::Test {
   }
 
   uint64_t Read(uint64_t offset, size_t size = 4) {
-    std::vector<uint8_t> data(size, 0xee);
-    edu_.bar_window(0)->Read(offset, data, vm_.exit);
-    uint64_t value = 0;
-    for (size_t i = 0; i < size; ++i) value |= uint64_t{data[i]} << (8 * i);
-    return value;
+    return testing::ReadLe(*edu_.bar_window(0), offset, size, vm_.exit);
   }
   void Write(uint64_t offset, uint64_t value, size_t size = 4) {
-    std::vector<uint8_t> data(size);
-    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-    edu_.bar_window(0)->Write(offset, data, vm_.exit);
+    testing::WriteLe(*edu_.bar_window(0), offset, size, value, vm_.exit);
   }
   // lib/pci-edu.c's edu_dma.
   void Dma(uint64_t from, uint64_t to, uint64_t count, uint64_t command) {
@@ -95,8 +75,8 @@ class EduTest : public ::testing::Test {
   }
 
   testing::FakeVm vm_;
-  EduRecordingLines lines_;
-  EduRecordingMsiSink sink_;
+  testing::RecordingIrqLines lines_;
+  testing::RecordingMsiSink sink_;
   EduFakeDma dma_;
   Edu edu_{PciInterruptWiring{&lines_, kEduLine, &sink_}, &dma_};
   PciHost host_;
@@ -219,8 +199,8 @@ TEST_F(EduTest, RaiseSendsTheMsiWhenEnabled) {
   EnableMsi();
   Write(Edu::kIrqRaise, 1);
   Write(Edu::kIrqRaise, 1);  // every raise with status set sends again, as QEMU
-  EXPECT_EQ(sink_.sent, (std::vector<MsiMessage>(2, MsiMessage{0xfee00000, 0x4041})));
-  EXPECT_EQ(sink_.sources, (std::vector<SourceId>(2, kEduDevfn)));
+  EXPECT_EQ(sink_.sent, (std::vector<testing::RecordingMsiSink::Sent>(
+                            2, testing::RecordingMsiSink::Sent{{0xfee00000, 0x4041}, kEduDevfn})));
   Write(Edu::kIrqAck, 1);
   EXPECT_EQ(Read(Edu::kIrqStatus), 0u);
   EXPECT_TRUE(lines_.calls.empty());

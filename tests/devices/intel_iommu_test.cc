@@ -3,22 +3,17 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/device_access.h"
 #include "tests/common/fake_vm.h"
+#include "tests/common/recording_interrupts.h"
 
 namespace minivmm {
 namespace {
 
-using Sent = std::pair<MsiMessage, SourceId>;
-
-class RecordingMsiSink final : public MsiSink {
- public:
-  void SendMsi(const MsiMessage& msi, SourceId source) override { sent.emplace_back(msi, source); }
-  std::vector<Sent> sent;
-};
+using Sent = testing::RecordingMsiSink::Sent;
 
 // Guest-physical layout of the tables the tests build.
 constexpr uint64_t kRoot = 0x10000, kContext = 0x11000, kL3 = 0x12000, kL2 = 0x13000, kL1 = 0x14000,
@@ -34,16 +29,10 @@ bool FrcdT(uint64_t hi) { return ((hi >> 62) & 1) != 0; }
 class IntelIommuTest : public ::testing::Test {
  protected:
   uint64_t Rd(uint64_t offset, size_t size) {
-    std::vector<uint8_t> data(size, 0xEE);
-    iommu_.Read(offset, std::span<uint8_t>(data), vm_.exit);
-    uint64_t value = 0;
-    for (size_t i = 0; i < size; ++i) value |= uint64_t{data[i]} << (8 * i);
-    return value;
+    return testing::ReadLe(iommu_, offset, size, vm_.exit);
   }
   void Wr(uint64_t offset, size_t size, uint64_t value) {
-    std::vector<uint8_t> data(size);
-    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-    iommu_.Write(offset, std::span<const uint8_t>(data), vm_.exit);
+    testing::WriteLe(iommu_, offset, size, value, vm_.exit);
   }
   uint32_t R32(uint64_t offset) { return static_cast<uint32_t>(Rd(offset, 4)); }
   uint64_t R64(uint64_t offset) { return Rd(offset, 8); }
@@ -104,7 +93,7 @@ class IntelIommuTest : public ::testing::Test {
   }
 
   testing::FakeVm vm_;  // 1 MiB of RAM
-  RecordingMsiSink sink_;
+  testing::RecordingMsiSink sink_;
   IntelIommu iommu_{&vm_.memory, &sink_};
 };
 
@@ -345,8 +334,8 @@ TEST_F(IntelIommuTest, FaultEventIsSentWhenUnmasked) {
   std::array<uint8_t, 4> b{};
   EXPECT_FALSE(DmaRead(0, b));
   ASSERT_EQ(sink_.sent.size(), 1u);
-  EXPECT_EQ(sink_.sent[0].first, (MsiMessage{0xFEE01000, 0x45}));
-  EXPECT_EQ(sink_.sent[0].second, std::nullopt);
+  EXPECT_EQ(sink_.sent[0].msi, (MsiMessage{0xFEE01000, 0x45}));
+  EXPECT_EQ(sink_.sent[0].source, std::nullopt);
   EXPECT_EQ(R32(IntelIommu::kFectl), 0u);  // IP clear: it was sent
 }
 
@@ -361,7 +350,7 @@ TEST_F(IntelIommuTest, MaskedFaultEventIsSentWhenUnmasked) {
   EXPECT_EQ(R32(IntelIommu::kFectl), 0xC0000000u);  // IM and IP
   W32(IntelIommu::kFectl, 0);
   ASSERT_EQ(sink_.sent.size(), 1u);
-  EXPECT_EQ(sink_.sent[0].first, (MsiMessage{0xFEE00000, 0x46}));
+  EXPECT_EQ(sink_.sent[0].msi, (MsiMessage{0xFEE00000, 0x46}));
   EXPECT_EQ(R32(IntelIommu::kFectl), 0u);
 }
 
@@ -497,7 +486,7 @@ TEST_F(IntelIommuTest, RemappableMsiTakesItsIrte) {
   Irte(2, IrteLo(0x41, 3, /*DM*/ 1 << 2 | /*RH*/ 1 << 3 | /*TM*/ 1 << 4 | /*DLM*/ 1 << 5), 0);
   iommu_.SendMsi({RemapAddress(2), 0}, kSid);
   ASSERT_EQ(sink_.sent.size(), 2u);
-  EXPECT_EQ(sink_.sent[1].first, (MsiMessage{0xFEE0300C, 0x41 | 1 << 8 | 1 << 15 | 1 << 14}));
+  EXPECT_EQ(sink_.sent[1].msi, (MsiMessage{0xFEE0300C, 0x41 | 1 << 8 | 1 << 15 | 1 << 14}));
   EXPECT_EQ(iommu_.remapped_interrupts(), 2u);
 }
 
@@ -508,8 +497,8 @@ TEST_F(IntelIommuTest, HandleBit15AndSubhandle) {
   Irte(0x23, IrteLo(0x52, 2), 0);
   iommu_.SendMsi({RemapAddress(0x20, /*shv=*/true), 3}, kSid);  // 0x20 + 3
   ASSERT_EQ(sink_.sent.size(), 2u);
-  EXPECT_EQ(sink_.sent[0].first, (MsiMessage{0xFEE01000, 0x51}));
-  EXPECT_EQ(sink_.sent[1].first, (MsiMessage{0xFEE02000, 0x52}));
+  EXPECT_EQ(sink_.sent[0].msi, (MsiMessage{0xFEE01000, 0x51}));
+  EXPECT_EQ(sink_.sent[1].msi, (MsiMessage{0xFEE02000, 0x52}));
   // Without SHV the data is not a subhandle.
   iommu_.SendMsi({RemapAddress(0x20), 3}, kSid);
   EXPECT_EQ(sink_.sent.size(), 2u);
@@ -594,8 +583,8 @@ TEST_F(IntelIommuTest, InterruptRemappingChecks) {
     iommu.SendMsi(c.msi, c.source);
     if (c.fault == 0) {
       ASSERT_EQ(sink_.sent.size(), 1u);
-      EXPECT_EQ(sink_.sent[0].first, (MsiMessage{0xFEE00000, 0x30}));
-      EXPECT_EQ(sink_.sent[0].second, c.source);
+      EXPECT_EQ(sink_.sent[0].msi, (MsiMessage{0xFEE00000, 0x30}));
+      EXPECT_EQ(sink_.sent[0].source, c.source);
       EXPECT_EQ(iommu.interrupt_faults(), 0u);
     } else {
       EXPECT_TRUE(sink_.sent.empty());  // IM is set at reset: no fault event either
@@ -721,7 +710,7 @@ TEST_F(IntelIommuQueueTest, MaskedCompletionEventWaitsForUnmask) {
   EXPECT_EQ(R32(IntelIommu::kIectl), 0xC0000000u);
   W32(IntelIommu::kIectl, 0);
   ASSERT_EQ(sink_.sent.size(), 1u);
-  EXPECT_EQ(sink_.sent[0].first.data, 0x62u);
+  EXPECT_EQ(sink_.sent[0].msi.data, 0x62u);
   EXPECT_EQ(R32(IntelIommu::kIectl), 0u);
 }
 

@@ -4,22 +4,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/device_access.h"
 #include "tests/common/fake_vm.h"
+#include "tests/common/recording_interrupts.h"
 
 namespace minivmm {
 namespace {
 
-struct IoapicSentMsi {
-  MsiMessage msi;
-  SourceId source;
-  bool operator==(const IoapicSentMsi&) const = default;
-};
-
-class IoapicRecordingSink final : public MsiSink {
- public:
-  void SendMsi(const MsiMessage& msi, SourceId source) override { sent.push_back({msi, source}); }
-  std::vector<IoapicSentMsi> sent;
-};
+using IoapicSentMsi = testing::RecordingMsiSink::Sent;
 
 constexpr uint32_t kIoapicRedLow = 0x10;            // IOREGSEL of entry 0's low dword
 constexpr uint32_t kIoapicEdgeFixed = 0x00000040;   // vector 0x40, fixed, physical, edge
@@ -28,16 +20,10 @@ constexpr uint32_t kIoapicLevelFixed = 0x00008050;  // vector 0x50, fixed, physi
 class IoapicTest : public ::testing::Test {
  protected:
   uint64_t Load(uint64_t offset, size_t size = 4) {
-    std::vector<uint8_t> data(size, 0xEE);
-    ioapic_.Read(offset, data, vm_.exit);
-    uint64_t value = 0;
-    for (size_t i = 0; i < size; ++i) value |= uint64_t{data[i]} << (8 * i);
-    return value;
+    return testing::ReadLe(ioapic_, offset, size, vm_.exit);
   }
   void Store(uint64_t offset, uint64_t value, size_t size = 4) {
-    std::vector<uint8_t> data(size);
-    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-    ioapic_.Write(offset, data, vm_.exit);
+    testing::WriteLe(ioapic_, offset, size, value, vm_.exit);
   }
   uint32_t ReadReg(uint32_t index) {
     Store(Ioapic::kRegSel, index);
@@ -56,7 +42,7 @@ class IoapicTest : public ::testing::Test {
   }
 
   testing::FakeVm vm_;
-  IoapicRecordingSink sink_;
+  testing::RecordingMsiSink sink_;
   Ioapic ioapic_{&sink_, 5};
 };
 

@@ -5,18 +5,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/device_access.h"
 #include "tests/common/fake_vm.h"
+#include "tests/common/recording_interrupts.h"
 
 namespace minivmm {
 namespace {
 
 using Level = std::pair<uint32_t, bool>;
-
-class RecordingIrqLines final : public IrqLines {
- public:
-  void SetLevel(uint32_t irq, bool high) override { calls.emplace_back(irq, high); }
-  std::vector<Level> calls;
-};
 
 class RecordingHostPages final : public HostPages {
  public:
@@ -28,20 +24,14 @@ class PcTestdevTest : public ::testing::Test {
  protected:
   // Little-endian value of `size` bytes, as an `in` or MMIO read returns it.
   uint64_t In(IoDevice& device, uint64_t offset, size_t size) {
-    std::vector<uint8_t> data(size, 0xEE);
-    device.Read(offset, data, vm_.exit);
-    uint64_t value = 0;
-    for (size_t i = 0; i < size; ++i) value |= uint64_t{data[i]} << (8 * i);
-    return value;
+    return testing::ReadLe(device, offset, size, vm_.exit);
   }
   void Out(IoDevice& device, uint64_t offset, size_t size, uint64_t value) {
-    std::vector<uint8_t> data(size);
-    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-    device.Write(offset, data, vm_.exit);
+    testing::WriteLe(device, offset, size, value, vm_.exit);
   }
 
   testing::FakeVm vm_;
-  RecordingIrqLines lines_;
+  testing::RecordingIrqLines lines_;
   RecordingHostPages pages_;
   PcTestdev dev_{&lines_, &pages_};
 };

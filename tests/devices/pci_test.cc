@@ -5,28 +5,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/device_access.h"
 #include "tests/common/fake_vm.h"
+#include "tests/common/recording_interrupts.h"
 
 namespace minivmm {
 namespace {
 
 using PciLevel = std::pair<uint32_t, bool>;
-
-class PciRecordingLines final : public IrqLines {
- public:
-  void SetLevel(uint32_t irq, bool high) override { calls.emplace_back(irq, high); }
-  std::vector<PciLevel> calls;
-};
-
-class PciRecordingMsiSink final : public MsiSink {
- public:
-  void SendMsi(const MsiMessage& msi, SourceId source) override {
-    sent.push_back(msi);
-    sources.push_back(source);
-  }
-  std::vector<MsiMessage> sent;
-  std::vector<SourceId> sources;
-};
 
 // A BAR's device that remembers the last write and reads back 0x5a bytes.
 class PciScratchDevice final : public IoDevice {
@@ -79,16 +65,10 @@ class PciTest : public ::testing::Test {
 
   // Port I/O at 0xcf8 + offset, little-endian, as `in`/`out` do it.
   uint32_t In(uint64_t offset, size_t size) {
-    std::vector<uint8_t> data(size, 0xee);
-    host_.Read(offset, data, vm_.exit);
-    uint32_t value = 0;
-    for (size_t i = 0; i < size; ++i) value |= uint32_t{data[i]} << (8 * i);
-    return value;
+    return static_cast<uint32_t>(testing::ReadLe(host_, offset, size, vm_.exit));
   }
   void Out(uint64_t offset, size_t size, uint32_t value) {
-    std::vector<uint8_t> data(size);
-    for (size_t i = 0; i < size; ++i) data[i] = static_cast<uint8_t>(value >> (8 * i));
-    host_.Write(offset, data, vm_.exit);
+    testing::WriteLe(host_, offset, size, value, vm_.exit);
   }
   // kvm-unit-tests' pci_config_read*/write* (lib/x86/asm/pci.h): the whole
   // register in CONFIG_ADDRESS, then an access of `size` at 0xcfc.
@@ -111,8 +91,8 @@ class PciTest : public ::testing::Test {
   }
 
   testing::FakeVm vm_;
-  PciRecordingLines lines_;
-  PciRecordingMsiSink sink_;
+  testing::RecordingIrqLines lines_;
+  testing::RecordingMsiSink sink_;
   Q35HostBridge bridge_;
   PciProbeFunction probe_{&lines_, &sink_};
   PciHost host_;
@@ -384,8 +364,8 @@ TEST_F(PciTest, SendMsiGoesFromTheRequesterId) {
   ConfigWrite(kProbeDevfn, kMsi + kPciMsiControl, 2, kPciMsiEnable);
   ConfigWrite(kProbeDevfn, kPciCommand, 2, kPciCommandMaster);
   probe_.SendMsi();
-  EXPECT_EQ(sink_.sent, (std::vector<MsiMessage>{{0xfee00000, 0x41}}));
-  EXPECT_EQ(sink_.sources, (std::vector<SourceId>{kProbeDevfn}));
+  EXPECT_EQ(sink_.sent,
+            (std::vector<testing::RecordingMsiSink::Sent>{{{0xfee00000, 0x41}, kProbeDevfn}}));
   EXPECT_EQ(probe_.dropped_msis(), 0u);
 }
 
