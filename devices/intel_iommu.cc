@@ -321,14 +321,17 @@ void IntelIommu::ProcessQueue() {
 bool IntelIommu::RunDescriptor(const Entry128& d) {
   const uint64_t type = (d.lo & 0xF) | ((d.lo >> 5) & 0x70);  // bits 11:9 are type 6:4
   switch (type) {
-    case 1:         // context cache
-    case 2:         // IOTLB
-    case 3:  // device-IOTLB
-      return true;  // nothing is cached
-    case 4:  // interrupt entry cache: nothing cached, but the machine's copies
-      RemappingChanged();  // of remapped messages (its KVM routes) are redone
+    // Context cache, IOTLB, device-IOTLB: nothing is cached.
+    case 1:
+    case 2:
+    case 3:
       return true;
-    case 5: {       // invalidation wait
+    // Interrupt entry cache: nothing cached here either, but the machine's
+    // copies of remapped messages (its KVM routes) are redone.
+    case 4:
+      RemappingChanged();
+      return true;
+    case 5: {  // invalidation wait
       if (d.lo & (1u << 5)) {
         const uint32_t status = static_cast<uint32_t>(d.lo >> 32);
         if (!memory_->WriteObj(GuestAddress(d.hi & ~uint64_t{3}), status)) return false;

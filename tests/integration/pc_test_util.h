@@ -45,8 +45,8 @@ inline std::map<std::string, std::string> ConsoleValues(const std::string& conso
 
 // A number the guest printed (`base` 16 for its 0x values); a missing or
 // malformed one fails the test and reads 0.
-inline uint64_t Number(const std::map<std::string, std::string>& values,
-                       const std::string& key, int base = 10) {
+inline uint64_t Number(const std::map<std::string, std::string>& values, const std::string& key,
+                       int base = 10) {
   auto it = values.find(key);
   if (it == values.end() || it->second.empty()) {
     ADD_FAILURE() << "the guest did not print " << key;

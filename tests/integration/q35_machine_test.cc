@@ -129,13 +129,12 @@ TEST_P(Q35MachineTest, EduDmaAndInterruptsThroughTheIommuAndTheIoapic) {
   ExpectExitsAsCounted(run, v, c.iommu);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Machines, Q35MachineTest,
-    ::testing::Values(Q35Case{true, 1}, Q35Case{true, 2}, Q35Case{false, 1}),
-    [](const ::testing::TestParamInfo<Q35Case>& info) {
-      return std::string(info.param.iommu ? "Iommu" : "NoIommu") + "Cpus" +
-             std::to_string(info.param.cpus);
-    });
+INSTANTIATE_TEST_SUITE_P(Machines, Q35MachineTest,
+                         ::testing::Values(Q35Case{true, 1}, Q35Case{true, 2}, Q35Case{false, 1}),
+                         [](const ::testing::TestParamInfo<Q35Case>& info) {
+                           return std::string(info.param.iommu ? "Iommu" : "NoIommu") + "Cpus" +
+                                  std::to_string(info.param.cpus);
+                         });
 
 // Without edu the bus has the host bridge alone: the guest fails its
 // search for edu at once, and says so.

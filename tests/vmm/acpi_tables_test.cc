@@ -121,9 +121,9 @@ TEST(AcpiTablesTest, DmarDescribesTheIommuAndTheIoapicAsItsScope) {
   EXPECT_EQ(guest.U8(dmar + 36), 38u);  // host address width - 1: 39 bits
   EXPECT_EQ(guest.U8(dmar + 37), 3u);   // INTR_REMAP | X2APIC_OPT_OUT
   const uint64_t drhd = dmar + 48;
-  EXPECT_EQ(guest.U16(drhd), 0u);   // DRHD
+  EXPECT_EQ(guest.U16(drhd), 0u);  // DRHD
   EXPECT_EQ(guest.U16(drhd + 2), 24u);
-  EXPECT_EQ(guest.U8(drhd + 4), 1u);  // INCLUDE_PCI_ALL
+  EXPECT_EQ(guest.U8(drhd + 4), 1u);   // INCLUDE_PCI_ALL
   EXPECT_EQ(guest.U16(drhd + 6), 0u);  // segment 0
   EXPECT_EQ(guest.U32(drhd + 8), 0xFED90000u);
   EXPECT_EQ(guest.U32(drhd + 12), 0u);

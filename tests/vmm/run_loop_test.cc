@@ -298,7 +298,8 @@ TEST_F(RunLoopTest, IoapicEoiWithoutAnIoapicOfTheMachinesIsAVmmError) {
   Exit(IoapicEoi{0xE3});
   const RunStop stop = Run();
   EXPECT_EQ(stop.reason, StopReason::kVmmError);
-  EXPECT_NE(stop.detail.find("an IOAPIC EOI exit reached minivmm"), std::string::npos) << stop.detail;
+  EXPECT_NE(stop.detail.find("an IOAPIC EOI exit reached minivmm"), std::string::npos)
+      << stop.detail;
   EXPECT_EQ(Reason(ExitReason::kIoapicEoi), 1u);
 }
 

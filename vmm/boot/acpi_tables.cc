@@ -257,8 +257,9 @@ void PutDmar(AcpiImage& image, const AcpiMachine& machine) {
   dmar.drhd.length = sizeof(dmar.drhd);
   dmar.drhd.flags = kDrhdIncludePciAll;
   dmar.drhd.register_base = machine.dmar_register_base;
-  dmar.drhd.ioapic = {kDmarScopeIoapic, sizeof(dmar.drhd.ioapic), 0, machine.ioapic_id,
-                      kDmarIoapicBus, kDmarIoapicDevice, kDmarIoapicFunction};
+  dmar.drhd.ioapic = {kDmarScopeIoapic,   sizeof(dmar.drhd.ioapic), 0,
+                      machine.ioapic_id,  kDmarIoapicBus,           kDmarIoapicDevice,
+                      kDmarIoapicFunction};
   PutSealedAcpi(image, kAcpiDmarGpa, dmar);
 }
 

@@ -93,9 +93,9 @@ struct RunFailed {
   int error;
 };
 
-using VcpuExit =
-    std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOpen, Interrupted, Shutdown,
-                 FailEntry, InternalError, SystemEvent, HypervExit, IoapicEoi, UnknownExit, RunFailed>;
+using VcpuExit = std::variant<IoIn, IoOut, MmioRead, MmioWrite, Hlt, IrqWindowOpen, Interrupted,
+                              Shutdown, FailEntry, InternalError, SystemEvent, HypervExit,
+                              IoapicEoi, UnknownExit, RunFailed>;
 
 // The reason `exit` is counted under; not for RunFailed.
 inline ExitReason ReasonOf(const VcpuExit& exit) {

@@ -72,8 +72,7 @@ class PcMachine final : public Machine, public HostPages, public AcpiSleeper {
   explicit PcMachine(const VmConfig& config)
       : fw_cfg_(FwCfgConfig{.cpus = static_cast<uint16_t>(config.cpus),
                             .ram_bytes = config.memory_bytes}),
-        rtc_(RtcCmos::Config{.wall_seconds = RtcCmos::WallSeconds(),
-                             .ram = PcCmosRam(config)}),
+        rtc_(RtcCmos::Config{.wall_seconds = RtcCmos::WallSeconds(), .ram = PcCmosRam(config)}),
         pm1_(this),
         chipset_(MakePcChipset(config)) {
     if (config.pc_testdev) testdev_.emplace(chipset_.get(), this);

@@ -162,8 +162,8 @@ std::vector<std::string> Q35Chipset::notes() const {
         "the guest asked the Intel IOMMU for what it does not offer %u times (scalable mode, "
         "256-bit descriptors or x2APIC-mode remapping); ignored",
         iommu_->unsupported_settings()));
-  if (edu_ && (edu_->refused_dmas() != 0 || edu_->dma_errors() != 0 ||
-               edu_->dmas_without_master() != 0))
+  if (edu_ &&
+      (edu_->refused_dmas() != 0 || edu_->dma_errors() != 0 || edu_->dmas_without_master() != 0))
     notes.push_back(absl::StrFormat(
         "edu: %u DMAs out of its buffer's bounds refused, %u failed in the IOMMU or outside RAM, "
         "%u without bus mastering",
@@ -174,9 +174,9 @@ std::vector<std::string> Q35Chipset::notes() const {
         "them (the last try: BAR %d to 0x%x)",
         edu_->moved_bars(), edu_->last_refused_move()->bar, edu_->last_refused_move()->address));
   if (ioapic_ && ioapic_->counters().extint_dropped != 0)
-    notes.push_back(absl::StrFormat(
-        "the IOAPIC dropped %u ExtINT interrupts: the q35 machine has no PIC",
-        ioapic_->counters().extint_dropped));
+    notes.push_back(
+        absl::StrFormat("the IOAPIC dropped %u ExtINT interrupts: the q35 machine has no PIC",
+                        ioapic_->counters().extint_dropped));
   if (kvm_msi_ && kvm_msi_->failures() != 0)
     notes.push_back(absl::StrFormat("KVM_SIGNAL_MSI failed %u times", kvm_msi_->failures()));
   if (route_failures_ != 0)

@@ -31,8 +31,7 @@ std::string DescribeRecentExit(const RecentExit& e,
       absl::StrAppendFormat(&what, " data=0x%x", e.detail);
     } else if (e.reason == ExitReason::kFailEntry || e.reason == ExitReason::kInternalError ||
                e.reason == ExitReason::kSystemEvent || e.reason == ExitReason::kHyperv ||
-               e.reason == ExitReason::kIoapicEoi ||
-               e.reason == ExitReason::kUnknown) {
+               e.reason == ExitReason::kIoapicEoi || e.reason == ExitReason::kUnknown) {
       absl::StrAppendFormat(&what, " detail=0x%x", e.detail);
     }
   }
