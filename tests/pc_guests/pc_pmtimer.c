@@ -1,7 +1,11 @@
 /* The PC machine's ACPI PM timer at the port the FADT names: a 24-bit counter
    that never goes backwards (modulo 2^24) with bits 24-31 zero, and its rate
-   against the TSC across ~100 ms (357954 PM ticks). pm_reads is the exact
-   number of timer port reads, for the host's "pm-timer" exit count.
+   against the TSC across ~100 ms (357954 PM ticks). Each end of the
+   interval is a timer read bracketed by two TSC reads, the tightest of 16
+   tries, its TSC the bracket's middle: a vCPU descheduled around one read
+   (a loaded host, or the nested KVM's outer VM) would otherwise stretch one
+   side of the ratio and not the other. pm_reads is the exact number of
+   timer port reads, for the host's "pm-timer" exit count.
    Under QEMU the port is PIIX4's 0x608 too; under TCG the TSC runs at the
    host's rate scaled by QEMU, so only the monotonic checks mean much there. */
 #include "pc_guest.h"
@@ -21,6 +25,33 @@ static uint32_t pm_read(void) {
   return v;
 }
 
+static uint32_t prev, max_step;
+
+/* The next read, checked against the one before it. */
+static uint32_t pm_next(void) {
+  uint32_t now = pm_read();
+  uint32_t step = (now - prev) & PM_MASK;
+  if (step >= PM_BACKWARDS) guest_fail("PM timer went backwards");
+  if (step > max_step) max_step = step;
+  prev = now;
+  return now;
+}
+
+/* A read and the TSC at it: the tightest bracket of 16 tries. */
+static void pm_stamp(uint32_t *pm, uint64_t *tsc) {
+  uint64_t best = ~0ull;
+  for (int i = 0; i < 16; ++i) {
+    uint64_t before = rdtsc();
+    uint32_t now = pm_next();
+    uint64_t after = rdtsc();
+    if (after - before < best) {
+      best = after - before;
+      *pm = now;
+      *tsc = before + (after - before) / 2;
+    }
+  }
+}
+
 void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   (void)magic;
   (void)mbi;
@@ -28,19 +59,13 @@ void guest_main(uint32_t magic, const struct multiboot_info *mbi) {
   if (port == 0) guest_fail("no FADT PM timer port");
   kv_hex("pm_port", port);
 
-  uint32_t prev = pm_read();
-  uint64_t tsc0 = rdtsc();
-  uint32_t elapsed = 0, max_step = 0;
-  while (elapsed < PM_INTERVAL) {
-    uint32_t now = pm_read();
-    uint32_t step = (now - prev) & PM_MASK;
-    if (step >= PM_BACKWARDS) guest_fail("PM timer went backwards");
-    if (step > max_step) max_step = step;
-    elapsed += step;
-    prev = now;
-  }
-  uint64_t tsc1 = rdtsc();
-  kv_dec("pm_ticks", elapsed);
+  prev = pm_read();
+  uint32_t pm0, pm1;
+  uint64_t tsc0, tsc1;
+  pm_stamp(&pm0, &tsc0);
+  while (((prev - pm0) & PM_MASK) < PM_INTERVAL) pm_next();
+  pm_stamp(&pm1, &tsc1);
+  kv_dec("pm_ticks", (pm1 - pm0) & PM_MASK);
   kv_dec("tsc_ticks", tsc1 - tsc0);
   kv_dec("pm_max_step", max_step);
   kv_dec("pm_monotonic", 1);

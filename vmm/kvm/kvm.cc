@@ -31,6 +31,17 @@ constexpr CapabilitySpec kCapabilities[] = {
     {"KVM_CAP_SET_TSS_ADDR", KVM_CAP_SET_TSS_ADDR, false},
     {"KVM_CAP_NR_MEMSLOTS", KVM_CAP_NR_MEMSLOTS, false},
     {"KVM_CAP_MAX_VCPUS", KVM_CAP_MAX_VCPUS, false},
+    // What the PC machines need beyond the built-in one (docs/machines.md):
+    // pc's irqchip and PIT, q35's split irqchip and MSIs, the TSC-deadline
+    // bit, Hyper-V's enlightenments and hyperv-testdev's in-kernel events.
+    {"KVM_CAP_IRQCHIP", KVM_CAP_IRQCHIP, false},
+    {"KVM_CAP_PIT2", KVM_CAP_PIT2, false},
+    {"KVM_CAP_SPLIT_IRQCHIP", KVM_CAP_SPLIT_IRQCHIP, false},
+    {"KVM_CAP_SIGNAL_MSI", KVM_CAP_SIGNAL_MSI, false},
+    {"KVM_CAP_TSC_DEADLINE_TIMER", KVM_CAP_TSC_DEADLINE_TIMER, false},
+    {"KVM_CAP_SYS_HYPERV_CPUID", KVM_CAP_SYS_HYPERV_CPUID, false},
+    {"KVM_CAP_HYPERV_SYNIC2", KVM_CAP_HYPERV_SYNIC2, false},
+    {"KVM_CAP_HYPERV_EVENTFD", KVM_CAP_HYPERV_EVENTFD, false},
 };
 
 }  // namespace
