@@ -98,7 +98,7 @@ void IntelIommu::Read(uint64_t offset, std::span<uint8_t> data, ExitContext& /*c
   const size_t size = data.size();
   if ((size != 4 && size != 8) || offset % size != 0 || offset >= kIoSize) {
     ++ignored_accesses_;
-    std::memset(data.data(), 0, size);
+    std::fill(data.begin(), data.end(), uint8_t{0});
     return;
   }
   for (size_t i = 0; i < size; i += 4) {

@@ -17,7 +17,7 @@ set -euo pipefail
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD_DIR="${1:-${FUZZ_DIR}/../build-fuzz}"
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-10}"
-TARGETS="${FUZZ_TARGETS:-hypercall_dispatcher multicall descriptor elf_loader multiboot uart port_bus frame_walk symbolizer}"
+TARGETS="${FUZZ_TARGETS:-hypercall_dispatcher multicall descriptor elf_loader multiboot uart port_bus frame_walk symbolizer q35_devices}"
 
 if [[ ! -f "${BUILD_DIR}/build.ninja" && ! -f "${BUILD_DIR}/Makefile" ]]; then
   generator=()

@@ -198,6 +198,49 @@ def port_bus():
     write(f"{d}/many", b"".join(reg(i * 4, 4) for i in range(34)) + find(0, 4) + find(33 * 4, 4))
 
 
+def q35_devices():
+    d = os.path.join(CORPUS, "q35_devices")
+    ram = lambda off, data: u8(0) + u32(off) + u8(len(data)) + data
+    cfg_addr = lambda devfn, reg: u8(1) + u8(1) + u8(4) + u32(0x80000000 | devfn << 8 | reg)
+    cfg_wr = lambda data, port=4: u8(1) + u8(1 | port << 1) + u8(len(data)) + data
+    cfg_rd = lambda n, port=4: u8(1) + u8(port << 1) + u8(n)
+    edu_wr = lambda off, v, n=4: u8(2 | 8) + u32(off) + u8(n) + (u32(v) if n == 4 else u64(v))
+    edu_rd = lambda off, n=4: u8(2) + u32(off) + u8(n)
+    vtd_wr = lambda off, v, n=4: u8(4 | 8) + u16(off) + u8(n) + (u32(v) if n == 4 else u64(v))
+    vtd_rd = lambda off, n=4: u8(4) + u16(off) + u8(n)
+    apic_wr = lambda off, v: u8(3 | 8) + u16(off) + u8(4) + u32(v)
+    # PCI enumeration of edu, bus mastering on, liveness and factorial.
+    write(f"{d}/pci_edu", cfg_addr(0x08, 0) + cfg_rd(4) + cfg_addr(0x08, 0x10) +
+          cfg_wr(u32(0xFFFFFFFF)) + cfg_rd(4) + cfg_wr(u32(0xFEA00000)) + cfg_addr(0x08, 4) +
+          cfg_wr(u16(6)) + edu_wr(4, 0x12345678) + edu_rd(4) + edu_wr(8, 10) + edu_rd(8))
+    # The IOMMU's tables: root (bus 0) at 0x1000 -> context at 0x2000, edu's
+    # entry -> level 3 at 0x3000 -> 2 at 0x4000 -> 1 at 0x5000, IOVA 0 -> page
+    # 0x8000 read-write; IRT at 0x6000 entry 1 vector 0x41; QI at 0x7000.
+    tables = (ram(0x1000, u64(0x2001)) + ram(0x2000 + 0x08 * 16, u64(0x3001) + u64(1 | 1 << 8)) +
+              ram(0x3000, u64(0x4003)) + ram(0x4000, u64(0x5003)) + ram(0x5000, u64(0x8003)) +
+              ram(0x6000 + 16, u64(1 | 0x41 << 16) + u64(0x0008 | 1 << 18)))
+    enable = (vtd_wr(0x90, 0x7000, 8) + vtd_wr(0x18, 1 << 26) + vtd_wr(0x20, 0x1000, 8) +
+              vtd_wr(0x18, 1 << 30 | 1 << 26) + vtd_wr(0xB8, 0x6000 | 7, 8) +
+              vtd_wr(0x18, 1 << 24 | 1 << 30 | 1 << 26) + vtd_wr(0x18, 0xC7000000 & ~(1 << 25)) +
+              vtd_wr(0x18, 0xC7000000) + vtd_rd(0x1C))
+    pci_on = cfg_addr(0x08, 4) + cfg_wr(u16(6))
+    dma = (edu_wr(0x80, 0, 8) + edu_wr(0x88, 0x40000, 8) + edu_wr(0x90, 64, 8) + edu_wr(0x98, 1, 8) +
+           edu_wr(0x80, 0x40000, 8) + edu_wr(0x88, 0x2000, 8) + edu_wr(0x98, 3, 8) +
+           vtd_rd(0x34) + vtd_rd(0x220, 8) + vtd_rd(0x228, 8))
+    write(f"{d}/iommu_dma", tables + enable + pci_on + dma)
+    # Interrupt remapping: edu's MSI to IRTE 1, the IOAPIC's pin 17 likewise,
+    # a queued wait descriptor with a status write.
+    msi = (cfg_addr(0x08, 0x44) + cfg_wr(u32(0xFEE00000 | 1 << 5 | 1 << 4)) + cfg_addr(0x08, 0x4C) +
+           cfg_wr(u16(0)) + cfg_addr(0x08, 0x42) + cfg_wr(u16(0x81)) + edu_wr(0x60, 1) +
+           edu_wr(0x64, 1))
+    ioapic = (apic_wr(0, 0x10 + 2 * 17 + 1) + apic_wr(0x10, 1 << 17 | 1 << 16) + apic_wr(0, 0x10 + 2 * 17) +
+              apic_wr(0x10, 0x8041) + u8(5 | 8) + u8(17) + u8(6) + u8(0x41) + u8(5) + u8(17))
+    qi = ram(0x7000, u64(5 | 1 << 5 | 0xABCD << 32) + u64(0x9000)) + vtd_wr(0x88, 0x10, 8) + vtd_rd(0x80, 8)
+    write(f"{d}/interrupt_remapping", tables + enable + pci_on + msi + ioapic + qi +
+          u8(7) + u64(0xFEE00000 | 1 << 5 | 1 << 4) + u32(0) + u16(0x0008) +
+          u8(7 | 8) + u64(0xFEE00000 | 1 << 12) + u32(0x30) + u16(0))
+
+
 if __name__ == "__main__":
     dispatcher()
     multicall()
@@ -205,3 +248,4 @@ if __name__ == "__main__":
     elf_loader()
     uart()
     port_bus()
+    q35_devices()
