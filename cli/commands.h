@@ -21,6 +21,7 @@ struct RunOptions {
   bool pc_testdev = false;          // --pc-testdev
   bool hyperv = false;              // --hyperv
   bool hyperv_testdev = false;      // --hyperv-testdev
+  bool split_irqchip = false;       // --split-irqchip
   bool intel_iommu = false;         // --intel-iommu
   bool edu = false;                 // --edu
   std::string cpu_features;        // --cpu-features "+x2apic,-pcid" (minivmm/cpu_features.h)

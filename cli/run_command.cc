@@ -91,6 +91,7 @@ VmConfig RunConfig(const RunOptions& o, ConsoleSink* console) {
   config.pc_testdev = o.pc_testdev;
   config.hyperv = o.hyperv;
   config.hyperv_testdev = o.hyperv_testdev;
+  config.split_irqchip = o.split_irqchip;
   config.intel_iommu = o.intel_iommu;
   config.edu = o.edu;
   // Checked when the flags were parsed (AddRunFlags).
@@ -227,9 +228,12 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--hyperv-testdev", o.hyperv_testdev,
                "pc, with --hyperv: QEMU's hyperv-testdev (port 0x3000: SINT routes, message and "
                "event connections)");
+  app.add_flag("--split-irqchip", o.split_irqchip,
+               "q35: KVM's split irqchip (QEMU's kernel-irqchip=split): the IOAPIC minivmm's, no "
+               "PIC or PIT");
   app.add_flag("--intel-iommu", o.intel_iommu,
-               "q35: an Intel IOMMU (VT-d: DMA and interrupt remapping, queued invalidation) at "
-               "0xFED90000, as QEMU's -device intel-iommu,intremap=on");
+               "q35, with --split-irqchip: an Intel IOMMU (VT-d: DMA and interrupt remapping, "
+               "queued invalidation) at 0xFED90000, as QEMU's -device intel-iommu,intremap=on");
   app.add_flag("--edu", o.edu, "q35: QEMU's edu PCI device (DMA, INTx and MSI)");
   app.add_flag("--pc-testdev", o.pc_testdev,
                "pc: QEMU's pc-testdev (ports 0xe0-0xeb, IRQ lines at 0x2000, MMIO at 0xff000000)");

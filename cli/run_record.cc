@@ -343,6 +343,7 @@ json MakeRunRecord(const VmConfig& config, const RunResult& r, const HostInfo* h
         {"pc_testdev", config.pc_testdev},
         {"hyperv", config.hyperv},
         {"hyperv_testdev", config.hyperv_testdev},
+        {"split_irqchip", config.split_irqchip},
         {"intel_iommu", config.intel_iommu},
         {"edu", config.edu},
         {"cpu_features", CpuFeaturesText(config.cpu_features)},

@@ -187,6 +187,7 @@ struct PyVmOptions {
   bool pc_testdev = false;
   bool hyperv = false;
   bool hyperv_testdev = false;
+  bool split_irqchip = false;
   bool intel_iommu = false;
   bool edu = false;
   std::string cpu_features, cpu_vendor;
@@ -229,6 +230,7 @@ VmConfig MakeConfig(const PyVmOptions& o, ConsoleSink* console) {
   config.pc_testdev = o.pc_testdev;
   config.hyperv = o.hyperv;
   config.hyperv_testdev = o.hyperv_testdev;
+  config.split_irqchip = o.split_irqchip;
   config.intel_iommu = o.intel_iommu;
   config.edu = o.edu;
   absl::StatusOr<std::vector<CpuFeatureChange>> features = ParseCpuFeatures(o.cpu_features);
@@ -655,7 +657,7 @@ Vm(kernel=None, memory=64 MiB, backend=None, pvops=None, workload=None,
    sites=False, cpus=1, probe_host=True, recent_exits=None, machine="builtin",
    initrd=None, pit=False, pc_testdev=False, cpu_features=None, cpu_vendor=None,
    cpu_enforce=False, kernel_exits=False, hyperv=False, kernel_exit_events=False,
-   hyperv_testdev=False, intel_iommu=False, edu=False)
+   hyperv_testdev=False, intel_iommu=False, edu=False, split_irqchip=False)
 
 backend, pvops and workload become the guest command line
 "backend=B pvops=P workload=W CMDLINE", as `minivmm run` builds it.
@@ -676,8 +678,9 @@ Hyper-V's enlightenments (`minivmm run --hyperv`), with
 hyperv_testdev=True for QEMU's hyperv-testdev too; cmdline is then the
 guest's whole command line after the image path. machine="q35" is that
 machine with QEMU's q35 chipset and KVM's split irqchip (`minivmm run
---machine q35`), with intel_iommu=True for an Intel IOMMU and edu=True for
-QEMU's edu PCI device.
+--machine q35`), with edu=True for QEMU's edu PCI device, split_irqchip=True
+for KVM's split irqchip with minivmm's IOAPIC, and with it intel_iommu=True
+for an Intel IOMMU.
 cpu_features="+x2apic,-pcid" gives the guest CPUID bits or takes them away
 and cpu_vendor="GenuineIntel" replaces CPUID's vendor string (`minivmm run
 --cpu-features`, `--cpu-vendor`; include/minivmm/cpu_features.h lists the
@@ -700,7 +703,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
                        std::optional<int64_t> recent_exits, std::string machine, py::object initrd,
                        bool pit, bool pc_testdev, py::object cpu_features, py::object cpu_vendor,
                        bool cpu_enforce, bool kernel_exits, bool hyperv, bool kernel_exit_events,
-                       bool hyperv_testdev, bool intel_iommu, bool edu) {
+                       bool hyperv_testdev, bool intel_iommu, bool edu, bool split_irqchip) {
              auto str = [](py::object o) {
                return o.is_none() ? std::string() : py::str(o).cast<std::string>();
              };
@@ -732,6 +735,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
              o.hyperv_testdev = hyperv_testdev;
              o.intel_iommu = intel_iommu;
              o.edu = edu;
+             o.split_irqchip = split_irqchip;
              return std::make_unique<PyVm>(o);
            }),
            py::kw_only(), py::arg("kernel") = py::none(), py::arg("memory") = int64_t{64} << 20,
@@ -745,7 +749,7 @@ or KVM device, PermissionError, RuntimeError for other library errors.)doc")
            py::arg("cpu_vendor") = py::none(), py::arg("cpu_enforce") = false,
            py::arg("kernel_exits") = false, py::arg("hyperv") = false,
            py::arg("kernel_exit_events") = false, py::arg("hyperv_testdev") = false,
-           py::arg("intel_iommu") = false, py::arg("edu") = false)
+           py::arg("intel_iommu") = false, py::arg("edu") = false, py::arg("split_irqchip") = false)
       .def("run", &PyVm::Run, py::arg("on_exit") = py::none(), R"doc(
 Runs the guest until it stops and returns its run record (`minivmm run
 --json`, docs/run-record.md) as a RunRecord: a dict, with the attributes ok,

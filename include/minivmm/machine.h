@@ -20,11 +20,11 @@ enum class MachineKind : uint8_t {
   // started by INIT/SIPI, fw_cfg, ACPI tables and a PM timer, COM1 and the
   // debug-exit port (docs/machines.md).
   kPc,
-  // The PC machine with QEMU's q35 chipset as kvm-unit-tests' intel_iommu
-  // runs it (`-M q35,kernel-irqchip=split`): KVM's split irqchip (local
-  // APICs in the kernel, the IOAPIC in minivmm, no PIC or PIT), PCI bus 0
-  // with the Q35 host bridge, and optionally an Intel IOMMU and QEMU's edu
-  // device (docs/machines.md).
+  // The PC machine with QEMU's q35 chipset (`-M q35`): PCI bus 0 with the
+  // Q35 host bridge and optionally QEMU's edu device; KVM's full irqchip, or
+  // (as kvm-unit-tests' intel_iommu runs it, `kernel-irqchip=split`) KVM's
+  // split irqchip with the IOAPIC in minivmm and optionally an Intel IOMMU
+  // (docs/machines.md).
   kQ35,
 };
 
@@ -40,7 +40,7 @@ inline constexpr MachineInfo kMachines[] = {
     {MachineKind::kPc, "pc",
      "a standard PC: Multiboot-1 image, in-kernel APIC/IOAPIC/PIC, fw_cfg, ACPI, PM timer"},
     {MachineKind::kQ35, "q35",
-     "the PC with a q35 chipset: split irqchip (minivmm's IOAPIC), PCI, optional VT-d and edu"},
+     "the PC with a q35 chipset: PCI, edu; KVM's full or split irqchip (minivmm's IOAPIC), VT-d"},
 };
 
 constexpr std::string_view MachineName(MachineKind kind) {

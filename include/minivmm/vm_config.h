@@ -51,9 +51,14 @@ struct VmConfig {
   // hyperv_connections use; the connections' HvPostMessage and HvSignalEvent
   // are served by the VMM (devices/hyperv_synic.h).
   bool hyperv_testdev = false;
-  // The q35 machine only: an Intel IOMMU (VT-d; devices/intel_iommu.h) at
-  // 0xFED90000 with DMA remapping, interrupt remapping and queued
-  // invalidation, described by an ACPI DMAR, as QEMU's
+  // The q35 machine only: KVM's split irqchip, as QEMU's
+  // kernel-irqchip=split (the local APICs in KVM, the IOAPIC minivmm's own,
+  // devices/ioapic.h; no PIC or PIT). Off: KVM's full irqchip, as on pc
+  // (QEMU's q35 default).
+  bool split_irqchip = false;
+  // The q35 machine only, with split_irqchip: an Intel IOMMU (VT-d;
+  // devices/intel_iommu.h) at 0xFED90000 with DMA remapping, interrupt
+  // remapping and queued invalidation, described by an ACPI DMAR, as QEMU's
   // -device intel-iommu,intremap=on,eim=off.
   bool intel_iommu = false;
   // The q35 machine only: QEMU's edu PCI device (devices/edu.h), whose DMA

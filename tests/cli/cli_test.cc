@@ -219,9 +219,20 @@ TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
                          "has no PCI"),
             std::string::npos)
       << edu.out;
-  Outcome q35_pit = Minivmm("run --machine q35 --pit --kernel " + PcGuest("pc_entry"));
+  Outcome q35_pit =
+      Minivmm("run --machine q35 --split-irqchip --pit --kernel " + PcGuest("pc_entry"));
   EXPECT_EQ(q35_pit.status, 125) << q35_pit.out;
-  EXPECT_NE(q35_pit.out.find("a PIT is not on the q35 machine"), std::string::npos) << q35_pit.out;
+  EXPECT_NE(q35_pit.out.find("a PIT is not on the q35 machine with the split irqchip"),
+            std::string::npos)
+      << q35_pit.out;
+  Outcome full_iommu = Minivmm("run --machine q35 --intel-iommu --kernel " + PcGuest("pc_entry"));
+  EXPECT_EQ(full_iommu.status, 125) << full_iommu.out;
+  EXPECT_NE(full_iommu.out.find("an Intel IOMMU needs the split irqchip"), std::string::npos)
+      << full_iommu.out;
+  Outcome pc_split = Minivmm("run --machine pc --split-irqchip --kernel " + PcGuest("pc_entry"));
+  EXPECT_EQ(pc_split.status, 125) << pc_split.out;
+  EXPECT_NE(pc_split.out.find("the split irqchip is for the q35 machine"), std::string::npos)
+      << pc_split.out;
   Outcome q35_kernel = Minivmm("run --machine q35");
   EXPECT_EQ(q35_kernel.status, 125) << q35_kernel.out;
   EXPECT_NE(q35_kernel.out.find("the q35 machine needs a kernel"), std::string::npos)

@@ -746,16 +746,19 @@ def test_pc_machine_runs_a_multiboot_guest():
 
 
 def test_q35_machine_runs_edu_through_the_iommu():
-    """machine="q35" with intel_iommu=True and edu=True (`minivmm run
-    --machine q35 --intel-iommu --edu`): the project's pc_q35 guest passes,
+    """machine="q35" with split_irqchip=True, intel_iommu=True and edu=True
+    (`minivmm run --machine q35 --split-irqchip --intel-iommu --edu`): the
+    project's pc_q35 guest passes,
     and the record counts its accesses by device as the guest counted them;
     the q35 devices are refused on the pc machine."""
     guest = os.path.join(os.environ["MINIVMM_PC_GUEST_DIR"], "pc_q35.elf")
     with pytest.raises(ValueError, match="the edu device is for the q35 machine"):
         minivmm.Vm(machine="pc", kernel=guest, edu=True)
+    with pytest.raises(ValueError, match="an Intel IOMMU needs the split irqchip"):
+        minivmm.Vm(machine="q35", kernel=guest, intel_iommu=True, edu=True)
     try:
-        r = minivmm.Vm(machine="q35", kernel=guest, intel_iommu=True, edu=True,
-                       probe_host=False).run()
+        r = minivmm.Vm(machine="q35", kernel=guest, split_irqchip=True, intel_iommu=True,
+                       edu=True, probe_host=False).run()
     except RuntimeError as e:
         assert "the pc machine cannot run here: this host's KVM does not deliver an exception" in str(e), e
         assert os.path.exists("/sys/module/kvm_pvm"), e
@@ -763,6 +766,7 @@ def test_q35_machine_runs_edu_through_the_iommu():
     assert r["result"]["exit_code"] == 1, r.console
     assert r["config"]["machine"] == "q35"
     assert r["config"]["intel_iommu"] is True and r["config"]["edu"] is True
+    assert r["config"]["split_irqchip"] is True
     counts = dict(kv.split("=") for kv in re.search(r"^pci_config_accesses=.*$", r.console,
                                                     re.M).group(0).split())
     assert r["exits"]["pio_by_device"]["pci-config"] == int(counts["pci_config_accesses"])

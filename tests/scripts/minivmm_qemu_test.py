@@ -161,8 +161,8 @@ def test_memory_above_minivmms_ram_is_refused_before_the_kernel(env):
     (["-machine", "accel=tcg"], "tcg"),
     (["-accel", "tcg"], "tcg"),
     (["-machine", "accel=hvf"], "hvf"),
-    (["-M", "q35"], "kernel-irqchip=split"),
     (["-M", "q35,kernel-irqchip=off"], "kernel-irqchip=off"),
+    (["-M", "q35", "-device", "intel-iommu"], "kernel-irqchip=split"),
     (["-M", "microvm"], "microvm"),
     (["-machine", "accel=kvm,kernel-irqchip=split"], "kernel-irqchip=split"),
     (["-device", "edu"], "edu"),
@@ -297,9 +297,17 @@ def test_intel_iommu_argv_is_the_q35_machine(env):
                       "-device", "intel-iommu,intremap=on,eim=off", "-device", "edu"]
     got = minivmm_argv(env, args)
     assert got == ["run", "--machine", "q35", "-q", "--kernel", "x86/smptest.flat", "--cpus",
-                   "4", "--memory", "128M", "--pc-testdev", "--intel-iommu", "--edu"]
+                   "4", "--memory", "128M", "--pc-testdev", "--split-irqchip", "--intel-iommu",
+                   "--edu"]
     p = run(env, ["-v"] + args)
     assert "the PIT QEMU's q35 has: ignored (minivmm's q35 machine has none" in p.stderr
+
+
+def test_q35_alone_is_kvms_full_irqchip_with_its_pit(env):
+    # x86/run x86/smptest.flat -smp 2 -M q35: QEMU's q35 default, kernel-irqchip=on.
+    got = minivmm_argv(env, X86_RUN + ["x86/smptest.flat", "-smp", "2", "-M", "q35"])
+    assert got == pc("x86/smptest.flat", "--pit", "--pc-testdev", cpus="2")[:2] + ["q35"] + \
+        pc("x86/smptest.flat", "--pit", "--pc-testdev", cpus="2")[3:]
 
 
 def test_device_list_has_the_q35_devices(env):

@@ -128,6 +128,7 @@ absl::StatusOr<std::unique_ptr<Machine>> MakeBuiltinMachine(VmConfig& config) {
   RETURN_IF_ERROR(PcOnly(config.pc_testdev, "pc-testdev"));
   RETURN_IF_ERROR(PcOnly(config.hyperv, "Hyper-V's enlightenments"));
   RETURN_IF_ERROR(PcOnly(config.hyperv_testdev, "hyperv-testdev"));
+  RETURN_IF_ERROR(PcOnly(config.split_irqchip, "the split irqchip", "q35"));
   RETURN_IF_ERROR(PcOnly(config.intel_iommu, "an Intel IOMMU", "q35"));
   RETURN_IF_ERROR(PcOnly(config.edu, "the edu device", "q35"));
   if (config.kernel_path.empty()) config.kernel_path = DefaultGuestKernelPath();

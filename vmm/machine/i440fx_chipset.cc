@@ -1,12 +1,10 @@
-// The `pc` machine's chipset (pc_chipset.h): KVM's full in-kernel irqchip.
-#include <cstdint>
+// The `pc` machine's chipset (pc_chipset.h): KVM's full in-kernel irqchip
+// (kvm_irqchip.h), and nothing else: no PCI.
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_format.h"
-#include "vmm/boot/bios_state.h"
-#include "vmm/core/status_macros.h"
+#include "vmm/machine/kvm_irqchip.h"
 #include "vmm/machine/pc_chipset.h"
 
 namespace minivmm {
@@ -14,44 +12,17 @@ namespace {
 
 class I440fxChipset final : public PcChipset {
  public:
-  explicit I440fxChipset(bool pit) : pit_(pit) {}
+  explicit I440fxChipset(bool pit) : irqchip_("pc", pit) {}
 
-  absl::Status Build(Vm::State& s) override {
-    if (absl::Status irqchip = s.vm.CreateIrqchip(); !irqchip.ok())
-      return absl::Status(irqchip.code(),
-                          absl::StrFormat("the pc machine cannot run here: %s", irqchip.message()));
-    vm_ = &s.vm;
-    RETURN_IF_ERROR(s.vm.RouteIsaIrqsAsPc());
-    if (pit_) {
-      if (absl::Status pit = s.vm.CreatePit(); !pit.ok())
-        return absl::Status(pit.code(), absl::StrFormat("no PIT here: %s", pit.message()));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status SetBiosState(bool at_boot) override {
-    RETURN_IF_ERROR(vm_->ProgramPics(kBiosPicMaster, kBiosPicSlave));
-    if (at_boot && pit_) RETURN_IF_ERROR(vm_->ProgramPitChannel0(kBiosPitMode, kBiosPitCount));
-    return absl::OkStatus();
-  }
-
+  absl::Status Build(Vm::State& s) override { return irqchip_.Build(s.vm); }
+  absl::Status SetBiosState(bool at_boot) override { return irqchip_.SetBiosState(at_boot); }
   void DescribeIn(AcpiMachine& /*acpi*/) const override {}
-
-  // ISA IRQ `irq` as GSI `irq` (RouteIsaIrqsAsPc): KVM_IRQ_LINE.
-  void SetLevel(uint32_t irq, bool high) override {
-    if (!vm_->SetIrqLine(irq, high).ok()) ++irq_line_failures_;
-  }
-
-  std::vector<std::string> notes() const override {
-    if (irq_line_failures_ == 0) return {};
-    return {absl::StrFormat("KVM_IRQ_LINE failed %u times (pc-testdev's IRQ lines)",
-                            irq_line_failures_)};
-  }
+  // ISA IRQ `irq` as GSI `irq`.
+  void SetLevel(uint32_t irq, bool high) override { irqchip_.SetLevel(irq, high); }
+  std::vector<std::string> notes() const override { return irqchip_.notes(); }
 
  private:
-  const bool pit_;
-  KvmVm* vm_ = nullptr;
-  uint64_t irq_line_failures_ = 0;
+  KvmIrqchip irqchip_;
 };
 
 }  // namespace

@@ -13,16 +13,25 @@ std::unique_ptr<PcChipset> MakePcChipset(const VmConfig& config) {
 
 absl::Status CheckPcChipsetConfig(const VmConfig& config) {
   if (config.machine == MachineKind::kQ35) {
-    if (config.pit)
+    if (config.intel_iommu && !config.split_irqchip)
       return absl::InvalidArgumentError(
-          "a PIT is not on the q35 machine: KVM's PIT needs KVM's own IOAPIC and PICs, and q35's "
-          "IOAPIC is minivmm's (KVM's split irqchip)");
-    if (config.hyperv_testdev)
+          "an Intel IOMMU needs the split irqchip (split_irqchip, --split-irqchip): its "
+          "interrupt remapping sits between the IOAPIC and the local APICs, and KVM's in-kernel "
+          "IOAPIC does not go through it (QEMU: intremap=on needs kernel-irqchip=split)");
+    if (config.split_irqchip && config.pit)
       return absl::InvalidArgumentError(
-          "hyperv-testdev is for the pc machine: its SINT routes share KVM's GSI table with the "
-          "pc machine's ISA routes, which q35 does not have");
+          "a PIT is not on the q35 machine with the split irqchip: KVM's PIT needs KVM's own "
+          "IOAPIC and PICs, and the split irqchip's IOAPIC is minivmm's");
+    if (config.split_irqchip && config.hyperv_testdev)
+      return absl::InvalidArgumentError(
+          "hyperv-testdev is not on the q35 machine with the split irqchip: its SINT routes share "
+          "KVM's GSI table with the ISA routes of KVM's full irqchip");
     return absl::OkStatus();
   }
+  if (config.split_irqchip)
+    return absl::InvalidArgumentError(
+        "the split irqchip is for the q35 machine (--machine q35); the pc machine has KVM's "
+        "full irqchip");
   if (config.intel_iommu)
     return absl::InvalidArgumentError(
         "an Intel IOMMU is for the q35 machine (--machine q35); the pc machine has no PCI");

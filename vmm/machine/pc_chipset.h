@@ -3,14 +3,16 @@
 // the PC builder (pc_machine.cc) has one boot protocol and one set of legacy
 // devices for both, and nothing in it tests which chipset it has:
 //
-//   i440fx (machine "pc")   KVM's full in-kernel irqchip: local APICs, the
-//                           IOAPIC and both PICs (KVM_CREATE_IRQCHIP), ISA
-//                           IRQs routed as QEMU's pc routes them, KVM's PIT
-//                           when asked.
-//   q35 (machine "q35")     KVM's split irqchip: local APICs in the kernel,
-//                           the IOAPIC minivmm's own (devices/ioapic.h), no
-//                           PIC or PIT; PCI bus 0 with the Q35 host bridge;
-//                           optionally an Intel IOMMU and QEMU's edu device.
+//   i440fx (machine "pc")   KVM's full in-kernel irqchip (kvm_irqchip.h):
+//                           local APICs, the IOAPIC and both PICs, ISA IRQs
+//                           routed as QEMU's pc routes them, KVM's PIT when
+//                           asked.
+//   q35 (machine "q35")     PCI bus 0 with the Q35 host bridge, optionally
+//                           QEMU's edu device; KVM's full irqchip as pc's,
+//                           or with split_irqchip KVM's split irqchip (local
+//                           APICs in the kernel, the IOAPIC minivmm's own,
+//                           devices/ioapic.h, no PIC or PIT) and optionally
+//                           an Intel IOMMU.
 //
 // A chipset is also the machine's IrqLines: ISA IRQ n driven by a legacy
 // device (pc-testdev) reaches the chipset's interrupt controllers.
@@ -55,7 +57,8 @@ class PcChipset : public IrqLines {
 // The chipset `config.machine` names (kPc or kQ35).
 std::unique_ptr<PcChipset> MakePcChipset(const VmConfig& config);
 // The fields of `config` a chipset refuses (InvalidArgument naming them):
-// the i440fx one, q35's devices; q35, a PIT and hyperv-testdev.
+// the i440fx one, q35's devices and the split irqchip; q35, an Intel IOMMU
+// without the split irqchip, and a PIT and hyperv-testdev with it.
 absl::Status CheckPcChipsetConfig(const VmConfig& config);
 
 }  // namespace minivmm

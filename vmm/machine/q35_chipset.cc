@@ -1,17 +1,21 @@
-// The `q35` machine's chipset (pc_chipset.h), as QEMU's
-// `-M q35,kernel-irqchip=split` with `-device intel-iommu,intremap=on` and
-// `-device edu`: KVM's split irqchip, minivmm's IOAPIC, PCI bus 0 behind
-// configuration mechanism #1, the Q35 host bridge at 00:00.0, and optionally
-// an Intel IOMMU and edu at 00:01.0. No firmware runs, so the chipset
-// assigns what SeaBIOS would: edu's BAR 0 and its interrupt line.
+// The `q35` machine's chipset (pc_chipset.h), as QEMU's `-M q35` with
+// `-device edu`, and with `kernel-irqchip=split` and
+// `-device intel-iommu,intremap=on`: PCI bus 0 behind configuration
+// mechanism #1, the Q35 host bridge at 00:00.0, optionally edu at 00:01.0,
+// and either KVM's full irqchip (kvm_irqchip.h, QEMU's q35 default) or, with
+// `split_irqchip`, KVM's split irqchip with minivmm's IOAPIC and optionally
+// an Intel IOMMU. No firmware runs, so the chipset assigns what SeaBIOS
+// would: edu's BAR 0 and its interrupt line.
 //
-// Interrupts: every one leaves as an MSI. The IOAPIC's (and a PCI
-// function's, with MSI enabled) go to the IOMMU where there is one, which
-// remaps them, and from there (or straight) to KVM_SIGNAL_MSI. KVM needs to
-// know which vectors a level-triggered IOAPIC entry sends, to exit with
-// KVM_EXIT_IOAPIC_EOI at their EOI: the chipset keeps one MSI route per
-// IOAPIC pin in KVM's GSI table, each the message the entry sends after
-// remapping, updated whenever an entry or the IOMMU's remapping changes.
+// Interrupts with the split irqchip: every one leaves as an MSI. The
+// IOAPIC's (and a PCI function's, with MSI enabled) go to the IOMMU where
+// there is one, which remaps them, and from there (or straight) to
+// KVM_SIGNAL_MSI. KVM needs to know which vectors a level-triggered IOAPIC
+// entry sends, to exit with KVM_EXIT_IOAPIC_EOI at their EOI: the chipset
+// keeps one MSI route per IOAPIC pin in KVM's GSI table, each the message
+// the entry sends after remapping, updated whenever an entry or the IOMMU's
+// remapping changes. With the full irqchip, edu's INTA# is GSI 17 on KVM's
+// IOAPIC (KVM_IRQ_LINE) and its MSIs go to KVM_SIGNAL_MSI.
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -27,6 +31,7 @@
 #include "devices/msi.h"
 #include "devices/pci.h"
 #include "vmm/core/status_macros.h"
+#include "vmm/machine/kvm_irqchip.h"
 #include "vmm/machine/pc_chipset.h"
 #include "vmm/machine/pc_machine.h"
 
@@ -57,14 +62,20 @@ class KvmMsi final : public MsiSink {
 class Q35Chipset final : public PcChipset, public IoapicEoiSink {
  public:
   explicit Q35Chipset(const VmConfig& config)
-      : want_iommu_(config.intel_iommu), want_edu_(config.edu) {}
+      : want_iommu_(config.intel_iommu), want_edu_(config.edu) {
+    if (!config.split_irqchip) kvm_irqchip_.emplace("q35", config.pit);
+  }
 
   absl::Status Build(Vm::State& s) override {
+    vm_ = &s.vm;
+    kvm_msi_.emplace(&s.vm);
+    if (kvm_irqchip_) {
+      RETURN_IF_ERROR(kvm_irqchip_->Build(s.vm));
+      return BuildPci(s, &*kvm_irqchip_, &*kvm_msi_);
+    }
     if (absl::Status split = s.vm.CreateSplitIrqchip(Ioapic::kPins); !split.ok())
       return absl::Status(split.code(),
                           absl::StrFormat("the q35 machine cannot run here: %s", split.message()));
-    vm_ = &s.vm;
-    kvm_msi_.emplace(&s.vm);
     MsiSink* msi = &*kvm_msi_;
     if (want_iommu_) {
       iommu_.emplace(&s.memory, msi);
@@ -76,34 +87,27 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
     ioapic_.emplace(msi, kPcIoapicId);
     ioapic_->OnRoutesChanged([this] { UpdateRoutes().IgnoreError(); });  // counted
     RETURN_IF_ERROR(s.mmio_bus.Register(Ioapic::kMmioBase, Ioapic::kIoSize, &*ioapic_).status());
-
-    RETURN_IF_ERROR(pci_.Add(kHostBridgeDevfn, &host_bridge_));
-    if (want_edu_) {
-      guest_dma_.emplace(&s.memory);
-      DmaSpace* dma = iommu_ ? static_cast<DmaSpace*>(&*iommu_) : &*guest_dma_;
-      edu_.emplace(PciInterruptWiring{&*ioapic_, kEduIntxPin, msi}, dma);
-      RETURN_IF_ERROR(edu_->AssignBar(0, kEduBar0));
-      RETURN_IF_ERROR(pci_.Add(kEduDevfn, &*edu_));
-      // What SeaBIOS leaves: memory decoding on, the interrupt line named.
-      edu_->ConfigWrite(kPciCommand, kPciCommandMemory, 2);
-      edu_->ConfigWrite(kPciInterruptLine, kEduIntxPin, 1);
-      RETURN_IF_ERROR(s.mmio_bus.Register(kEduBar0, Edu::kBar0Size, edu_->bar_window(0)).status());
-    }
-    RETURN_IF_ERROR(s.pio_bus.Register(PciHost::kPortBase, PciHost::kIoSize, &pci_).status());
+    RETURN_IF_ERROR(BuildPci(s, &*ioapic_, msi));
     return UpdateRoutes();
   }
 
-  absl::Status SetBiosState(bool /*at_boot*/) override { return absl::OkStatus(); }
+  absl::Status SetBiosState(bool at_boot) override {
+    return kvm_irqchip_ ? kvm_irqchip_->SetBiosState(at_boot) : absl::OkStatus();
+  }
 
   void DescribeIn(AcpiMachine& acpi) const override {
     if (iommu_) acpi.dmar_register_base = IntelIommu::kMmioBase;
   }
 
-  IoapicEoiSink* ioapic_eoi() override { return this; }
+  IoapicEoiSink* ioapic_eoi() override { return ioapic_ ? this : nullptr; }
   void IoapicEoi(uint8_t vector) override { ioapic_->Eoi(vector); }
 
-  // ISA IRQ n on IOAPIC pin n, but IRQ 0 on pin 2 (the MADT's override).
-  void SetLevel(uint32_t irq, bool high) override { ioapic_->SetLevel(irq == 0 ? 2 : irq, high); }
+  // ISA IRQ n: GSI n on KVM's irqchip; on minivmm's IOAPIC pin n, but IRQ 0
+  // on pin 2 (the MADT's override).
+  void SetLevel(uint32_t irq, bool high) override {
+    if (kvm_irqchip_) return kvm_irqchip_->SetLevel(irq, high);
+    ioapic_->SetLevel(irq == 0 ? 2 : irq, high);
+  }
 
   std::vector<std::string> notes() const override;
 
@@ -116,6 +120,24 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
   static constexpr uint8_t kEduDevfn = 0x08;
   static constexpr uint32_t kEduBar0 = 0xFEA00000;
   static constexpr uint32_t kEduIntxPin = 16 + ((kEduDevfn >> 3) + 1 - 1) % 4;
+
+  // The PCI bus and its functions, edu's INTA# on `intx` and its MSIs to
+  // `msi`.
+  absl::Status BuildPci(Vm::State& s, IrqLines* intx, MsiSink* msi) {
+    RETURN_IF_ERROR(pci_.Add(kHostBridgeDevfn, &host_bridge_));
+    if (want_edu_) {
+      guest_dma_.emplace(&s.memory);
+      DmaSpace* dma = iommu_ ? static_cast<DmaSpace*>(&*iommu_) : &*guest_dma_;
+      edu_.emplace(PciInterruptWiring{intx, kEduIntxPin, msi}, dma);
+      RETURN_IF_ERROR(edu_->AssignBar(0, kEduBar0));
+      RETURN_IF_ERROR(pci_.Add(kEduDevfn, &*edu_));
+      // What SeaBIOS leaves: memory decoding on, the interrupt line named.
+      edu_->ConfigWrite(kPciCommand, kPciCommandMemory, 2);
+      edu_->ConfigWrite(kPciInterruptLine, kEduIntxPin, 1);
+      RETURN_IF_ERROR(s.mmio_bus.Register(kEduBar0, Edu::kBar0Size, edu_->bar_window(0)).status());
+    }
+    return s.pio_bus.Register(PciHost::kPortBase, PciHost::kIoSize, &pci_).status();
+  }
 
   // KVM's GSI routes for the IOAPIC's pins: each entry's message after
   // remapping; an entry whose message the IOMMU would refuse has no route.
@@ -135,6 +157,7 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
   const bool want_iommu_;
   const bool want_edu_;
   KvmVm* vm_ = nullptr;
+  std::optional<KvmIrqchip> kvm_irqchip_;  // without the split irqchip
   std::optional<KvmMsi> kvm_msi_;
   std::optional<IntelIommu> iommu_;
   std::optional<Ioapic> ioapic_;
@@ -147,6 +170,7 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
 
 std::vector<std::string> Q35Chipset::notes() const {
   std::vector<std::string> notes;
+  if (kvm_irqchip_) notes = kvm_irqchip_->notes();
   if (iommu_ && (iommu_->dma_faults() != 0 || iommu_->interrupt_faults() != 0))
     notes.push_back(absl::StrFormat(
         "the Intel IOMMU refused %u DMA requests and %u interrupts (%u faults recorded for the "
