@@ -90,6 +90,7 @@ class KvmVm {
     uint32_t gsi;
     uint64_t address;
     uint32_t data;
+    bool operator==(const MsiRoute&) const = default;
   };
   absl::Status SetMsiRoutes(std::span<const MsiRoute> routes);
   // KVM_SET_GSI_ROUTING as QEMU's PC machine sets it (after CreateIrqchip):

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -141,6 +142,9 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
 
   // KVM's GSI routes for the IOAPIC's pins: each entry's message after
   // remapping; an entry whose message the IOMMU would refuse has no route.
+  // KVM's table is replaced only when a route changed: a guest programs an
+  // entry in two dword writes, and the IOMMU's invalidations are mostly of
+  // entries no pin uses.
   absl::Status UpdateRoutes() {
     if (!ioapic_) return absl::OkStatus();  // the IOMMU comes first
     std::vector<KvmVm::MsiRoute> routes;
@@ -149,9 +153,15 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
       if (iommu_) msg = iommu_->RemapQuietly(*msg, std::nullopt);
       if (msg) routes.push_back({pin, msg->address, msg->data});
     }
+    if (routes_set_ && routes == routes_) return absl::OkStatus();
     absl::Status set = vm_->SetMsiRoutes(routes);
-    if (!set.ok()) ++route_failures_;
-    return set;
+    if (!set.ok()) {
+      ++route_failures_;
+      return set;
+    }
+    routes_ = std::move(routes);
+    routes_set_ = true;
+    return absl::OkStatus();
   }
 
   const bool want_iommu_;
@@ -165,6 +175,8 @@ class Q35Chipset final : public PcChipset, public IoapicEoiSink {
   Q35HostBridge host_bridge_;
   std::optional<GuestMemoryDma> guest_dma_;
   std::optional<Edu> edu_;
+  std::vector<KvmVm::MsiRoute> routes_;  // what KVM has, once routes_set_
+  bool routes_set_ = false;
   uint64_t route_failures_ = 0;
 };
 
