@@ -147,7 +147,7 @@ json Causes(const RunResult& r) {
 // The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.
 // RunResult::kernel_exits (docs/run-record.md "kernel_exits"); null when
 // the run did not ask for them.
-json KernelExitsJson(const KernelExitCounts& c) {
+json KernelExitsJson(const KernelExitCounts& c, bool stacks) {
   auto by_name = [](const std::map<std::string, uint64_t>& counts) {
     json out = json::object();
     for (const auto& [name, n] : counts) out[name] = n;
@@ -164,13 +164,27 @@ json KernelExitsJson(const KernelExitCounts& c) {
   json by_detail = json::array();
   for (const auto& [key, n] : c.by_reason_detail)
     by_detail.push_back({{"reason", key.first}, {"detail", key.second}, {"exits", n}});
-  return {{"exits", c.exits},
-          {"lost", c.lost},
-          {"by_reason", by_name(c.by_reason)},
-          {"to_vmm_by_reason", by_name(c.to_vmm_by_reason)},
-          {"returns", by_name(c.returns)},
-          {"by_detail", by_detail},
-          {"by_rip", by_rip}};
+  json out = {{"exits", c.exits},
+              {"lost", c.lost},
+              {"by_reason", by_name(c.by_reason)},
+              {"to_vmm_by_reason", by_name(c.to_vmm_by_reason)},
+              {"returns", by_name(c.returns)},
+              {"by_detail", by_detail},
+              {"by_rip", by_rip}};
+  if (stacks) {
+    json by_stack = json::array();
+    for (const auto& [key, n] : c.by_reason_stack) {
+      const auto to_vmm = c.to_vmm_by_reason_stack.find(key);
+      by_stack.push_back(
+          {{"reason", key.first},
+           {"stack", key.second},
+           {"exits", n},
+           {"to_vmm", to_vmm == c.to_vmm_by_reason_stack.end() ? 0 : to_vmm->second}});
+    }
+    out["by_stack"] = std::move(by_stack);
+    out["unstacked"] = c.unstacked;
+  }
+  return out;
 }
 
 json KernelExits(const RunResult& r) {
@@ -179,14 +193,15 @@ json KernelExits(const RunResult& r) {
   json per_vcpu = json::array();
   for (const KernelExitCounts& c : r.kernel_exits) {
     all.Add(c);
-    per_vcpu.push_back(KernelExitsJson(c));
+    per_vcpu.push_back(KernelExitsJson(c, r.kernel_exit_stacks));
   }
-  json out = KernelExitsJson(all);
+  json out = KernelExitsJson(all, r.kernel_exit_stacks);
   out["source"] = "kvm:kvm_exit";
+  out["stacks"] = r.kernel_exit_stacks;
   out["per_vcpu"] = std::move(per_vcpu);
   json phases = json::array();
   for (const KernelExitPhase& p : r.kernel_exit_phases) {
-    json one = KernelExitsJson(p.counts);
+    json one = KernelExitsJson(p.counts, r.kernel_exit_stacks);
     one.erase("lost");
     one["line"] = p.line;
     phases.push_back(std::move(one));

@@ -41,13 +41,15 @@ json FramesAt(uint64_t pc, bool return_address, SiteNames& names) {
   return frames;
 }
 
-json SiteFrames(const ExitSite& site, SiteNames& names) {
+json StackFrames(std::span<const uint64_t> stack, SiteNames& names) {
   json frames = json::array();
-  for (size_t i = 0; i < site.depth; ++i) {
-    for (json& one : FramesAt(site.frames[i], i > 0, names)) frames.push_back(std::move(one));
+  for (size_t i = 0; i < stack.size(); ++i) {
+    for (json& one : FramesAt(stack[i], i > 0, names)) frames.push_back(std::move(one));
   }
   return frames;
 }
+
+json SiteFrames(const ExitSite& site, SiteNames& names) { return StackFrames(site.stack(), names); }
 
 std::string FrameName(const json& frame) {
   std::string name = frame.value("function", "");
@@ -56,18 +58,24 @@ std::string FrameName(const json& frame) {
 }
 
 json SiteSummary(const ExitSite& site, SiteNames& names) {
-  const json frames = SiteFrames(site, names);
   json line = {{"cause", SiteCauseName(site)}, {"rip", fmt::format("{:#x}", site.frames[0])}};
+  line.update(StackSummary(site.stack(), names));
+  if (site.user) line["user"] = true;
+  return line;
+}
+
+json StackSummary(std::span<const uint64_t> stack, SiteNames& names) {
+  const json frames = StackFrames(stack, names);
+  json line = json::object();
   if (!frames.empty()) {
     const json& leaf = frames.front();
     line["function"] = leaf["function"];
     if (leaf.contains("file")) line["file"] = leaf["file"];
     if (leaf.contains("line")) line["line"] = leaf["line"];
   }
-  json stack = json::array();
-  for (const json& frame : frames) stack.push_back(FrameName(frame));
-  line["stack"] = std::move(stack);
-  if (site.user) line["user"] = true;
+  json names_of = json::array();
+  for (const json& frame : frames) names_of.push_back(FrameName(frame));
+  line["stack"] = std::move(names_of);
   return line;
 }
 

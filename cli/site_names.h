@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,10 @@ inline std::string SiteCauseName(const ExitSite& site) { return CauseKey(site.ca
 // inlined call its own {"pc", "function", "file", "line", "inlined"}.
 nlohmann::json FramesAt(uint64_t pc, bool return_address, SiteNames& names);
 
-// The record's `frames` of a site: FramesAt of each address of its stack.
+// The record's `frames` of a stack (the RIP, then return addresses):
+// FramesAt of each address.
+nlohmann::json StackFrames(std::span<const uint64_t> stack, SiteNames& names);
+// The record's `frames` of a site: StackFrames of its stack.
 nlohmann::json SiteFrames(const ExitSite& site, SiteNames& names);
 
 // A frame as folded stacks and the trace's `stack` name it: its function,
@@ -53,6 +57,9 @@ std::string FrameName(const nlohmann::json& frame);
 // (docs/trace.md): its cause, RIP, the innermost source frame (function,
 // file, line) and every frame's name, innermost first; `user` at CPL 3.
 nlohmann::json SiteSummary(const ExitSite& site, SiteNames& names);
+// Its stack's part: the innermost source frame's function, file and line,
+// and `stack`, every frame's name.
+nlohmann::json StackSummary(std::span<const uint64_t> stack, SiteNames& names);
 
 }  // namespace minivmm::cli
 

@@ -1,6 +1,9 @@
 #include "cli/sites_record.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -109,22 +112,31 @@ std::string FoldedStacks(const json& record) {
 }
 
 // The in-kernel exits' sites (--kernel-exits with --sites): each (reason,
-// guest RIP) with its function and line. The tracepoint gives the RIP only,
-// so a site is one frame deep.
+// stack) with its functions and lines, the stack the guest's frame pointers
+// gave at the exit (RunResult::kernel_exit_stacks); where the host gave no
+// stacks, each (reason, guest RIP), one frame deep.
 json KernelExitSites(const RunResult& result, SiteNames& names) {
   KernelExitCounts all;
   for (const KernelExitCounts& c : result.kernel_exits) all.Add(c);
-  std::vector<std::pair<std::pair<std::string, uint64_t>, uint64_t>> order(
-      all.by_reason_rip.begin(), all.by_reason_rip.end());
+  std::map<std::pair<std::string, std::vector<uint64_t>>, uint64_t> exits, to_vmm;
+  if (result.kernel_exit_stacks) {
+    exits = all.by_reason_stack;
+    to_vmm = all.to_vmm_by_reason_stack;
+  } else {
+    for (const auto& [key, n] : all.by_reason_rip) exits[{key.first, {key.second}}] = n;
+    for (const auto& [key, n] : all.to_vmm_by_reason_rip) to_vmm[{key.first, {key.second}}] = n;
+  }
+  std::vector<std::pair<std::pair<std::string, std::vector<uint64_t>>, uint64_t>> order(
+      exits.begin(), exits.end());
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   json sites = json::array();
-  for (const auto& [key, exits] : order) {
-    const auto to_vmm = all.to_vmm_by_reason_rip.find(key);
+  for (const auto& [key, n] : order) {
+    const auto kept = to_vmm.find(key);
     sites.push_back({{"reason", key.first},
-                     {"exits", exits},
-                     {"to_vmm", to_vmm == all.to_vmm_by_reason_rip.end() ? 0 : to_vmm->second},
-                     {"frames", FramesAt(key.second, /*return_address=*/false, names)}});
+                     {"exits", n},
+                     {"to_vmm", kept == to_vmm.end() ? 0 : kept->second},
+                     {"frames", StackFrames(key.second, names)}});
   }
   return sites;
 }

@@ -247,14 +247,13 @@ void TraceWriter::WriteKernelExits(const RunResult& result) {
                  {"vcpu", e.vcpu},
                  {"t_ns", static_cast<int64_t>(e.time_ns) - base_ns_}};
     if (site_names_ != nullptr) {
-      // The function at the RIP: the tracepoint carries no stack.
-      const json frames = FramesAt(e.rip, /*return_address=*/false, *site_names_);
-      if (!frames.empty()) {
-        json site = {{"function", frames.front()["function"]}};
-        if (frames.front().contains("file")) site["file"] = frames.front()["file"];
-        if (frames.front().contains("line")) site["line"] = frames.front()["line"];
-        line["site"] = site;
-      }
+      // Its stack (RunResult::kernel_exit_stacks), else its RIP alone.
+      const uint64_t rip[] = {e.rip};
+      std::span<const uint64_t> stack = rip;
+      if (e.stack != 0 && e.stack <= result.kernel_exit_stack_list.size())
+        stack = result.kernel_exit_stack_list[e.stack - 1];
+      json site = StackSummary(stack, *site_names_);
+      if (!site.empty()) line["site"] = std::move(site);
     }
     if (perfetto_ != nullptr) {
       perfetto_->KernelExit(std::move(line));

@@ -22,6 +22,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   linux-libc-dev libabsl-dev libfmt-dev libcli11-dev nlohmann-json3-dev nettle-dev libdw-dev
   libtracefs-dev libtraceevent-dev  # --kernel-exits: KVM's tracepoints
+  libbpf-dev bpftool  # --kernel-exits --sites: the BPF program that walks the guest's frames
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib pybind11-dev python3-pytest python3-pandas valgrind clang-14 qemu-system-x86
   busybox-static cpio  # the nested KVM's initramfs (scripts/nestkvm)

@@ -93,7 +93,8 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   // Before KVM: a host where the exits cannot be read is refused first.
   std::unique_ptr<KvmExitTrace> kernel_exits;
   if (config.kernel_exits) {
-    ASSIGN_OR_RETURN(kernel_exits, KvmExitTrace::Open(config.cpus, config.kernel_exit_events));
+    ASSIGN_OR_RETURN(kernel_exits, KvmExitTrace::Open(config.cpus, config.kernel_exit_events,
+                                                      /*stacks=*/config.record_sites));
   }
   ASSIGN_OR_RETURN(KvmSystem kvm, KvmSystem::Open(config.kvm_device));
   RETURN_IF_ERROR(kvm.CheckRequiredCapabilities());
@@ -106,6 +107,7 @@ absl::StatusOr<std::unique_ptr<Vm>> Vm::Create(const VmConfig& config_in) {
   State& s = *state;
   if (kernel_exits != nullptr) {
     s.kernel_exits = std::move(kernel_exits);
+    s.kernel_exits->SetRam(s.ram.span());
     s.machine->EndPhasesWith(
         s, [trace = s.kernel_exits.get()](const std::string& what) { trace->EndPhase(what); });
   }

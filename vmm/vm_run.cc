@@ -119,6 +119,10 @@ RunResult CollectResult(Vm::State& s, const std::vector<VcpuRun>& runs, uint32_t
     result.kernel_exit_phases = s.kernel_exits->Phases();
     result.kernel_exit_events = s.kernel_exits->Events();
     result.kernel_exit_reasons = s.kernel_exits->ReasonNames();
+    result.kernel_exit_stacks = s.kernel_exits->stacks();
+    result.kernel_exit_stack_list = s.kernel_exits->StackList();
+    if (!s.kernel_exits->StacksMissing().empty())
+      result.notes.push_back(s.kernel_exits->StacksMissing());
   }
   for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
     for (const std::string& note : runs[cpu].loop->notes())

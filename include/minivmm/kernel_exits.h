@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace minivmm {
 
@@ -31,6 +32,16 @@ struct KernelExitCounts {
   // the kernel.
   std::map<std::string, uint64_t> to_vmm_by_reason;
   std::map<std::pair<std::string, uint64_t>, uint64_t> to_vmm_by_reason_rip;
+  // With stacks (VmConfig::record_sites where the host allows them,
+  // RunResult::kernel_exit_stacks): by (reason, the guest's frame-pointer
+  // stack at the exit: the RIP, then return addresses, as ExitSite::frames;
+  // the RIP alone at CPL 3), and of those the exits that reached minivmm.
+  std::map<std::pair<std::string, std::vector<uint64_t>>, uint64_t> by_reason_stack;
+  std::map<std::pair<std::string, std::vector<uint64_t>>, uint64_t> to_vmm_by_reason_stack;
+  // With stacks, exits that got none: the BPF program's ring was full, or
+  // its record did not match the tracepoint's (its RIP differed). 0 in every
+  // test.
+  uint64_t unstacked = 0;
   // By (reason, detail): what KVM's own tracepoint for the exit's work said
   // of it, for the exits that have one: "rdmsr 0x10", "wrmsr 0x6e0"
   // (kvm:kvm_msr), "cr0 write", "cr8 read" (kvm:kvm_cr), "in 0x70",
@@ -65,6 +76,9 @@ struct KernelExitEvent {
   uint32_t vcpu;
   uint16_t reason;  // index into RunResult::kernel_exit_reasons
   bool to_vmm;      // KVM_RUN returned to minivmm after it
+  // With stacks (RunResult::kernel_exit_stacks): 1 + its stack's index in
+  // RunResult::kernel_exit_stack_list; 0 for none.
+  uint32_t stack = 0;
 };
 
 }  // namespace minivmm

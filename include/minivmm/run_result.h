@@ -112,6 +112,13 @@ struct RunResult {
   // time order, and the names their `reason` indexes.
   std::vector<KernelExitEvent> kernel_exit_events;
   std::vector<std::string> kernel_exit_reasons;
+  // With kernel_exits and record_sites: whether each in-kernel exit's site
+  // is its frame-pointer stack (KernelExitCounts::by_reason_stack), taken
+  // by a BPF program on kvm_exit; where the host does not allow it, false,
+  // and `notes` says why (the sites are then each exit's RIP alone).
+  bool kernel_exit_stacks = false;
+  // The stacks kernel_exit_events' `stack` indexes (each once).
+  std::vector<std::vector<uint64_t>> kernel_exit_stack_list;
   GuestReports reports;
   std::vector<std::string> console_tail;  // the last console lines
   // At the stop, of vCPU stopped_by_vcpu (vCPU 0 when the host stopped the run).

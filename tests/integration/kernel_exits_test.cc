@@ -3,10 +3,12 @@
 // exactly against KVM's own `exits` statistic and, on pc_exits, against the
 // guest's N CPUIDs, N MSR reads and N HLTs at the addresses it prints.
 #include <cstdint>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -133,6 +135,96 @@ TEST(KernelExitsTest, PcExitsAreExactByReasonAndAddress) {
             run.result.stats.by_reason[static_cast<int>(ExitReason::kIo)]);
 }
 
+// Whether this host's KVM lets a BPF program read the guest's stack at an
+// exit (KvmExitStacks: kvm_amd, with BTF for its module); on kvm_intel the
+// run says in its notes why not.
+constexpr char kNoStacksOnVmx[] =
+    "--kernel-exits --sites: each in-kernel exit's site is its RIP alone, without its "
+    "frame-pointer stack: the guest's RIP, CPL and CS at an exit are in kvm_amd's VMCB only (on "
+    "kvm_intel they are in the VMCS, which a BPF program cannot read)";
+
+bool OnVmx() {
+  std::error_code ec;
+  return std::filesystem::exists("/sys/module/kvm_intel", ec);
+}
+
+// The stacks of the exits that reached minivmm, as the tracepoint's BPF
+// program and minivmm's own walk (the site recorder's, docs/sites.md) each
+// saw them: the same walk of the same frames at the same exit, from two
+// sides. One difference, KVM's: an MMIO write reaches minivmm after KVM
+// completed the instruction, so minivmm's RIP is the next instruction's
+// where the tracepoint's is the faulting one's; for those (a nested page
+// fault that reached minivmm, an MMIO exit) only the return addresses are
+// compared (the RIP is set to 0 on both sides).
+std::map<std::vector<uint64_t>, uint64_t> TracedToVmmStacks(const KernelExitCounts& k,
+                                                            const std::string& tdp_fault) {
+  std::map<std::vector<uint64_t>, uint64_t> out;
+  for (const auto& [key, n] : k.to_vmm_by_reason_stack) {
+    std::vector<uint64_t> stack = key.second;
+    if (key.first == tdp_fault) stack[0] = 0;
+    out[stack] += n;
+  }
+  return out;
+}
+std::map<std::vector<uint64_t>, uint64_t> OwnStacks(const ExitSites& sites) {
+  std::map<std::vector<uint64_t>, uint64_t> out;
+  for (const auto& [site, count] : sites.counts) {
+    const std::span<const uint64_t> walked = site.stack();
+    std::vector<uint64_t> stack(walked.begin(), walked.end());
+    if (site.reason == ExitReason::kMmio) stack[0] = 0;
+    out[stack] += count.exits;
+  }
+  return out;
+}
+
+// With --sites too, each exit's whole frame-pointer stack, read at the exit
+// by the BPF program: the N CPUIDs, N MSR reads and N HLTs each at exactly
+// [the instruction, its loop's return into guest_main, guest_main's return
+// into _start], all N, in the phase of the first line.
+TEST(KernelExitsTest, PcExitsStacksAreEachInstructionsCallChain) {
+  REQUIRE_KVM();
+  VmConfig config = PcConfig("pc_exits", "");
+  config.kernel_exits = true;
+  config.record_sites = true;
+  if (RefusedOnPvm(config)) return;
+  GuestRun run = RunGuestWith(config);
+  ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail << run.console;
+  ASSERT_EQ(run.result.exit_code, 1) << run.console;
+  if (OnVmx()) {
+    EXPECT_FALSE(run.result.kernel_exit_stacks);
+    EXPECT_NE(std::find(run.result.notes.begin(), run.result.notes.end(), kNoStacksOnVmx),
+              run.result.notes.end());
+    return;
+  }
+  ASSERT_TRUE(run.result.kernel_exit_stacks) << ::testing::PrintToString(run.result.notes);
+  ASSERT_EQ(run.result.kernel_exits.size(), 1u);
+  const KernelExitCounts& k = run.result.kernel_exits[0];
+  EXPECT_EQ(k.lost, 0u);
+  EXPECT_EQ(k.unstacked, 0u);
+  // Every exit has its stack.
+  uint64_t stacked = 0;
+  for (const auto& [key, n] : k.by_reason_stack) stacked += n;
+  EXPECT_EQ(stacked, k.exits);
+  const std::map<std::string, std::string> v = Values(run.console);
+  const uint64_t n = std::stoull(v.at("n"));
+  auto hex = [&](const std::string& key) { return std::stoull(v.at(key), nullptr, 16); };
+  const uint64_t main_ret = hex("main_ret");
+  const ReasonNames names = NamesHere();
+  auto at = [&](const KernelExitCounts& c, const std::string& reason, const std::string& what) {
+    const std::vector<uint64_t> stack = {hex(what + "_rip"), hex(what + "_ret"), main_ret};
+    auto it = c.by_reason_stack.find({reason, stack});
+    return it == c.by_reason_stack.end() ? 0 : it->second;
+  };
+  EXPECT_EQ(at(k, names.cpuid, "cpuid"), n);
+  EXPECT_EQ(at(k, names.msr, "rdmsr"), n);
+  EXPECT_EQ(at(k, names.hlt, "hlt"), n);
+  ASSERT_GE(run.result.kernel_exit_phases.size(), 2u);
+  EXPECT_EQ(at(run.result.kernel_exit_phases.front().counts, names.cpuid, "cpuid"), n);
+  // The exits that reached minivmm have the stacks minivmm's own walk gave
+  // them.
+  EXPECT_EQ(TracedToVmmStacks(k, names.tdp_fault), OwnStacks(run.result.sites_per_vcpu.at(0)));
+}
+
 // pc-testdev's flush-page port (pc_flush): each flush makes the host, and
 // KVM with it, drop the page's mapping, so the guest's next write to it is
 // a nested page fault KVM handles in the kernel; a page never flushed takes
@@ -182,6 +274,7 @@ TEST(KernelExitsTest, EachVcpusExitsAreKvmsStatisticExactly) {
     VmConfig config = GuestConfig(DefaultGuestKernelPath(), "backend=native workload=ctx",
                                   absl::Seconds(120), 0, false, cpus);
     config.kernel_exits = true;
+    config.record_sites = true;
     if (RefusedOnPvm(config)) return;
     GuestRun run = RunGuestWith(config);
     ASSERT_EQ(run.result.reason, StopReason::kGuestShutdown) << run.result.detail;
@@ -218,6 +311,21 @@ TEST(KernelExitsTest, EachVcpusExitsAreKvmsStatisticExactly) {
     }
     // KVM's statistic is the sum over the vCPUs' stats files.
     EXPECT_EQ(total, HostDelta(run.result, "exits")) << cpus << " vCPUs";
+    // With --sites, every exit's stack, the ones that reached minivmm those
+    // minivmm's own walk gave them.
+    if (!OnVmx()) {
+      ASSERT_TRUE(run.result.kernel_exit_stacks) << ::testing::PrintToString(run.result.notes);
+      for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
+        const KernelExitCounts& k = run.result.kernel_exits[cpu];
+        EXPECT_EQ(k.unstacked, 0u) << cpu;
+        uint64_t stacked = 0;
+        for (const auto& [key, n] : k.by_reason_stack) stacked += n;
+        EXPECT_EQ(stacked, k.exits) << cpu;
+        EXPECT_EQ(TracedToVmmStacks(k, NamesHere().tdp_fault),
+                  OwnStacks(run.result.sites_per_vcpu.at(cpu)))
+            << cpu;
+      }
+    }
     // Phases: every exit in exactly one.
     uint64_t in_phases = 0;
     std::vector<std::string> ended;

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "minivmm/exit_stats.h"
 #include "vmm/ktrace/tracefs_shim.h"
@@ -42,6 +43,9 @@ void KernelExitCounts::Add(const KernelExitCounts& other) {
   AddMap(by_reason_rip, other.by_reason_rip);
   AddMap(to_vmm_by_reason, other.to_vmm_by_reason);
   AddMap(to_vmm_by_reason_rip, other.to_vmm_by_reason_rip);
+  AddMap(by_reason_stack, other.by_reason_stack);
+  AddMap(to_vmm_by_reason_stack, other.to_vmm_by_reason_stack);
+  unstacked += other.unstacked;
   AddMap(by_reason_detail, other.by_reason_detail);
   AddMap(returns, other.returns);
 }
@@ -104,7 +108,8 @@ std::string ReturnName(uint64_t kvm_exit_reason, int64_t error) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus, bool keep_events) {
+absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus, bool keep_events,
+                                                                  bool stacks) {
   // kvm_pvm has the tracepoint but records no kvm:kvm_exit for the guest
   // code it emulates (all of guest ring 0 on these hosts), while KVM's
   // `exits` statistic counts it: seen, 0 records against 720 exits
@@ -151,8 +156,24 @@ absl::StatusOr<std::unique_ptr<KvmExitTrace>> KvmExitTrace::Open(uint32_t cpus, 
                         std::strerror(error), Paranoid()));
   }
   close(probe);
-  return std::unique_ptr<KvmExitTrace>(
-      new KvmExitTrace(tep, std::move(sources), cpus, keep_events));
+  auto trace =
+      std::unique_ptr<KvmExitTrace>(new KvmExitTrace(tep, std::move(sources), cpus, keep_events));
+  if (stacks) {
+    absl::StatusOr<std::unique_ptr<KvmExitStacks>> taken = KvmExitStacks::Open();
+    if (taken.ok()) {
+      trace->stacks_ = *std::move(taken);
+    } else {
+      trace->stacks_missing_ = absl::StrCat(
+          "--kernel-exits --sites: each in-kernel exit's site is its RIP alone, without its "
+          "frame-pointer stack: ",
+          taken.status().message());
+    }
+  }
+  return trace;
+}
+
+void KvmExitTrace::SetRam(std::span<const uint8_t> ram) {
+  if (stacks_ != nullptr) stacks_->SetRam(ram);
 }
 
 KvmExitTrace::KvmExitTrace(tep_handle* tep, std::vector<Source> sources, uint32_t cpus,
@@ -174,6 +195,10 @@ absl::Status KvmExitTrace::AttachCurrentThread(uint32_t cpu) {
   std::lock_guard lock(mu_);
   Ring& ring = rings_.at(cpu);
   const pid_t tid = CurrentTid();
+  if (stacks_ != nullptr) {
+    if (absl::Status added = stacks_->AddThread(tid); !added.ok()) return added;
+    ring_of_tid_[static_cast<uint32_t>(tid)] = cpu;
+  }
   for (const Source& source : sources_) {
     const int fd = OpenTracepoint(source.event->id, tid);
     if (fd < 0)
@@ -198,13 +223,59 @@ absl::Status KvmExitTrace::AttachCurrentThread(uint32_t cpu) {
 
 void KvmExitTrace::Drain() {
   std::lock_guard lock(mu_);
+  DrainLocked(/*last=*/false);
+}
+
+void KvmExitTrace::DrainLocked(bool last) {
+  // The stacks first: each is written in the same tracepoint call as its
+  // exit's record, so an exit read below without its stack gets it at a
+  // later drain.
+  if (stacks_ != nullptr) {
+    stacks_->Consume([&](const minivmm_exit_stack& stack) {
+      const auto ring = ring_of_tid_.find(stack.tid);
+      if (ring == ring_of_tid_.end()) return;
+      const size_t depth = std::clamp<size_t>(stack.depth, 1, MINIVMM_EXIT_STACK_FRAMES);
+      rings_[ring->second].stacks.emplace_back(stack.frames, stack.frames + depth);
+    });
+  }
   for (Ring& ring : rings_) {
     if (ring.base != nullptr) DrainRing(ring);
+    if (stacks_ != nullptr) Settle(ring, last);
+  }
+}
+
+void KvmExitTrace::Settle(Ring& ring, bool last) {
+  while (!ring.pending.empty() && (last || ring.pending.size() > 1)) {
+    const Ring::Pending exit = ring.pending.front();
+    if (ring.stacks.empty() && !last) break;
+    ring.pending.pop_front();
+    // A stack whose RIP is not the exit's is a later exit's: this exit's
+    // was dropped (the BPF ring was full). The exit is counted unstacked and
+    // the stack kept for the next.
+    if (ring.stacks.empty() || ring.stacks.front()[0] != exit.rip) {
+      Count(exit.time_ns, ring, [&](KernelExitCounts& c) { ++c.unstacked; });
+      continue;
+    }
+    std::pair<std::string, std::vector<uint64_t>> key{*exit.reason,
+                                                      std::move(ring.stacks.front())};
+    ring.stacks.pop_front();
+    if (keep_events_) {
+      auto [id, added] = stack_ids_.try_emplace(key.second, stack_list_.size() + 1);
+      if (added) stack_list_.push_back(key.second);
+      ring.events[exit.event].stack = id->second;
+    }
+    Count(exit.time_ns, ring, [&](KernelExitCounts& c) {
+      ++c.by_reason_stack[key];
+      if (exit.to_vmm) ++c.to_vmm_by_reason_stack[key];
+    });
   }
 }
 
 std::vector<KernelExitCounts> KvmExitTrace::Counts() {
-  Drain();
+  {
+    std::lock_guard lock(mu_);
+    DrainLocked(/*last=*/true);
+  }
   std::lock_guard lock(mu_);
   std::vector<KernelExitCounts> counts;
   for (const Ring& ring : rings_) counts.push_back(ring.counts);
@@ -307,6 +378,8 @@ void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ri
     }
     ring.last_rip = rip;
     ring.detailed = false;
+    if (stacks_ != nullptr)
+      ring.pending.push_back({time_ns, &name, rip, /*to_vmm=*/false, ring.events.size() - 1});
     Count(time_ns, ring, [&](KernelExitCounts& c) {
       ++c.exits;
       ++c.by_reason[name];
@@ -320,6 +393,8 @@ void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ri
     const uint64_t rip = ring.last_rip;
     ring.last_reason = nullptr;
     if (reason != nullptr && keep_events_) ring.events.back().to_vmm = true;
+    if (reason != nullptr && stacks_ != nullptr && !ring.pending.empty())
+      ring.pending.back().to_vmm = true;
     Count(time_ns, ring, [&](KernelExitCounts& c) {
       ++c.returns[returned];
       if (reason != nullptr) {
@@ -366,6 +441,11 @@ std::vector<KernelExitEvent> KvmExitTrace::Events() {
   std::stable_sort(events.begin(), events.end(),
                    [](const auto& a, const auto& b) { return a.time_ns < b.time_ns; });
   return events;
+}
+
+std::vector<std::vector<uint64_t>> KvmExitTrace::StackList() {
+  std::lock_guard lock(mu_);
+  return stack_list_;
 }
 
 std::vector<std::string> KvmExitTrace::ReasonNames() {

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "minivmm/kernel_exits.h"
+#include "vmm/ktrace/kvm_exit_stacks.h"
 
 struct tep_handle;
 struct tep_event;
@@ -35,12 +37,21 @@ class KvmExitTrace {
   // Finds tracefs and kvm:kvm_exit's format and checks that this process
   // may open the tracepoint. FailedPrecondition, one line naming what is
   // missing: no tracefs, no such tracepoint, no right to trace.
-  // With `keep_events`, each exit is also kept (Events()).
+  // With `keep_events`, each exit is also kept (Events()). With `stacks`,
+  // each exit's frame-pointer stack too (KvmExitStacks), where this host
+  // allows it (StacksMissing() says why not).
   static absl::StatusOr<std::unique_ptr<KvmExitTrace>> Open(uint32_t cpus,
-                                                            bool keep_events = false);
+                                                            bool keep_events = false,
+                                                            bool stacks = false);
   ~KvmExitTrace();
   KvmExitTrace(const KvmExitTrace&) = delete;
   KvmExitTrace& operator=(const KvmExitTrace&) = delete;
+
+  // With stacks: the VMM's mapping of guest RAM, before any vCPU runs.
+  void SetRam(std::span<const uint8_t> ram);
+  // With stacks asked for: whether they are taken; if not, why not.
+  bool stacks() const { return stacks_ != nullptr; }
+  const std::string& StacksMissing() const { return stacks_missing_; }
 
   // On vCPU `cpu`'s own thread, before its first KVM_RUN: that thread's
   // kvm_exit records from now on.
@@ -58,6 +69,8 @@ class KvmExitTrace {
   // Drain()); their `reason` indexes ReasonNames().
   std::vector<KernelExitEvent> Events();
   std::vector<std::string> ReasonNames();
+  // With keep_events and stacks: the stacks Events()' `stack` indexes.
+  std::vector<std::vector<uint64_t>> StackList();
 
  private:
   // The tracepoints read, kvm:kvm_exit first (its fd owns the ring).
@@ -76,9 +89,27 @@ class KvmExitTrace {
     const std::string* last_reason = nullptr;
     uint64_t last_rip = 0;
     bool detailed = false;
+    // With stacks: the exits read from the ring and the stacks read from
+    // the BPF program's, each in the order the thread's exits happened,
+    // paired one to one (Settle).
+    struct Pending {
+      uint64_t time_ns;
+      const std::string* reason;
+      uint64_t rip;
+      bool to_vmm;
+      size_t event;  // its index in `events`, with keep_events_
+    };
+    std::deque<Pending> pending;
+    std::deque<std::vector<uint64_t>> stacks;
   };
   KvmExitTrace(tep_handle* tep, std::vector<Source> sources, uint32_t cpus, bool keep_events);
   void DrainRing(Ring& ring);
+  // Counts each pending exit whose stack has come (at the end, `last`,
+  // every one: those with no stack as unstacked). An exit stays pending
+  // until a later record says whether it reached minivmm.
+  void Settle(Ring& ring, bool last);
+  // Drain() with mu_ held.
+  void DrainLocked(bool last);
   void Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ring& ring);
   // f applied to the ring's counts and to those of the phase `time_ns` is in.
   template <typename F>
@@ -95,6 +126,12 @@ class KvmExitTrace {
   std::vector<Ring> rings_;
   std::vector<uint8_t> scratch_;  // a record that wraps around the ring's end
   bool keep_events_;
+  std::unique_ptr<KvmExitStacks> stacks_;
+  std::string stacks_missing_;
+  std::map<uint32_t, size_t> ring_of_tid_;
+  // With keep_events_: each stack an event has, once (StackList()).
+  std::vector<std::vector<uint64_t>> stack_list_;
+  std::map<std::vector<uint64_t>, uint32_t> stack_ids_;
   std::map<std::pair<uint64_t, uint64_t>, uint16_t> names_;  // (isa, code) -> reason_names_ index
   std::deque<std::string> reason_names_;  // a deque: Ring::last_reason points into it
   // Phase ends (CLOCK_MONOTONIC ns, the records' clock) and their lines;
