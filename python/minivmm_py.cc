@@ -385,6 +385,9 @@ class PyVm {
         event["reason"] = result->kernel_exit_reasons.at(e.reason);
         event["rip"] = e.rip;
         event["to_vmm"] = e.to_vmm;
+        // With sites=True where the host gives stacks: the exit's stack.
+        if (e.stack != 0 && e.stack <= result->kernel_exit_stack_list.size())
+          event["stack"] = result->kernel_exit_stack_list[e.stack - 1];
         events.append(std::move(event));
       }
       out.attr("kernel_exit_events") = events;
@@ -493,7 +496,9 @@ class RunRecord(dict):
     lines); with sites=True, sites (minivmm.sites(record)), else None;
     with kernel_exit_events=True, kernel_exit_events (every exit KVM's
     tracepoint saw, in time order: dicts of vcpu, time_ns (CLOCK_MONOTONIC),
-    reason, rip and to_vmm), else None."""
+    reason, rip and to_vmm, and with sites=True, where the host gives them
+    (the record's kernel_exits.stacks), stack: the exit's frame-pointer
+    stack, the RIP first), else None."""
 
     sites = None
     kernel_exit_events = None
@@ -690,7 +695,10 @@ refused.
 kernel_exits=True reads every exit from KVM's kvm:kvm_exit tracepoint
 (`minivmm run --kernel-exits`): the record's "kernel_exits" section; with
 kernel_exit_events=True too, the RunRecord's kernel_exit_events lists every
-one of them (what `minivmm run --kernel-exits --trace` writes).
+one of them (what `minivmm run --kernel-exits --trace` writes); with
+sites=True too, each exit's frame-pointer stack, read at the exit by a BPF
+program on kvm_amd (the section's "stacks", "by_stack" and "sites"; where
+the host does not allow it, the record's result.notes says why).
 recent_exits=N keeps each vCPU's last N exits (`minivmm run --recent-exits
 N`, 0 to 4096): the record's result.recent_exits; None: 16 in a debug
 build of the module, 0 in a release build (docs/design.md "Recent exits").

@@ -106,7 +106,7 @@ struct VmConfig {
   // tracepoint cannot be read. Off: nothing is opened.
   bool kernel_exits = false;
   // With kernel_exits, also each exit on its own, in time order, in
-  // RunResult::kernel_exit_events: 24 bytes of memory per exit, kept until
+  // RunResult::kernel_exit_events: 32 bytes of memory per exit, kept until
   // the run ends (what `minivmm run --kernel-exits --trace` writes). Without
   // kernel_exits, Vm::Create refuses it (InvalidArgument).
   bool kernel_exit_events = false;

@@ -820,6 +820,37 @@ def test_kernel_exit_events_are_the_records_kernel_exits_one_by_one():
         assert times == sorted(times)
 
 
+def test_kernel_exit_stacks_are_each_exits_frames():
+    """kernel_exits=True with sites=True: on kvm_amd every exit's
+    frame-pointer stack, taken at the exit (the record's kernel_exits
+    "by_stack", each event's "stack", the RIP first), adding up to the exits;
+    the sites name them. On kvm_intel the notes say why there are none;
+    kvm_pvm refuses --kernel-exits (docs/hosts.md)."""
+    try:
+        r = minivmm.Vm(workload="ctx", kernel_exits=True, kernel_exit_events=True, sites=True,
+                       probe_host=False).run()
+    except RuntimeError as e:
+        assert os.path.exists("/sys/module/kvm_pvm"), e
+        assert "--kernel-exits: kvm_pvm does not report the guest code it emulates" in str(e), e
+        return
+    assert r.ok, r.failure
+    k = r["kernel_exits"]
+    if os.path.exists("/sys/module/kvm_intel"):
+        assert k["stacks"] is False
+        assert any("frame-pointer stack: the guest's RIP, CPL and CS" in n
+                   for n in r["result"]["notes"]), r["result"]["notes"]
+        return
+    assert k["stacks"] is True, r["result"]["notes"]
+    assert k["unstacked"] == 0
+    assert sum(s["exits"] for s in k["by_stack"]) == k["exits"]
+    assert sum(s["exits"] for s in k["sites"]) == k["exits"]
+    events = r.kernel_exit_events
+    assert all(e["stack"][0] == e["rip"] for e in events)
+    # Some exits are deeper than their RIP: the guest keeps frame pointers.
+    assert any(len(e["stack"]) > 2 for e in events)
+    assert any(len(s["frames"]) > 2 for s in k["sites"])
+
+
 def test_kernel_exit_events_need_kernel_exits():
     with pytest.raises(ValueError, match="kernel_exit_events needs kernel_exits=True"):
         minivmm.Vm(kernel_exit_events=True)
