@@ -166,6 +166,14 @@ std::map<std::vector<uint64_t>, uint64_t> TracedToVmmStacks(const KernelExitCoun
   }
   return out;
 }
+// The exits a map counts, over all its keys.
+template <typename Map>
+uint64_t Total(const Map& counts) {
+  uint64_t sum = 0;
+  for (const auto& [key, n] : counts) sum += n;
+  return sum;
+}
+
 std::map<std::vector<uint64_t>, uint64_t> OwnStacks(const ExitSites& sites) {
   std::map<std::vector<uint64_t>, uint64_t> out;
   for (const auto& [site, count] : sites.counts) {
@@ -202,9 +210,7 @@ TEST(KernelExitsTest, PcExitsStacksAreEachInstructionsCallChain) {
   EXPECT_EQ(k.lost, 0u);
   EXPECT_EQ(k.unstacked, 0u);
   // Every exit has its stack.
-  uint64_t stacked = 0;
-  for (const auto& [key, n] : k.by_reason_stack) stacked += n;
-  EXPECT_EQ(stacked, k.exits);
+  EXPECT_EQ(Total(k.by_reason_stack), k.exits);
   const std::map<std::string, std::string> v = Values(run.console);
   const uint64_t n = std::stoull(v.at("n"));
   auto hex = [&](const std::string& key) { return std::stoull(v.at(key), nullptr, 16); };
@@ -284,9 +290,7 @@ TEST(KernelExitsTest, EachVcpusExitsAreKvmsStatisticExactly) {
     for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
       const KernelExitCounts& k = run.result.kernel_exits[cpu];
       EXPECT_EQ(k.lost, 0u) << cpu;
-      uint64_t by_reason = 0;
-      for (const auto& [name, n] : k.by_reason) by_reason += n;
-      EXPECT_EQ(by_reason, k.exits) << cpu;
+      EXPECT_EQ(Total(k.by_reason), k.exits) << cpu;
       total += k.exits;
       // KVM's returns to minivmm (kvm:kvm_userspace_exit) are the exits
       // minivmm counted on this vCPU, reason by reason.
@@ -318,9 +322,7 @@ TEST(KernelExitsTest, EachVcpusExitsAreKvmsStatisticExactly) {
       for (uint32_t cpu = 0; cpu < cpus; ++cpu) {
         const KernelExitCounts& k = run.result.kernel_exits[cpu];
         EXPECT_EQ(k.unstacked, 0u) << cpu;
-        uint64_t stacked = 0;
-        for (const auto& [key, n] : k.by_reason_stack) stacked += n;
-        EXPECT_EQ(stacked, k.exits) << cpu;
+        EXPECT_EQ(Total(k.by_reason_stack), k.exits) << cpu;
         EXPECT_EQ(TracedToVmmStacks(k, NamesHere().tdp_fault),
                   OwnStacks(run.result.sites_per_vcpu.at(cpu)))
             << cpu;
