@@ -350,8 +350,9 @@ void KernelExitsSection(std::string& out, const json& record) {
                      phase["exits"].get<uint64_t>(), most);
     }
   }
-  // With --sites: where they come from, most first (the RIP's function and
-  // line; the tracepoint has no stack).
+  // With --sites: where they come from, most first: the RIP's function and
+  // line, and below it the rest of the exit's stack where the host gave
+  // stacks (docs/design.md "In-kernel exits").
   if (!k.contains("sites")) return;
   constexpr size_t kShown = 20;
   fmt::format_to(std::back_inserter(out), "\n  {:<28} {:>12} {:>12}  {}\n", "in-kernel exit sites",
@@ -375,6 +376,8 @@ void KernelExitsSection(std::string& out, const json& record) {
     fmt::format_to(std::back_inserter(out), "  {:<28} {:>12} {:>12}  {}\n",
                    site["reason"].get<std::string>(), exits, exits - site["to_vmm"].get<uint64_t>(),
                    at);
+    if (site["frames"].size() > 1)
+      fmt::format_to(std::back_inserter(out), "  {:<54}  <- {}\n", "", SiteChain(site["frames"]));
   }
 }
 

@@ -38,16 +38,6 @@ std::string_view RemedyFor(std::string_view verdict) {
   return "";
 }
 
-// "a <- b <- c": the frames after the innermost, each as SiteName.
-std::string Chain(const json& frames) {
-  std::string out;
-  for (size_t i = 1; i < frames.size(); ++i) {
-    if (!out.empty()) out += " <- ";
-    out += SiteName(frames[i]);
-  }
-  return out;
-}
-
 std::string Where(const json& stack) {
   const json& frames = stack["frames"];
   std::string site = frames.empty() ? "?" : SiteName(frames[0]);
@@ -98,7 +88,7 @@ std::string RenderSitesSection(const json& record) {
       const json& s = *stacks[i];
       const std::string w = wasted ? fmt::format(" ({} wasted)", WastedOf(s)) : "";
       fmt::format_to(line, "    {:>10}{}  {}\n", s["exits"].get<uint64_t>(), w, Where(s));
-      if (s["frames"].size() > 1) fmt::format_to(line, "      <- {}\n", Chain(s["frames"]));
+      if (s["frames"].size() > 1) fmt::format_to(line, "      <- {}\n", SiteChain(s["frames"]));
     }
     if (stacks.size() > kTopSites)
       fmt::format_to(line, "    ... {} more stacks\n", stacks.size() - kTopSites);
@@ -121,7 +111,7 @@ std::string RenderSitesSection(const json& record) {
   for (size_t i = 0; i < std::min(rows.size(), kTopWasted); ++i) {
     const Wasted& r = rows[i];
     fmt::format_to(line, "    {:>10} {:<18} {} <- {}: {}\n", r.exits, r.verdict, Where(*r.stack),
-                   Chain((*r.stack)["frames"]), RemedyFor(r.verdict));
+                   SiteChain((*r.stack)["frames"]), RemedyFor(r.verdict));
   }
   if (rows.size() > kTopWasted) fmt::format_to(line, "    ... {} more\n", rows.size() - kTopWasted);
   if (const uint64_t unplaced = sites["wasted_unplaced"]; unplaced != 0)
@@ -142,10 +132,19 @@ std::string RenderSitesSection(const json& record) {
   for (size_t i = 0; i < std::min(batchable.size(), kTopWasted); ++i) {
     const json& s = *batchable[i].second;
     fmt::format_to(line, "    {:>10} {} <- {}: {}\n", batchable[i].first, Where(s),
-                   Chain(s["frames"]), kBatchRemedy);
+                   SiteChain(s["frames"]), kBatchRemedy);
   }
   if (batchable.size() > kTopWasted)
     fmt::format_to(line, "    ... {} more\n", batchable.size() - kTopWasted);
+  return out;
+}
+
+std::string SiteChain(const json& frames) {
+  std::string out;
+  for (size_t i = 1; i < frames.size(); ++i) {
+    if (!out.empty()) out += " <- ";
+    out += SiteName(frames[i]);
+  }
   return out;
 }
 

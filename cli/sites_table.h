@@ -17,6 +17,8 @@ std::string RenderSitesSection(const nlohmann::json& record);
 // The site of a stack (a `sites.stacks[]` entry) as the table names it:
 // "function file:line" of its innermost frame, or the raw address.
 std::string SiteName(const nlohmann::json& frame);
+// "a <- b <- c": a stack's `frames` after the innermost, each as SiteName.
+std::string SiteChain(const nlohmann::json& frames);
 
 }  // namespace minivmm::cli
 

@@ -40,10 +40,12 @@ absl::StatusOr<std::unique_ptr<KvmExitStacks>> KvmExitStacks::Open() {
     return absl::FailedPreconditionError(
         "the guest's RIP, CPL and CS at an exit are in kvm_amd's VMCB only (on kvm_intel "
         "they are in the VMCS, which a BPF program cannot read)");
-  if (!std::filesystem::exists("/sys/kernel/btf/kvm_amd", ec))
+  // kvm_amd's types are in its module's BTF, or in the kernel's where it is
+  // built in; libbpf names a type it cannot find.
+  if (!std::filesystem::exists("/sys/kernel/btf/vmlinux", ec))
     return absl::FailedPreconditionError(
-        "this kernel has no BTF for kvm_amd (/sys/kernel/btf/kvm_amd), which the BPF program "
-        "needs to find the VMCB");
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux), which the BPF program needs to find "
+        "KVM's structures");
   std::lock_guard lock(libbpf_mu);
   libbpf_last.clear();
   const libbpf_print_fn_t before = libbpf_set_print(KeepLibbpfWarning);
@@ -100,10 +102,6 @@ void KvmExitStacks::Consume(const std::function<void(const minivmm_exit_stack&)>
   take_ = &take;
   ring_buffer__consume(ring_);
   take_ = nullptr;
-}
-
-uint64_t KvmExitStacks::dropped() const {
-  return __atomic_load_n(&skeleton_->bss->dropped, __ATOMIC_RELAXED);
 }
 
 }  // namespace minivmm

@@ -41,8 +41,6 @@ class KvmExitStacks {
   // Hands every stack written so far to `take`, in the order each thread's
   // exits happened.
   void Consume(const std::function<void(const minivmm_exit_stack&)>& take);
-  // Stacks the ring had no room for.
-  uint64_t dropped() const;
 
  private:
   explicit KvmExitStacks(kvm_exit_stack* skeleton) : skeleton_(skeleton) {}
