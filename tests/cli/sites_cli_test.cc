@@ -192,6 +192,13 @@ TEST(SitesCliTest, InKernelExitsInTheTableRecordAndFoldedStacks) {
   };
   EXPECT_EQ(folded_at(cpuid, "cpuid_loop"), in_kernel[cpuid + " cpuid_loop"]);
   EXPECT_EQ(folded_at(msr, "rdmsr_loop"), in_kernel[msr + " rdmsr_loop"]);
+  // The table gives each in-kernel site's chain on the line under it.
+  const size_t section = o.out.find("in-kernel exit sites");
+  const size_t loop = o.out.find("cpuid_loop", section);
+  ASSERT_NE(loop, std::string::npos) << o.out;
+  const size_t next = o.out.find('\n', loop) + 1;
+  const std::string under = o.out.substr(next, o.out.find('\n', next) - next);
+  EXPECT_EQ(under.find_first_not_of(' ') == under.find("<- guest_main"), stacks) << under;
   uint64_t to_vmm = 0;
   for (const auto& [name, count] : k["to_vmm_by_reason"].items()) to_vmm += count.get<uint64_t>();
   EXPECT_EQ(folded_exits, k["exits"].get<uint64_t>() - to_vmm + returns);

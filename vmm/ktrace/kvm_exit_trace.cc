@@ -235,7 +235,7 @@ void KvmExitTrace::DrainLocked(bool last) {
       const auto ring = ring_of_tid_.find(stack.tid);
       if (ring == ring_of_tid_.end()) return;
       const size_t depth = std::clamp<size_t>(stack.depth, 1, MINIVMM_EXIT_STACK_FRAMES);
-      rings_[ring->second].stacks.emplace_back(stack.frames, stack.frames + depth);
+      rings_[ring->second].pairing.AddStack({stack.frames, stack.frames + depth});
     });
   }
   for (Ring& ring : rings_) {
@@ -245,30 +245,23 @@ void KvmExitTrace::DrainLocked(bool last) {
 }
 
 void KvmExitTrace::Settle(Ring& ring, bool last) {
-  while (!ring.pending.empty() && (last || ring.pending.size() > 1)) {
-    const Ring::Pending exit = ring.pending.front();
-    if (ring.stacks.empty() && !last) break;
-    ring.pending.pop_front();
-    // A stack whose RIP is not the exit's is a later exit's: this exit's
-    // was dropped (the BPF ring was full). The exit is counted unstacked and
-    // the stack kept for the next.
-    if (ring.stacks.empty() || ring.stacks.front()[0] != exit.rip) {
-      Count(exit.time_ns, ring, [&](KernelExitCounts& c) { ++c.unstacked; });
-      continue;
-    }
-    std::pair<std::string, std::vector<uint64_t>> key{*exit.reason,
-                                                      std::move(ring.stacks.front())};
-    ring.stacks.pop_front();
-    if (keep_events_) {
-      auto [id, added] = stack_ids_.try_emplace(key.second, stack_list_.size() + 1);
-      if (added) stack_list_.push_back(key.second);
-      ring.events[exit.event].stack = id->second;
-    }
-    Count(exit.time_ns, ring, [&](KernelExitCounts& c) {
-      ++c.by_reason_stack[key];
-      if (exit.to_vmm) ++c.to_vmm_by_reason_stack[key];
-    });
-  }
+  ring.pairing.Settle(
+      last,
+      [&](const StackPairing::Exit& exit, std::vector<uint64_t> stack) {
+        const std::pair<std::string, std::vector<uint64_t>> key{*exit.reason, std::move(stack)};
+        if (keep_events_) {
+          auto [id, added] = stack_ids_.try_emplace(key.second, stack_list_.size() + 1);
+          if (added) stack_list_.push_back(key.second);
+          ring.events[exit.event].stack = id->second;
+        }
+        Count(exit.time_ns, ring, [&](KernelExitCounts& c) {
+          ++c.by_reason_stack[key];
+          if (exit.to_vmm) ++c.to_vmm_by_reason_stack[key];
+        });
+      },
+      [&](const StackPairing::Exit& exit) {
+        Count(exit.time_ns, ring, [](KernelExitCounts& c) { ++c.unstacked; });
+      });
 }
 
 std::vector<KernelExitCounts> KvmExitTrace::Counts() {
@@ -379,7 +372,7 @@ void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ri
     ring.last_rip = rip;
     ring.detailed = false;
     if (stacks_ != nullptr)
-      ring.pending.push_back({time_ns, &name, rip, /*to_vmm=*/false, ring.events.size() - 1});
+      ring.pairing.AddExit({time_ns, &name, rip, /*to_vmm=*/false, ring.events.size() - 1});
     Count(time_ns, ring, [&](KernelExitCounts& c) {
       ++c.exits;
       ++c.by_reason[name];
@@ -393,8 +386,7 @@ void KvmExitTrace::Parse(uint64_t time_ns, const uint8_t* raw, uint32_t size, Ri
     const uint64_t rip = ring.last_rip;
     ring.last_reason = nullptr;
     if (reason != nullptr && keep_events_) ring.events.back().to_vmm = true;
-    if (reason != nullptr && stacks_ != nullptr && !ring.pending.empty())
-      ring.pending.back().to_vmm = true;
+    if (reason != nullptr && stacks_ != nullptr) ring.pairing.LastReachedVmm();
     Count(time_ns, ring, [&](KernelExitCounts& c) {
       ++c.returns[returned];
       if (reason != nullptr) {

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "minivmm/kernel_exits.h"
 #include "vmm/ktrace/kvm_exit_stacks.h"
+#include "vmm/ktrace/stack_pairing.h"
 
 struct tep_handle;
 struct tep_event;
@@ -89,24 +90,12 @@ class KvmExitTrace {
     const std::string* last_reason = nullptr;
     uint64_t last_rip = 0;
     bool detailed = false;
-    // With stacks: the exits read from the ring and the stacks read from
-    // the BPF program's, each in the order the thread's exits happened,
-    // paired one to one (Settle).
-    struct Pending {
-      uint64_t time_ns;
-      const std::string* reason;
-      uint64_t rip;
-      bool to_vmm;
-      size_t event;  // its index in `events`, with keep_events_
-    };
-    std::deque<Pending> pending;
-    std::deque<std::vector<uint64_t>> stacks;
+    // With stacks: its exits paired with the BPF program's stacks.
+    StackPairing pairing;
   };
   KvmExitTrace(tep_handle* tep, std::vector<Source> sources, uint32_t cpus, bool keep_events);
   void DrainRing(Ring& ring);
-  // Counts each pending exit whose stack has come (at the end, `last`,
-  // every one: those with no stack as unstacked). An exit stays pending
-  // until a later record says whether it reached minivmm.
+  // Counts each exit whose stack has come (StackPairing::Settle).
   void Settle(Ring& ring, bool last);
   // Drain() with mu_ held.
   void DrainLocked(bool last);
