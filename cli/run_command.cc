@@ -259,7 +259,8 @@ void AddRunFlags(CLI::App& app, RunOptions& o) {
   app.add_flag("--kernel-exits", o.kernel_exits,
                "Every exit of every vCPU as KVM's kvm:kvm_exit tracepoint reports it, by "
                "reason, detail and phase, those KVM handled told from those that reached "
-               "minivmm (needs tracefs and the right to trace)");
+               "minivmm (needs tracefs and the right to trace); with --sites, each exit's "
+               "guest call chain, walked at the exit by a BPF program (kvm_amd)");
   AddGuestKernelFlags(app, o.kernel, o.guest_counters);
   app.add_option("--memory", o.memory, "Guest RAM, e.g. 64M (2 MiB multiples, 8M to 3G)")
       ->transform(CLI::AsSizeValue(false));
