@@ -265,11 +265,10 @@ void KvmExitTrace::Settle(Ring& ring, bool last) {
 }
 
 std::vector<KernelExitCounts> KvmExitTrace::Counts() {
-  {
-    std::lock_guard lock(mu_);
-    DrainLocked(/*last=*/true);
-  }
   std::lock_guard lock(mu_);
+  // The run has ended: every record is written, so no exit waits for its
+  // stack any more.
+  DrainLocked(/*last=*/true);
   std::vector<KernelExitCounts> counts;
   for (const Ring& ring : rings_) counts.push_back(ring.counts);
   return counts;

@@ -59,7 +59,9 @@ class KvmExitTrace {
   absl::Status AttachCurrentThread(uint32_t cpu);
   // Reads every record written so far; any thread, one at a time.
   void Drain();
-  // Each vCPU's counts (after a last Drain()).
+  // Each vCPU's counts, once the run has ended (every vCPU out of
+  // KVM_RUN): it reads the last records, and with stacks settles every exit
+  // (one whose stack never came counts as unstacked).
   std::vector<KernelExitCounts> Counts();
   // Ends the current phase now (the guest ended console line `line`); any
   // thread.
