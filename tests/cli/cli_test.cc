@@ -178,68 +178,47 @@ TEST(CliTest, KernelExitsAreRefusedWithOneLineWithoutTheRightToTrace) {
       "minivmm: --kernel-exits: no right to trace kvm:kvm_exit (perf_event_open: "};
   if (std::filesystem::exists("/sys/module/kvm_pvm", ec))
     forms = {"minivmm: --kernel-exits: kvm_pvm does not report"};
-  EXPECT_TRUE(std::any_of(forms.begin(), forms.end(),
-                          [&o](const std::string& f) { return o.out.rfind(f, 0) == 0; }))
-      << o.out;
+  EXPECT_TRUE(std::any_of(forms.begin(), forms.end(), [&o](const std::string& f) {
+    return o.out.rfind(f, 0) == 0;
+  })) << o.out;
 }
 
 // Each machine refuses what belongs to the other, before any vCPU runs.
 TEST(CliPcTest, EachMachineRefusesTheOthersFlags) {
-  Outcome workload = Minivmm("run --machine pc --kernel " + PcGuest("pc_entry") + " --workload ctx");
-  EXPECT_EQ(workload.status, 2) << workload.out;
-  EXPECT_NE(workload.out.find("--workload is the built-in guest's"), std::string::npos)
-      << workload.out;
-  Outcome unknown = Minivmm("run --machine microvm");
-  EXPECT_EQ(unknown.status, 2) << unknown.out;
-  Outcome pit = Minivmm("run --pit");
-  EXPECT_EQ(pit.status, 125) << pit.out;
-  EXPECT_NE(pit.out.find("a PIT is for the pc machine"), std::string::npos) << pit.out;
-  Outcome hyperv = Minivmm("run --hyperv");
-  EXPECT_EQ(hyperv.status, 125) << hyperv.out;
-  EXPECT_NE(hyperv.out.find("Hyper-V's enlightenments is for the pc machine"), std::string::npos)
-      << hyperv.out;
-  Outcome testdev = Minivmm("run --hyperv-testdev");
-  EXPECT_EQ(testdev.status, 125) << testdev.out;
-  EXPECT_NE(testdev.out.find("hyperv-testdev is for the pc machine"), std::string::npos)
-      << testdev.out;
-  // On the PC machine it needs SynIC, before any vCPU runs.
-  Outcome alone = Minivmm("run --machine pc --hyperv-testdev --kernel " + PcGuest("pc_entry"));
-  EXPECT_EQ(alone.status, 125) << alone.out;
-  EXPECT_NE(alone.out.find("hyperv-testdev needs Hyper-V's enlightenments"), std::string::npos)
-      << alone.out;
-  // The q35 machine's PCI devices on the others, and what q35 has not.
-  Outcome iommu = Minivmm("run --intel-iommu");
-  EXPECT_EQ(iommu.status, 125) << iommu.out;
-  EXPECT_NE(iommu.out.find("an Intel IOMMU is for the q35 machine; the builtin machine has none"),
-            std::string::npos)
-      << iommu.out;
-  Outcome edu = Minivmm("run --machine pc --edu --kernel " + PcGuest("pc_entry"));
-  EXPECT_EQ(edu.status, 125) << edu.out;
-  EXPECT_NE(edu.out.find("the edu device is for the q35 machine (--machine q35); the pc machine "
-                         "has no PCI"),
-            std::string::npos)
-      << edu.out;
-  Outcome q35_pit =
-      Minivmm("run --machine q35 --split-irqchip --pit --kernel " + PcGuest("pc_entry"));
-  EXPECT_EQ(q35_pit.status, 125) << q35_pit.out;
-  EXPECT_NE(q35_pit.out.find("a PIT is not on the q35 machine with the split irqchip"),
-            std::string::npos)
-      << q35_pit.out;
-  Outcome full_iommu = Minivmm("run --machine q35 --intel-iommu --kernel " + PcGuest("pc_entry"));
-  EXPECT_EQ(full_iommu.status, 125) << full_iommu.out;
-  EXPECT_NE(full_iommu.out.find("an Intel IOMMU needs the split irqchip"), std::string::npos)
-      << full_iommu.out;
-  Outcome pc_split = Minivmm("run --machine pc --split-irqchip --kernel " + PcGuest("pc_entry"));
-  EXPECT_EQ(pc_split.status, 125) << pc_split.out;
-  EXPECT_NE(pc_split.out.find("the split irqchip is for the q35 machine"), std::string::npos)
-      << pc_split.out;
-  Outcome q35_kernel = Minivmm("run --machine q35");
-  EXPECT_EQ(q35_kernel.status, 125) << q35_kernel.out;
-  EXPECT_NE(q35_kernel.out.find("the q35 machine needs a kernel"), std::string::npos)
-      << q35_kernel.out;
-  Outcome timer = Minivmm("run --machine pc --timer-hz 100 --kernel " + PcGuest("pc_entry"));
-  EXPECT_EQ(timer.status, 125) << timer.out;
-  EXPECT_NE(timer.out.find("is the builtin machine's"), std::string::npos) << timer.out;
+  const std::string pc_entry = " --kernel " + PcGuest("pc_entry");
+  struct Refusal {
+    std::string args;
+    int status;
+    std::string says;  // "" where only the status is checked
+  };
+  const Refusal refusals[] = {
+      {"run --machine pc" + pc_entry + " --workload ctx", 2, "--workload is the built-in guest's"},
+      {"run --machine microvm", 2, ""},
+      {"run --pit", 125, "a PIT is for the pc machine"},
+      {"run --hyperv", 125, "Hyper-V's enlightenments is for the pc machine"},
+      {"run --hyperv-testdev", 125, "hyperv-testdev is for the pc machine"},
+      // On the PC machine it needs SynIC, before any vCPU runs.
+      {"run --machine pc --hyperv-testdev" + pc_entry, 125,
+       "hyperv-testdev needs Hyper-V's enlightenments"},
+      // The q35 machine's PCI devices on the others, and what q35 has not.
+      {"run --intel-iommu", 125,
+       "an Intel IOMMU is for the q35 machine; the builtin machine has none"},
+      {"run --machine pc --edu" + pc_entry, 125,
+       "the edu device is for the q35 machine (--machine q35); the pc machine has no PCI"},
+      {"run --machine q35 --split-irqchip --pit" + pc_entry, 125,
+       "a PIT is not on the q35 machine with the split irqchip"},
+      {"run --machine q35 --intel-iommu" + pc_entry, 125, "an Intel IOMMU needs the split irqchip"},
+      {"run --machine pc --split-irqchip" + pc_entry, 125,
+       "the split irqchip is for the q35 machine"},
+      {"run --machine q35", 125, "the q35 machine needs a kernel"},
+      {"run --machine pc --timer-hz 100" + pc_entry, 125, "is the builtin machine's"},
+  };
+  for (const Refusal& r : refusals) {
+    const Outcome o = Minivmm(r.args);
+    EXPECT_EQ(o.status, r.status) << r.args << "\n" << o.out;
+    if (!r.says.empty())
+      EXPECT_NE(o.out.find(r.says), std::string::npos) << r.args << "\n" << o.out;
+  }
   // The image is read once the VM exists.
   REQUIRE_KVM();
   Outcome bad = Minivmm("run --machine pc --kernel " + Tiny("spin"));
