@@ -1,6 +1,9 @@
 #include "cli/run_record.h"
 
 #include <fstream>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "cli/report_value.h"
@@ -144,7 +147,22 @@ json Causes(const RunResult& r) {
   return out;
 }
 
-// The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.
+// Exits by (reason, `what`: a RIP or a stack), each with those of them that
+// reached minivmm: the section's `by_rip` and `by_stack`.
+template <typename Key>
+json ByReasonAnd(const char* what, const std::map<std::pair<std::string, Key>, uint64_t>& exits,
+                 const std::map<std::pair<std::string, Key>, uint64_t>& to_vmm) {
+  json out = json::array();
+  for (const auto& [key, n] : exits) {
+    const auto kept = to_vmm.find(key);
+    out.push_back({{"reason", key.first},
+                   {what, key.second},
+                   {"exits", n},
+                   {"to_vmm", kept == to_vmm.end() ? 0 : kept->second}});
+  }
+  return out;
+}
+
 // RunResult::kernel_exits (docs/run-record.md "kernel_exits"); null when
 // the run did not ask for them.
 json KernelExitsJson(const KernelExitCounts& c, bool stacks) {
@@ -153,14 +171,6 @@ json KernelExitsJson(const KernelExitCounts& c, bool stacks) {
     for (const auto& [name, n] : counts) out[name] = n;
     return out;
   };
-  json by_rip = json::array();
-  for (const auto& [key, n] : c.by_reason_rip) {
-    const auto to_vmm = c.to_vmm_by_reason_rip.find(key);
-    by_rip.push_back({{"reason", key.first},
-                      {"rip", key.second},
-                      {"exits", n},
-                      {"to_vmm", to_vmm == c.to_vmm_by_reason_rip.end() ? 0 : to_vmm->second}});
-  }
   json by_detail = json::array();
   for (const auto& [key, n] : c.by_reason_detail)
     by_detail.push_back({{"reason", key.first}, {"detail", key.second}, {"exits", n}});
@@ -170,18 +180,9 @@ json KernelExitsJson(const KernelExitCounts& c, bool stacks) {
               {"to_vmm_by_reason", by_name(c.to_vmm_by_reason)},
               {"returns", by_name(c.returns)},
               {"by_detail", by_detail},
-              {"by_rip", by_rip}};
+              {"by_rip", ByReasonAnd("rip", c.by_reason_rip, c.to_vmm_by_reason_rip)}};
   if (stacks) {
-    json by_stack = json::array();
-    for (const auto& [key, n] : c.by_reason_stack) {
-      const auto to_vmm = c.to_vmm_by_reason_stack.find(key);
-      by_stack.push_back(
-          {{"reason", key.first},
-           {"stack", key.second},
-           {"exits", n},
-           {"to_vmm", to_vmm == c.to_vmm_by_reason_stack.end() ? 0 : to_vmm->second}});
-    }
-    out["by_stack"] = std::move(by_stack);
+    out["by_stack"] = ByReasonAnd("stack", c.by_reason_stack, c.to_vmm_by_reason_stack);
     out["unstacked"] = c.unstacked;
   }
   return out;
@@ -210,6 +211,7 @@ json KernelExits(const RunResult& r) {
   return out;
 }
 
+// The wasted-exit analysis (docs/wasted-exits.md); null when it did not run.
 json Wasted(const RunResult& r) {
   json out = WastedCounts(r, r.stats);
   if (out.is_null()) return out;

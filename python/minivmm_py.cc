@@ -682,10 +682,10 @@ for KVM's PIT, pc_testdev=True for QEMU's pc-testdev and hyperv=True for
 Hyper-V's enlightenments (`minivmm run --hyperv`), with
 hyperv_testdev=True for QEMU's hyperv-testdev too; cmdline is then the
 guest's whole command line after the image path. machine="q35" is that
-machine with QEMU's q35 chipset and KVM's split irqchip (`minivmm run
---machine q35`), with edu=True for QEMU's edu PCI device, split_irqchip=True
-for KVM's split irqchip with minivmm's IOAPIC, and with it intel_iommu=True
-for an Intel IOMMU.
+machine with QEMU's q35 chipset (`minivmm run --machine q35`; KVM's full
+irqchip, as pc's), with edu=True for QEMU's edu PCI device,
+split_irqchip=True for KVM's split irqchip with minivmm's IOAPIC instead, and
+with it intel_iommu=True for an Intel IOMMU.
 cpu_features="+x2apic,-pcid" gives the guest CPUID bits or takes them away
 and cpu_vendor="GenuineIntel" replaces CPUID's vendor string (`minivmm run
 --cpu-features`, `--cpu-vendor`; include/minivmm/cpu_features.h lists the
